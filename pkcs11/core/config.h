@@ -1,0 +1,53 @@
+/* Holdfast's one configuration file (INI, parsed with libinih).
+ *
+ *   [holdfast] state_dir, node            [token] label
+ *   [store]    path                        [audit] path, sync_interval_ms, success_events
+ *   [hsm]      module, token, pin | pin_file | pin_env, so_pin_file, softhsm2_conf, root_kek_label
+ *   [cache]    max_keys
+ *
+ * conf/holdfast.conf.sample documents every key. Relative paths are taken from state_dir. */
+#ifndef HF_CONFIG_H
+#define HF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pkcs11/module/pkcs11-compat.h"
+
+struct hf_config {
+    char *path;          /* the file it was read from, NULL for defaults only */
+    char *state_dir;     /* [holdfast] state_dir */
+    char *node;          /* [holdfast] node: names this process's audit records (default: hostname) */
+    char *token_label;   /* [token] label: the Holdfast PKCS#11 token's label (default "holdfast") */
+    char *store_path;    /* [store] path (default state_dir/holdfast.db) */
+    char *hsm_module;    /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
+    char *hsm_token;     /* [hsm] token: label of the backend token holding the root KEK */
+    char *hsm_pin;       /* resolved from [hsm] pin, pin_file or pin_env; secret, cleansed on free */
+    char *hsm_pin_file;  /* [hsm] pin_file (default state_dir/hsm.pin, written by init) */
+    char *hsm_so_pin_file; /* [hsm] so_pin_file (default state_dir/hsm.so-pin, written by init) */
+    char *softhsm2_conf; /* [hsm] softhsm2_conf: exported as SOFTHSM2_CONF before the backend loads */
+    char *kek_label;     /* [hsm] root_kek_label (default "holdfast-root-kek") */
+    char *audit_path;    /* [audit] path (default state_dir/audit.log) */
+    unsigned audit_sync_interval_ms; /* [audit] sync_interval_ms: fdatasync at least this often (5) */
+    bool audit_success_events;       /* [audit] success_events (true) */
+    unsigned cache_max_keys;         /* [cache] max_keys: unwrapped key versions kept (4096) */
+};
+
+/* Path of the config file to use when none is given: $HOLDFAST_CONF, else
+ * $sysconfdir/holdfast/holdfast.conf. Never NULL; static storage. */
+const char *hf_config_default_path(void);
+
+/* Fills cfg with defaults under state_dir (NULL: $HOLDFAST_STATE_DIR or /var/lib/holdfast). */
+CK_RV hf_config_set_defaults(struct hf_config *cfg, const char *state_dir);
+
+/* Reads path over the defaults. A missing pin file is not an error here (init creates it);
+ * a syntax error, an unknown section or key, or a bad number is CKR_ARGUMENTS_BAD with a
+ * human-readable reason ("holdfast.conf:12: unknown key 'foo' in [store]") in err. */
+CK_RV hf_config_load(const char *path, struct hf_config *cfg, char *err, size_t errlen);
+
+/* (Re)reads the HSM PIN from pin_file / pin_env into cfg->hsm_pin. */
+CK_RV hf_config_resolve_pin(struct hf_config *cfg, char *err, size_t errlen);
+
+void hf_config_free(struct hf_config *cfg);
+
+#endif

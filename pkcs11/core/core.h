@@ -1,0 +1,90 @@
+/* The core: one opened key store (config + metadata store + HSM + local key source + audit) and
+ * the key-management operations both the PKCS#11 module and the `holdfast` CLI perform. Each
+ * management operation checks the KMIP rules, changes the store in one transaction and writes
+ * its audit record; it fails whole if the record cannot be written.
+ *
+ * Ownership: hf_core_open's result is the caller's (hf_core_close). Getters return borrowed
+ * pointers that live as long as the core. */
+#ifndef HF_CORE_H
+#define HF_CORE_H
+
+#include "audit.h"
+#include "config.h"
+#include "crypto.h"
+#include "key.h"
+#include "source-local.h"
+#include "store.h"
+
+struct hf_core;
+
+/* Who asked, for the audit record of a management operation. */
+struct hf_actor {
+    const char *api;    /* "cli", "pkcs11" */
+    const char *caller; /* e.g. "uid:1000" */
+};
+
+struct hf_key_spec {
+    const char *name;
+    enum hf_alg alg;
+    unsigned bits;
+    unsigned long usage; /* 0: hf_usage_default(alg) */
+    unsigned long state; /* 0: HF_STATE_ACTIVE */
+    const char *owner;   /* NULL: actor->caller */
+    bool exportable;
+    const struct hf_label *labels;
+    size_t n_labels;
+};
+
+/* Creates what the embedded default needs, idempotently: state_dir (0700), the SoftHSMv2
+ * config and token (with random PINs written 0600 to the pin files unless they exist), the root
+ * KEK, the store, and the Holdfast token's user and SO PINs (PBKDF2 hashes in the store; a PIN
+ * already set is kept unless reset is true). */
+CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_pin, bool reset);
+
+/* Opens an initialised key store. CKR_TOKEN_NOT_RECOGNIZED when init has not run. */
+CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out);
+void hf_core_close(struct hf_core *core);
+/* After fork(): drop the parent's state without touching its threads or locks. */
+void hf_core_abandon(struct hf_core *core);
+
+const struct hf_config *hf_core_config(struct hf_core *core);
+struct hf_store *hf_core_store(struct hf_core *core);
+struct hf_audit *hf_core_audit(struct hf_core *core);
+
+/* Token PINs (PBKDF2-HMAC-SHA256 with a random salt, compared in constant time). */
+enum hf_user { HF_USER_SO = 0, HF_USER_NORMAL = 1 };
+CK_RV hf_core_pin_check(struct hf_core *core, enum hf_user user, const char *pin, size_t len);
+CK_RV hf_core_pin_set(struct hf_core *core, enum hf_user user, const char *pin, size_t len);
+bool hf_core_pin_is_set(struct hf_core *core, enum hf_user user);
+
+/* Key management. out/vout may be NULL. */
+CK_RV hf_core_key_create(struct hf_core *core, const struct hf_key_spec *spec,
+                         const struct hf_actor *who, struct hf_key *out,
+                         struct hf_key_version *vout);
+/* Like create, with given material (raw AES bytes or PKCS#8 DER): C_UnwrapKey, C_CreateObject. */
+CK_RV hf_core_key_import(struct hf_core *core, const struct hf_key_spec *spec,
+                         const unsigned char *bytes, size_t len, const struct hf_actor *who,
+                         struct hf_key *out, struct hf_key_version *vout);
+CK_RV hf_core_key_rotate(struct hf_core *core, const char *ref, const struct hf_actor *who,
+                         struct hf_key_version *vout);
+CK_RV hf_core_key_set_state(struct hf_core *core, const char *ref, unsigned long state,
+                            const struct hf_actor *who);
+CK_RV hf_core_key_destroy(struct hf_core *core, const char *ref, const struct hf_actor *who);
+/* value NULL removes the label. */
+CK_RV hf_core_key_label_set(struct hf_core *core, const char *ref, const char *name,
+                            const char *value, const struct hf_actor *who);
+
+CK_RV hf_core_link_add(struct hf_core *core, const char *type, const char *ext_id,
+                       const char *key_ref, const struct hf_actor *who);
+CK_RV hf_core_link_set_blocked(struct hf_core *core, const char *type, const char *ext_id,
+                               bool blocked, const struct hf_actor *who);
+
+/* The usable material of a version (local source: unwrapped once, then cached). New reference. */
+CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
+                       struct hf_material **out);
+
+/* Current time in seconds, and a monotonic clock in microseconds (latency). */
+int64_t hf_now(void);
+uint64_t hf_monotonic_us(void);
+
+#endif

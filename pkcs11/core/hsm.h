@@ -1,0 +1,47 @@
+/* One backend HSM token reached through its vendor's PKCS#11 module, loaded by path with dlopen
+ * (never through the p11-kit proxy, which would load Holdfast itself and fail a recursive
+ * C_Initialize). Holds the root KEK: an AES-256 token key, sensitive, never extractable, able to
+ * wrap and unwrap only.
+ *
+ * Key material crosses as CKK_GENERIC_SECRET session objects so one code path wraps raw AES keys
+ * and PKCS#8 DER alike with CKM_AES_KEY_WRAP_PAD (RFC 5649, which is what SoftHSMv2 2.6 and most
+ * HSMs implement under that mechanism number).
+ *
+ * Thread-safe: a small pool of logged-in sessions; no lock is held across a backend call except
+ * the pool's own handout. */
+#ifndef HF_HSM_H
+#define HF_HSM_H
+
+#include <stddef.h>
+
+#include "pkcs11/module/pkcs11-compat.h"
+
+struct hf_hsm;
+
+/* Creates the token if the module has no token labelled token_label yet: C_InitToken on the
+ * first free slot (SoftHSMv2 always offers one), then C_InitPIN with user_pin. Idempotent: an
+ * existing token is left alone (CKR_OK). */
+CK_RV hf_hsm_token_ensure(const char *module_path, const char *token_label, const char *so_pin,
+                          const char *user_pin);
+
+/* Loads module_path, finds the token by label and logs in as user. CKR_TOKEN_NOT_PRESENT when no
+ * such token, CKR_PIN_INCORRECT on a wrong PIN (never retried: retries lock tokens). */
+CK_RV hf_hsm_open(const char *module_path, const char *token_label, const char *pin,
+                  struct hf_hsm **out);
+void hf_hsm_close(struct hf_hsm *hsm);
+
+/* Creates the root KEK labelled kek_label unless it exists. */
+CK_RV hf_hsm_kek_ensure(struct hf_hsm *hsm, const char *kek_label);
+bool hf_hsm_has_kek(struct hf_hsm *hsm, const char *kek_label);
+
+/* AES-KWP under the KEK. *wrapped is malloc'd; *plain is hf_secmem memory (free with
+ * hf_secmem_free(*plain, *plain_len)). A tampered blob is CKR_WRAPPED_KEY_INVALID. */
+CK_RV hf_hsm_wrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *plain,
+                  size_t plain_len, unsigned char **wrapped, size_t *wrapped_len);
+CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *wrapped,
+                    size_t wrapped_len, unsigned char **plain, size_t *plain_len);
+
+/* After fork(): forget the parent's module state without calling into it. */
+void hf_hsm_abandon(struct hf_hsm *hsm);
+
+#endif

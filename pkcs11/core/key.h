@@ -1,0 +1,110 @@
+/* The CipherTrust-style key model: keys, versions, labels and links, and the KMIP state rules.
+ * Plain data: the store fills these, the core and the module read them. */
+#ifndef HF_KEY_H
+#define HF_KEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pkcs11/module/holdfast.h"
+
+#define HF_UUID_LEN 36
+#define HF_NAME_MAX 255
+
+enum hf_alg {
+    HF_ALG_AES = 1, /* bits: 128, 192, 256 */
+    HF_ALG_RSA = 2, /* bits: 2048, 3072, 4096 */
+    HF_ALG_EC = 3,  /* bits: 256 (P-256), 384 (P-384) */
+};
+
+struct hf_label {
+    char *name;
+    char *value;
+};
+
+struct hf_key {
+    char uuid[HF_UUID_LEN + 1];
+    char *name; /* unique; [A-Za-z0-9._:/@+-], 1..255 chars (hf_key_name_is_valid) */
+    enum hf_alg alg;
+    unsigned bits;
+    unsigned long usage; /* HF_USAGE_* mask */
+    unsigned long state; /* HF_STATE_* */
+    char *owner;
+    char *source; /* "local" or an HSM pool name */
+    bool exportable;
+    int64_t created; /* seconds since the epoch */
+    int64_t updated;
+    unsigned current_version; /* newest version number; 1 after creation */
+    struct hf_label *labels;  /* sorted by name */
+    size_t n_labels;
+};
+
+struct hf_key_version {
+    int64_t id; /* store row id: stable, never reused; the module builds object handles from it */
+    char uuid[HF_UUID_LEN + 1];
+    char key_uuid[HF_UUID_LEN + 1];
+    unsigned version;
+    unsigned long state; /* HF_STATE_ACTIVE, or HF_STATE_DESTROYED once its material is gone */
+    int64_t created;
+    char *kek_label;          /* which root KEK wrapped it */
+    unsigned char *wrapped;   /* material wrapped with AES-KWP under the root KEK; NULL once destroyed */
+    size_t wrapped_len;
+    unsigned char *public_der; /* SubjectPublicKeyInfo DER for RSA and EC; NULL for AES */
+    size_t public_der_len;
+};
+
+struct hf_link {
+    int64_t id;
+    char *type;   /* "aws-xks", "gcp-ekm", "oci", "sap", "gws-cse", ... */
+    char *ext_id; /* the cloud's identifier; (type, ext_id) is unique */
+    char key_uuid[HF_UUID_LEN + 1];
+    bool blocked;
+    int64_t created;
+    int64_t updated;
+};
+
+/* Frees the members (not the struct) and leaves it zeroed. NULL is fine. */
+void hf_key_clear(struct hf_key *key);
+void hf_key_version_clear(struct hf_key_version *v);
+void hf_link_clear(struct hf_link *link);
+/* Deep copies; dst must be zeroed or cleared. CKR_HOST_MEMORY on allocation failure. */
+CK_RV hf_key_copy(struct hf_key *dst, const struct hf_key *src);
+CK_RV hf_key_version_copy(struct hf_key_version *dst, const struct hf_key_version *src);
+
+/* KMIP state rules: pre-active nothing; active all of the mask; deactivated and compromised only
+ * decrypt, unwrap and verify; destroyed nothing. usage_bit is one HF_USAGE_* bit. */
+bool hf_key_state_allows(unsigned long state, unsigned long usage_bit);
+/* Both the state and the key's usage mask allow usage_bit. */
+bool hf_key_is_usable_for(const struct hf_key *key, unsigned long usage_bit);
+/* Allowed transitions: pre-active -> active|deactivated|compromised|destroyed,
+ * active -> deactivated|compromised|destroyed, deactivated -> compromised|destroyed,
+ * compromised -> destroyed. */
+bool hf_key_state_can_move(unsigned long from, unsigned long to);
+
+bool hf_key_name_is_valid(const char *name);
+bool hf_alg_bits_is_valid(enum hf_alg alg, unsigned bits);
+bool hf_uuid_is_valid(const char *s);
+/* Writes a fresh random (v4) UUID, lower case, NUL-terminated. */
+void hf_uuid_generate(char out[HF_UUID_LEN + 1]);
+
+const char *hf_state_name(unsigned long state); /* "pre-active", "active", ... or "unknown" */
+bool hf_state_parse(const char *s, unsigned long *state);
+const char *hf_alg_name(enum hf_alg alg); /* "AES", "RSA", "EC" */
+/* "AES-256", "RSA-3072", "EC-P256" (also "aes256", "ec-p384", "P-256"). */
+bool hf_alg_spec_parse(const char *s, enum hf_alg *alg, unsigned *bits);
+/* "encrypt,decrypt,wrap" <-> mask. Unknown words fail. */
+bool hf_usage_parse(const char *s, unsigned long *mask);
+/* Writes "encrypt,decrypt"; returns the length needed (snprintf convention). */
+size_t hf_usage_format(unsigned long mask, char *out, size_t outlen);
+/* Default usage for an algorithm: AES encrypt|decrypt|wrap|unwrap, RSA all but wrap,
+ * EC sign|verify. */
+unsigned long hf_usage_default(enum hf_alg alg);
+
+/* Labels: returns the value or NULL. */
+const char *hf_key_label_get(const struct hf_key *key, const char *name);
+/* Sets (value != NULL) or removes (value == NULL) a label, keeping the array sorted. */
+CK_RV hf_key_label_set(struct hf_key *key, const char *name, const char *value);
+bool hf_label_name_is_valid(const char *name);
+
+#endif

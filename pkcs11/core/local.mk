@@ -1,0 +1,20 @@
+# The core: key model, metadata store, key sources, audit. A convenience library linked into the
+# PKCS#11 module, the CLI and the unit tests.
+noinst_LTLIBRARIES += libholdfast-core.la
+libholdfast_core_la_SOURCES = \
+	pkcs11/core/audit.c pkcs11/core/audit.h \
+	pkcs11/core/config.c pkcs11/core/config.h \
+	pkcs11/core/core.c pkcs11/core/core.h \
+	pkcs11/core/crypto.c pkcs11/core/crypto.h \
+	pkcs11/core/hsm.c pkcs11/core/hsm.h \
+	pkcs11/core/key.c pkcs11/core/key.h \
+	pkcs11/core/log.c pkcs11/core/log.h \
+	pkcs11/core/pin.c \
+	pkcs11/core/secmem.c pkcs11/core/secmem.h \
+	pkcs11/core/source-local.c pkcs11/core/source-local.h \
+	pkcs11/core/store.c pkcs11/core/store.h pkcs11/core/store-internal.h \
+	pkcs11/core/store-sqlite.c
+libholdfast_core_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) \
+	$(UUID_CFLAGS)
+libholdfast_core_la_LIBADD = $(CRYPTO_LIBS) $(SQLITE_LIBS) $(INIH_LIBS) $(JSONC_LIBS) \
+	$(UUID_LIBS) $(PTHREAD_LIBS) $(LIBS)

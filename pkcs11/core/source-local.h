@@ -1,0 +1,33 @@
+/* The local key source: key material lives in the metadata store wrapped (AES-KWP) under a root
+ * KEK that never leaves the HSM. On first use a version is unwrapped once and cached; later uses
+ * are in-process OpenSSL calls with no HSM round trip (the fast path, like CipherTrust's own
+ * keys). The cache is bounded (least recently used out) and every entry is zeroed on eviction. */
+#ifndef HF_SOURCE_LOCAL_H
+#define HF_SOURCE_LOCAL_H
+
+#include "crypto.h"
+#include "hsm.h"
+#include "key.h"
+
+struct hf_local;
+
+/* hsm is borrowed: it must outlive the source. */
+CK_RV hf_local_open(struct hf_hsm *hsm, const char *kek_label, size_t cache_max,
+                    struct hf_local **out);
+void hf_local_close(struct hf_local *local);
+
+/* Wraps m for storage: fills v->wrapped, v->wrapped_len, v->kek_label, and v->public_der for
+ * RSA/EC. */
+CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct hf_key_version *v);
+
+/* The usable material of version v (cached by v->id). *out is a new reference. A destroyed
+ * version (no wrapped material) is CKR_KEY_HANDLE_INVALID. */
+CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
+                        struct hf_material **out);
+
+/* Drops one cached version (destroy), or all (flush). */
+void hf_local_evict(struct hf_local *local, int64_t version_id);
+void hf_local_flush(struct hf_local *local);
+size_t hf_local_cached(struct hf_local *local);
+
+#endif

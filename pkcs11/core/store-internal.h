@@ -1,0 +1,47 @@
+/* The backend seam of the metadata store: each backend fills one struct hf_store_ops; store.c
+ * checks arguments and dispatches. Included by store*.c only. */
+#ifndef HF_STORE_INTERNAL_H
+#define HF_STORE_INTERNAL_H
+
+#include "store.h"
+
+struct hf_store_ops {
+    const char *name;
+    void (*close)(struct hf_store *store);
+    CK_RV (*schema_version)(struct hf_store *store, int *version);
+    CK_RV (*data_version)(struct hf_store *store, uint64_t *version);
+    CK_RV (*key_insert)(struct hf_store *store, const struct hf_key *key,
+                        struct hf_key_version *v1);
+    CK_RV (*key_get)(struct hf_store *store, const char *ref, struct hf_key *out);
+    CK_RV (*key_list)(struct hf_store *store, struct hf_key **keys, size_t *n);
+    CK_RV (*key_update)(struct hf_store *store, const struct hf_key *key);
+    CK_RV (*key_destroy)(struct hf_store *store, const char *uuid, int64_t when);
+    CK_RV (*version_insert)(struct hf_store *store, struct hf_key_version *v, int64_t when);
+    CK_RV (*version_get)(struct hf_store *store, int64_t id, struct hf_key_version *out);
+    CK_RV (*version_find)(struct hf_store *store, const char *key_uuid, unsigned version,
+                          struct hf_key_version *out);
+    CK_RV (*version_find_by_uuid)(struct hf_store *store, const char *version_uuid,
+                                  struct hf_key_version *out);
+    CK_RV (*version_list)(struct hf_store *store, const char *key_uuid,
+                          struct hf_key_version **versions, size_t *n);
+    CK_RV (*version_each)(struct hf_store *store, hf_store_version_fn fn, void *arg);
+    CK_RV (*link_insert)(struct hf_store *store, struct hf_link *link);
+    CK_RV (*link_get)(struct hf_store *store, const char *type, const char *ext_id,
+                      struct hf_link *out);
+    CK_RV (*link_set_blocked)(struct hf_store *store, const char *type, const char *ext_id,
+                              bool blocked, int64_t when);
+    CK_RV (*link_delete)(struct hf_store *store, const char *type, const char *ext_id);
+    CK_RV (*link_list)(struct hf_store *store, const char *key_uuid, struct hf_link **links,
+                       size_t *n);
+    CK_RV (*meta_get)(struct hf_store *store, const char *name, char **value);
+    CK_RV (*meta_set)(struct hf_store *store, const char *name, const char *value);
+};
+
+/* Every backend's struct starts with this. */
+struct hf_store {
+    const struct hf_store_ops *ops;
+};
+
+CK_RV hf_store_sqlite_open(const char *path, struct hf_store **out);
+
+#endif

@@ -1,0 +1,84 @@
+/* The metadata store: keys, versions with their wrapped material, labels, links and token
+ * metadata, behind one interface with one schema. SQLite (store-sqlite.c) is the embedded
+ * backend; a PostgreSQL backend implements the same struct hf_store_ops (store-internal.h).
+ *
+ * Every function that changes something is one transaction: it happens whole or not at all,
+ * also when the process is killed half-way. Functions are safe to call from several threads
+ * (the store serialises them); none is on the crypto hot path, which works from caches.
+ *
+ * Results: CKR_OK; CKR_KEY_HANDLE_INVALID when the key, version or link does not exist;
+ * CKR_ATTRIBUTE_VALUE_INVALID for a duplicate name or link; CKR_DEVICE_ERROR when the database
+ * fails (the reason is logged); CKR_HOST_MEMORY. Out-structs are filled only on CKR_OK and are
+ * owned by the caller (hf_key_clear and friends). */
+#ifndef HF_STORE_H
+#define HF_STORE_H
+
+#include <stdint.h>
+
+#include "key.h"
+
+struct hf_store;
+
+/* Opens (creating if needed, mode 0600) and migrates to the current schema. Locator: a path or
+ * "sqlite:PATH" (later "postgresql://..."). */
+CK_RV hf_store_open(const char *locator, struct hf_store **out);
+void hf_store_close(struct hf_store *store);
+
+/* The schema version this build writes, and the one the open database has. */
+int hf_store_schema_version_current(void);
+CK_RV hf_store_schema_version(struct hf_store *store, int *version);
+
+/* A number that changes whenever any connection (this process or another) commits a change:
+ * the module's caches revalidate when it moves. Cheap (no disk read on SQLite). */
+CK_RV hf_store_data_version(struct hf_store *store, uint64_t *version);
+
+/* Keys. key->uuid and v1->uuid must be set; v1->id is filled in. */
+CK_RV hf_store_key_insert(struct hf_store *store, const struct hf_key *key,
+                          struct hf_key_version *v1);
+/* ref: a UUID or a name. */
+CK_RV hf_store_key_get(struct hf_store *store, const char *ref, struct hf_key *out);
+/* All keys, sorted by name. *keys is an array of *n (free each with hf_key_clear, then free). */
+CK_RV hf_store_key_list(struct hf_store *store, struct hf_key **keys, size_t *n);
+/* Writes name, state, usage, owner, exportable, labels and updated of key->uuid. */
+CK_RV hf_store_key_update(struct hf_store *store, const struct hf_key *key);
+/* Marks the key and all its versions destroyed and erases their wrapped material. */
+CK_RV hf_store_key_destroy(struct hf_store *store, const char *uuid, int64_t when);
+
+/* Versions. Rotation: inserts v (v->version must be current_version + 1, else
+ * CKR_ATTRIBUTE_VALUE_INVALID: a concurrent rotation won) and bumps the key's current_version
+ * and updated, in one transaction. v->id is filled in. */
+CK_RV hf_store_version_insert(struct hf_store *store, struct hf_key_version *v, int64_t when);
+CK_RV hf_store_version_get(struct hf_store *store, int64_t id, struct hf_key_version *out);
+/* version 0 means the key's current version. */
+CK_RV hf_store_version_find(struct hf_store *store, const char *key_uuid, unsigned version,
+                            struct hf_key_version *out);
+CK_RV hf_store_version_find_by_uuid(struct hf_store *store, const char *version_uuid,
+                                    struct hf_key_version *out);
+/* Versions of one key, oldest first. */
+CK_RV hf_store_version_list(struct hf_store *store, const char *key_uuid,
+                            struct hf_key_version **versions, size_t *n);
+
+/* Calls fn for every version of every key (destroyed ones too), in id order, stopping early
+ * when fn returns something other than CKR_OK (that value is returned). The structs are only
+ * valid during the call. */
+typedef CK_RV (*hf_store_version_fn)(const struct hf_key *key, const struct hf_key_version *v,
+                                     void *arg);
+CK_RV hf_store_version_each(struct hf_store *store, hf_store_version_fn fn, void *arg);
+
+/* Links. link->id is filled in. */
+CK_RV hf_store_link_insert(struct hf_store *store, struct hf_link *link);
+CK_RV hf_store_link_get(struct hf_store *store, const char *type, const char *ext_id,
+                        struct hf_link *out);
+CK_RV hf_store_link_set_blocked(struct hf_store *store, const char *type, const char *ext_id,
+                                bool blocked, int64_t when);
+CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char *ext_id);
+/* key_uuid NULL: all links. Sorted by type, then ext_id. */
+CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
+                         size_t *n);
+
+/* Token metadata (PIN hashes, token serial, ...): small named text values. *value is malloc'd;
+ * CKR_KEY_HANDLE_INVALID when absent. */
+CK_RV hf_store_meta_get(struct hf_store *store, const char *name, char **value);
+CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *value);
+
+#endif

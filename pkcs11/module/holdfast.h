@@ -1,0 +1,103 @@
+/* Holdfast's public PKCS#11 contract: vendor attributes and the "Holdfast" vendor interface.
+ *
+ * This is the only Holdfast header the gateway, the provider and third-party programs include.
+ * Everything here is reachable through standard PKCS#11 calls:
+ *
+ *  - Vendor attributes (read with C_GetAttributeValue, usable in C_FindObjectsInit templates):
+ *      CKA_HF_KEY_UUID      UTF-8, 36 chars: the key's UUID (same for every version of a key)
+ *      CKA_HF_VERSION_UUID  UTF-8, 36 chars: this version's UUID (OCI, SAP and DKE version ids)
+ *      CKA_HF_VERSION       CK_ULONG: version number, 1 for the first, +1 per rotation
+ *      CKA_HF_STATE         CK_ULONG: KMIP state (HF_STATE_* below)
+ *      CKA_HF_USAGE         CK_ULONG: KMIP cryptographic usage mask (HF_USAGE_* below)
+ *      CKA_HF_IS_CURRENT    CK_BBOOL: CK_TRUE on the version new encryptions use
+ *      CKA_HF_LABELS        UTF-8: "k=v\nk=v" (sorted by key)
+ *      CKA_HF_OWNER         UTF-8
+ *      CKA_HF_SOURCE        UTF-8: "local" or an HSM pool name
+ *      CKA_HF_CREATED       CK_ULONG: seconds since the epoch (version creation)
+ *
+ *  - Objects: one secret key (AES) or one private + one public key object (RSA, EC) per key
+ *    version. CKA_LABEL is the key's name; CKA_ID is the 16 raw bytes of the version UUID.
+ *    C_FindObjectsInit with only CKA_LABEL (plus class/type) returns the current version alone;
+ *    add CKA_HF_VERSION or CKA_ID to reach older versions.
+ *
+ *  - The "Holdfast" interface (C_GetInterface((CK_UTF8CHAR_PTR)"Holdfast", NULL, &i, 0)):
+ *    extras for programs that load the module by path. p11-kit 0.24's proxy does not pass it on.
+ */
+#ifndef HOLDFAST_H
+#define HOLDFAST_H
+
+#include "pkcs11-compat.h"
+
+#define CKA_HF_BASE (CKA_VENDOR_DEFINED | 0x48460000UL) /* "HF" */
+#define CKA_HF_KEY_UUID (CKA_HF_BASE + 1)
+#define CKA_HF_VERSION_UUID (CKA_HF_BASE + 2)
+#define CKA_HF_VERSION (CKA_HF_BASE + 3)
+#define CKA_HF_STATE (CKA_HF_BASE + 4)
+#define CKA_HF_USAGE (CKA_HF_BASE + 5)
+#define CKA_HF_IS_CURRENT (CKA_HF_BASE + 6)
+#define CKA_HF_LABELS (CKA_HF_BASE + 7)
+#define CKA_HF_OWNER (CKA_HF_BASE + 8)
+#define CKA_HF_SOURCE (CKA_HF_BASE + 9)
+#define CKA_HF_CREATED (CKA_HF_BASE + 10)
+
+/* KMIP 1.4 State enumeration (section 9.1.3.2.17). */
+#define HF_STATE_PRE_ACTIVE 1UL
+#define HF_STATE_ACTIVE 2UL
+#define HF_STATE_DEACTIVATED 3UL
+#define HF_STATE_COMPROMISED 4UL
+#define HF_STATE_DESTROYED 5UL
+
+/* KMIP 1.4 Cryptographic Usage Mask bits (section 9.1.3.3.1). */
+#define HF_USAGE_SIGN 0x01UL
+#define HF_USAGE_VERIFY 0x02UL
+#define HF_USAGE_ENCRYPT 0x04UL
+#define HF_USAGE_DECRYPT 0x08UL
+#define HF_USAGE_WRAP 0x10UL
+#define HF_USAGE_UNWRAP 0x20UL
+
+/* Vendor return value: the link named in the request context is blocked (the HYOK kill switch). */
+#define CKR_HF_LINK_BLOCKED (CKR_VENDOR_DEFINED | 0x48460001UL)
+/* Vendor return value: the audit log cannot be written, so key operations are stopped. */
+#define CKR_HF_AUDIT_FAILED (CKR_VENDOR_DEFINED | 0x48460002UL)
+
+#define HF_INTERFACE_NAME "Holdfast"
+#define HF_INTERFACE_VERSION_MAJOR 1
+#define HF_INTERFACE_VERSION_MINOR 0
+
+/* What a gateway knows about the request it is serving; copied into the audit record of the
+ * next key operation on the session. Strings are NUL-terminated UTF-8 (NULL = not known) and are
+ * copied: the caller keeps ownership. */
+typedef struct HF_REQUEST_CONTEXT {
+    const char *api;        /* "aws-xks", "gcp-ekm", ... */
+    const char *operation;  /* the API's own operation name, e.g. "encrypt" */
+    const char *caller;     /* authenticated identity, e.g. an AWS principal ARN */
+    const char *request_id; /* the cloud's request id, e.g. kmsRequestId */
+    const char *link_type;  /* with link_id: the link the call came through, checked for "blocked" */
+    const char *link_id;
+} HF_REQUEST_CONTEXT;
+
+typedef struct HF_LINK_INFO {
+    char key_uuid[37];
+    CK_BBOOL blocked;
+} HF_LINK_INFO;
+
+/* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
+ * thread: it must not block. */
+typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);
+
+typedef struct HF_FUNCTION_LIST {
+    CK_VERSION version;
+    /* Attach ctx to the session's next key operation (and its audit record). */
+    CK_RV (*HF_SetRequestContext)(CK_SESSION_HANDLE session, const HF_REQUEST_CONTEXT *ctx);
+    /* Sequence number of the audit record of the session's last operation. */
+    CK_RV (*HF_GetLastAuditSeq)(CK_SESSION_HANDLE session, CK_ULONG_LONG *seq);
+    /* Block until audit record seq is durable. */
+    CK_RV (*HF_AuditWaitDurable)(CK_ULONG_LONG seq);
+    /* Call fn(arg) once audit record seq is durable (at once, on this thread, if it already is). */
+    CK_RV (*HF_AuditNotifyDurable)(CK_ULONG_LONG seq, HF_AUDIT_DURABLE_FN fn, void *arg);
+    /* Look up a link (type as in HF_REQUEST_CONTEXT.link_type). CKR_KEY_HANDLE_INVALID if none. */
+    CK_RV (*HF_GetLinkInfo)(CK_SESSION_HANDLE session, const char *link_type, const char *link_id,
+                            HF_LINK_INFO *info);
+} HF_FUNCTION_LIST;
+
+#endif /* HOLDFAST_H */

@@ -1,0 +1,198 @@
+/* Shared by pkcs11/module/*.c only: the module's global state, sessions, objects and the
+ * mechanism table. The module is thin: key management, crypto, material and audit live in
+ * pkcs11/core/; this layer maps PKCS#11 calls onto them.
+ *
+ * Hot-path rules (ARCHITECTURE.md, performance): a session is found by index without a shared
+ * lock and then locked on its own; an object is taken from the session's one-entry cache before
+ * the shared object table (a read-mostly rwlock); store revalidation happens at most every
+ * HF_REVALIDATE_MS by one thread. */
+#ifndef HF_MODULE_INTERNAL_H
+#define HF_MODULE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pkcs11/core/core.h"
+#include "pkcs11/core/log.h"
+#include "holdfast.h"
+
+struct hf_session;
+struct hf_object;
+
+#define HF_EXPORT __attribute__((visibility("default")))
+
+#define HF_SLOT_ID 1UL
+#define HF_MAX_SESSIONS 4096
+#define HF_REVALIDATE_MS 500
+/* Multi-part operations accumulate their input; past this the operation is refused. */
+#define HF_MAX_DATA_LEN (64UL * 1024 * 1024)
+
+/* Evaluates to rv (and logs at debug level) when cond is false: argument checks at the top of
+ * entry points, never assert(). */
+#define hf_return_val_if_fail(cond, rv)                                                        \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            hf_log_debug("%s: check failed: %s", __func__, #cond);                             \
+            return (rv);                                                                       \
+        }                                                                                      \
+    } while (0)
+
+/* ---- global state (module.c) ------------------------------------------------------------ */
+
+enum hf_login { HF_LOGIN_NONE = 0, HF_LOGIN_USER, HF_LOGIN_SO };
+
+struct hf_module {
+    pthread_mutex_t lock; /* guards initialise/finalise and the fields below marked (lock) */
+    atomic_bool initialized;
+    pid_t pid;                    /* pid that initialised: a forked child must C_Initialize again */
+    struct hf_config cfg;         /* (lock) */
+    struct hf_core *core;         /* (lock) set while initialized */
+    _Atomic enum hf_login login;  /* PKCS#11 login state is per application, not per session */
+    atomic_ulong session_count;
+    atomic_ulong rw_session_count;
+    atomic_uint_fast64_t generation; /* bumped when the store changed under us: objects reload */
+};
+extern struct hf_module hf_mod;
+
+/* CKR_CRYPTOKI_NOT_INITIALIZED unless initialised in this process. */
+CK_RV hf_module_check(void);
+/* Every PKCS#11 key operation and key change lands here for its audit record: fills in api,
+ * caller and request id from the session's request context (vendor interface) or "pkcs11". */
+CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct hf_object *obj,
+                      const char *detail, CK_RV result, uint64_t started_us);
+
+/* ---- objects (object.c, attr.c, find.c) ------------------------------------------------- */
+
+/* Handle layout: (version row id << 2) | kind. Stable across processes and restarts. */
+enum hf_object_kind { HF_OBJ_SECRET = 1, HF_OBJ_PRIVATE = 2, HF_OBJ_PUBLIC = 3 };
+#define HF_HANDLE(version_id, kind) ((CK_OBJECT_HANDLE)(((uint64_t)(version_id) << 2) | (kind)))
+#define HF_HANDLE_VERSION_ID(h) ((int64_t)((uint64_t)(h) >> 2))
+#define HF_HANDLE_KIND(h) ((enum hf_object_kind)((h)&3))
+
+/* An immutable snapshot of one face of one key version. Shared by reference count. */
+struct hf_object {
+    atomic_uint refs;
+    CK_OBJECT_HANDLE handle;
+    enum hf_object_kind kind;
+    CK_OBJECT_CLASS cls;
+    CK_KEY_TYPE key_type;
+    struct hf_key key;             /* key metadata at load time */
+    struct hf_key_version version; /* version metadata (wrapped material included) */
+    bool is_current;
+    EVP_PKEY *pub; /* RSA/EC public key (from version.public_der), for verify and encrypt */
+    uint64_t generation;
+};
+
+/* A new reference to the object behind handle, loaded from the store on first use and reloaded
+ * when hf_mod.generation moved. CKR_OBJECT_HANDLE_INVALID when there is none, or when it is a
+ * private object and nobody is logged in. */
+CK_RV hf_object_get(struct hf_session *s, CK_OBJECT_HANDLE handle, struct hf_object **out);
+struct hf_object *hf_object_ref(struct hf_object *obj);
+void hf_object_unref(struct hf_object *obj);
+/* The usable material (secret/private faces): hf_core_material with the object's version. */
+CK_RV hf_object_material(struct hf_object *obj, struct hf_material **out);
+/* usage_bit: HF_USAGE_*. CKR_KEY_FUNCTION_NOT_PERMITTED outside the key's mask or the face's
+ * role (a public key never decrypts); CKR_KEY_FUNCTION_NOT_PERMITTED too when the KMIP state
+ * forbids it (pre-active, destroyed; deactivated/compromised except decrypt, unwrap, verify). */
+CK_RV hf_object_check_usage(const struct hf_object *obj, unsigned long usage_bit);
+/* Drops every cached object (finalize, fork). */
+void hf_objects_flush(void);
+/* Revalidates against the store at most every HF_REVALIDATE_MS (cheap when nothing changed). */
+void hf_objects_revalidate(void);
+
+/* ---- sessions (session.c) -------------------------------------------------------------- */
+
+enum hf_op_kind {
+    HF_OP_ENCRYPT = 0,
+    HF_OP_DECRYPT,
+    HF_OP_SIGN,
+    HF_OP_VERIFY,
+    HF_OP_DIGEST,
+    HF_OP_KINDS
+};
+
+/* One active cryptographic operation. Parameters are copied at Init time. */
+struct hf_op {
+    bool active;
+    CK_MECHANISM_TYPE mech;
+    struct hf_object *obj; /* NULL for digest */
+    struct hf_asym_params asym;
+    const char *asym_md;   /* static strings for asym.md / mgf1_md */
+    unsigned char *iv;     /* GCM */
+    size_t iv_len;
+    unsigned char *aad;    /* GCM AAD, OAEP label */
+    size_t aad_len;
+    size_t tag_len;        /* GCM tag bytes */
+    unsigned char *buf;    /* multi-part input collected so far */
+    size_t buf_len, buf_cap;
+    uint64_t started_us;
+};
+
+struct hf_session {
+    pthread_mutex_t lock; /* held by the thread using the session, for the whole call */
+    CK_SESSION_HANDLE handle;
+    bool open;
+    CK_FLAGS flags; /* CKF_SERIAL_SESSION | CKF_RW_SESSION */
+    struct hf_op ops[HF_OP_KINDS];
+    /* C_FindObjects state */
+    bool find_active;
+    CK_OBJECT_HANDLE *found;
+    size_t found_n, found_pos;
+    /* one-entry object cache (see object.c) */
+    struct hf_object *last_obj;
+    /* vendor interface: request context for the next key operation (strings owned here) */
+    HF_REQUEST_CONTEXT ctx;
+    bool has_ctx;
+    uint64_t last_audit_seq;
+};
+
+/* Finds and locks an open session: CKR_SESSION_HANDLE_INVALID otherwise. Release with
+ * hf_session_put. Session structs are never freed while the module is initialised (closed ones
+ * are reused), so the lookup needs no shared lock. */
+CK_RV hf_session_get(CK_SESSION_HANDLE handle, struct hf_session **out);
+void hf_session_put(struct hf_session *s);
+void hf_op_reset(struct hf_op *op);
+/* Appends to op->buf, refusing past HF_MAX_DATA_LEN (CKR_DATA_LEN_RANGE). */
+CK_RV hf_op_append(struct hf_op *op, const unsigned char *data, size_t len);
+void hf_sessions_close_all(void);
+void hf_session_clear_ctx(struct hf_session *s);
+
+/* ---- mechanisms (mech.c, mech-*.c) ------------------------------------------------------ */
+
+struct hf_mech_info {
+    CK_MECHANISM_TYPE type;
+    const char *name; /* "CKM_AES_GCM": audit detail */
+    CK_MECHANISM_INFO info;
+};
+
+const struct hf_mech_info *hf_mech_find(CK_MECHANISM_TYPE type);
+/* Fills the list, two-call convention. */
+CK_RV hf_mech_list(CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR count);
+
+/* Validates pMechanism for op and key, copies its parameters into op (CKR_MECHANISM_INVALID,
+ * CKR_MECHANISM_PARAM_INVALID, CKR_KEY_TYPE_INCONSISTENT). */
+CK_RV hf_mech_op_init(struct hf_op *op, enum hf_op_kind kind, const CK_MECHANISM *mech,
+                      struct hf_object *obj);
+/* Runs the one-shot operation of op over in (two-call convention on out). */
+CK_RV hf_mech_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                      size_t *outlen);
+CK_RV hf_mech_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                      size_t *outlen);
+CK_RV hf_mech_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                   size_t *outlen);
+CK_RV hf_mech_verify(struct hf_op *op, const unsigned char *in, size_t inlen,
+                     const unsigned char *sig, size_t siglen);
+
+/* Key generation and import from templates (keygen.c): create a Holdfast key through the core. */
+CK_RV hf_keygen_secret(struct hf_session *s, const CK_MECHANISM *mech, const CK_ATTRIBUTE *tmpl,
+                       CK_ULONG n, CK_OBJECT_HANDLE *out);
+CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub_tmpl,
+                     CK_ULONG pub_n, const CK_ATTRIBUTE *priv_tmpl, CK_ULONG priv_n,
+                     CK_OBJECT_HANDLE *pub, CK_OBJECT_HANDLE *priv);
+
+/* ---- the vendor interface (vendor.c) ---------------------------------------------------- */
+extern const HF_FUNCTION_LIST hf_vendor_functions;
+
+#endif

@@ -1,0 +1,33 @@
+/* Shared by the CUnit suites: a throw-away embedded key store per test program, and a runner.
+ *
+ * hf_test_env_setup makes a temp dir holding a SoftHSMv2 config and token, a root KEK, a SQLite
+ * store and a holdfast.conf (written to env->conf_path, and exported as HOLDFAST_CONF so a
+ * dlopen'ed module finds it), through hf_core_init with HF_TEST_SO_PIN / HF_TEST_USER_PIN.
+ * Teardown removes the dir. */
+#ifndef HF_TEST_HARNESS_H
+#define HF_TEST_HARNESS_H
+
+#include <limits.h>
+#include <CUnit/CUnit.h>
+
+#include "pkcs11/core/config.h"
+
+#define HF_TEST_SO_PIN "so-secret-5678"
+#define HF_TEST_USER_PIN "user-secret-1234"
+
+struct hf_test_env {
+    char dir[PATH_MAX];
+    char conf_path[PATH_MAX];
+    struct hf_config cfg;
+};
+
+/* 0 on success; prints why and returns -1 otherwise. extra_conf (may be NULL) is appended to the
+ * generated holdfast.conf, e.g. "[audit]\nsuccess_events = false\n". */
+int hf_test_env_setup(struct hf_test_env *env, const char *extra_conf);
+void hf_test_env_teardown(struct hf_test_env *env);
+
+/* Registers suites, runs them in CUnit's basic mode (verbose), returns the process exit code:
+ * 0 when every assertion passed, 1 otherwise (so automake counts failures). */
+int hf_test_run(CU_SuiteInfo *suites);
+
+#endif

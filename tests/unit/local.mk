@@ -1,0 +1,55 @@
+# CUnit suites: one program per unit, all linked with the shared harness.
+if HAVE_CUNIT
+check_LTLIBRARIES += libhftest.la
+libhftest_la_SOURCES = tests/unit/harness.c tests/unit/harness-env.c tests/unit/harness.h
+libhftest_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+libhftest_la_LIBADD = libholdfast-core.la $(CUNIT_LIBS)
+
+UNIT_TESTS = \
+	tests/unit/test-key \
+	tests/unit/test-store \
+	tests/unit/test-config \
+	tests/unit/test-crypto \
+	tests/unit/test-source-local \
+	tests/unit/test-audit \
+	tests/unit/test-core \
+	tests/unit/test-module-general \
+	tests/unit/test-module-objects \
+	tests/unit/test-module-crypto
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
+UNIT_LDADD = libhftest.la libholdfast-core.la $(CUNIT_LIBS) $(JSONC_LIBS) $(SQLITE_LIBS)
+
+tests_unit_test_key_SOURCES = tests/unit/test-key.c
+tests_unit_test_key_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_key_LDADD = $(UNIT_LDADD)
+tests_unit_test_store_SOURCES = tests/unit/test-store.c
+tests_unit_test_store_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_store_LDADD = $(UNIT_LDADD)
+tests_unit_test_config_SOURCES = tests/unit/test-config.c
+tests_unit_test_config_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_config_LDADD = $(UNIT_LDADD)
+tests_unit_test_crypto_SOURCES = tests/unit/test-crypto.c
+tests_unit_test_crypto_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_crypto_LDADD = $(UNIT_LDADD)
+tests_unit_test_source_local_SOURCES = tests/unit/test-source-local.c
+tests_unit_test_source_local_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_source_local_LDADD = $(UNIT_LDADD)
+tests_unit_test_audit_SOURCES = tests/unit/test-audit.c
+tests_unit_test_audit_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_audit_LDADD = $(UNIT_LDADD)
+tests_unit_test_core_SOURCES = tests/unit/test-core.c
+tests_unit_test_core_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_core_LDADD = $(UNIT_LDADD)
+# The module suites load the built holdfast-pkcs11.so with dlopen, as any PKCS#11 program would.
+tests_unit_test_module_general_SOURCES = tests/unit/test-module-general.c tests/unit/module-loader.h
+tests_unit_test_module_general_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_general_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_objects_SOURCES = tests/unit/test-module-objects.c tests/unit/module-loader.h
+tests_unit_test_module_objects_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_objects_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_crypto_SOURCES = tests/unit/test-module-crypto.c tests/unit/module-loader.h
+tests_unit_test_module_crypto_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_crypto_LDADD = $(UNIT_LDADD)
+endif
