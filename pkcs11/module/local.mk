@@ -13,6 +13,7 @@ holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/sign.c \
 	pkcs11/module/digest.c \
 	pkcs11/module/wrap.c \
+	pkcs11/module/random.c \
 	pkcs11/module/mech.c \
 	pkcs11/module/mech-aes-gcm.c \
 	pkcs11/module/mech-aes-kw.c \
