@@ -23,7 +23,9 @@ struct hf_config {
     char *hsm_module;    /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
     char *hsm_token;     /* [hsm] token: label of the backend token holding the root KEK */
     char *hsm_pin;       /* resolved from [hsm] pin, pin_file or pin_env; secret, cleansed on free */
-    char *hsm_pin_file;  /* [hsm] pin_file (default state_dir/hsm.pin, written by init) */
+    char *hsm_pin_file;  /* [hsm] pin_file (default state_dir/hsm.pin, written by init); NULL when
+                          * pin or pin_env is the source */
+    char *hsm_pin_env;   /* [hsm] pin_env: name of the environment variable holding the PIN */
     char *hsm_so_pin_file; /* [hsm] so_pin_file (default state_dir/hsm.so-pin, written by init) */
     char *softhsm2_conf; /* [hsm] softhsm2_conf: exported as SOFTHSM2_CONF before the backend loads */
     char *kek_label;     /* [hsm] root_kek_label (default "holdfast-root-kek") */
@@ -37,10 +39,12 @@ struct hf_config {
  * $sysconfdir/holdfast/holdfast.conf. Never NULL; static storage. */
 const char *hf_config_default_path(void);
 
-/* Fills cfg with defaults under state_dir (NULL: $HOLDFAST_STATE_DIR or /var/lib/holdfast). */
+/* Fills cfg with defaults under state_dir (NULL: $HOLDFAST_STATE_DIR or /var/lib/holdfast).
+ * cfg's previous contents are ignored (free a filled one first); the same holds for load. */
 CK_RV hf_config_set_defaults(struct hf_config *cfg, const char *state_dir);
 
-/* Reads path over the defaults. A missing pin file is not an error here (init creates it);
+/* Reads path over the defaults (a relative state_dir is taken from the file's directory). A
+ * missing pin file is not an error here (init creates it);
  * a syntax error, an unknown section or key, or a bad number is CKR_ARGUMENTS_BAD with a
  * human-readable reason ("holdfast.conf:12: unknown key 'foo' in [store]") in err. */
 CK_RV hf_config_load(const char *path, struct hf_config *cfg, char *err, size_t errlen);

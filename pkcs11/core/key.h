@@ -25,7 +25,8 @@ struct hf_label {
 
 struct hf_key {
     char uuid[HF_UUID_LEN + 1];
-    char *name; /* unique; [A-Za-z0-9._:/@+-], 1..255 chars (hf_key_name_is_valid) */
+    /* unique; [A-Za-z0-9._:/@+-], 1..255 chars, not UUID-shaped (hf_key_name_is_valid) */
+    char *name;
     enum hf_alg alg;
     unsigned bits;
     unsigned long usage; /* HF_USAGE_* mask */
@@ -103,7 +104,9 @@ unsigned long hf_usage_default(enum hf_alg alg);
 
 /* Labels: returns the value or NULL. */
 const char *hf_key_label_get(const struct hf_key *key, const char *name);
-/* Sets (value != NULL) or removes (value == NULL) a label, keeping the array sorted. */
+/* Sets (value != NULL) or removes (value == NULL) a label, keeping the array sorted. Names follow
+ * the key-name alphabet; values are at most 1024 chars without control characters (CKA_HF_LABELS
+ * is "k=v\n..."): CKR_ATTRIBUTE_VALUE_INVALID otherwise. */
 CK_RV hf_key_label_set(struct hf_key *key, const char *name, const char *value);
 bool hf_label_name_is_valid(const char *name);
 

@@ -1,1 +1,202 @@
-/* placeholder: being written */
+#include "hf-build.h"
+
+#include "pkcs11/core/store-internal.h"
+
+#include "pkcs11/core/log.h"
+
+#include <string.h>
+
+#define return_val_if_fail(cond, val)                                                             \
+    do {                                                                                           \
+        if (!(cond)) return (val);                                                                 \
+    } while (0)
+
+#define SQLITE_PREFIX "sqlite:"
+
+CK_RV hf_store_open(const char *locator, struct hf_store **out)
+{
+    return_val_if_fail(locator && *locator, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(out, CKR_ARGUMENTS_BAD);
+
+    if (strncmp(locator, "postgresql://", 13) == 0 || strncmp(locator, "postgres://", 11) == 0) {
+        hf_log_error("store: PostgreSQL is not supported by this build yet; use a SQLite path");
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    }
+    if (strncmp(locator, SQLITE_PREFIX, strlen(SQLITE_PREFIX)) == 0)
+        locator += strlen(SQLITE_PREFIX);
+    return_val_if_fail(*locator, CKR_ARGUMENTS_BAD);
+    return hf_store_sqlite_open(locator, out);
+}
+
+void hf_store_close(struct hf_store *store)
+{
+    if (store) store->ops->close(store);
+}
+
+CK_RV hf_store_schema_version(struct hf_store *store, int *version)
+{
+    return_val_if_fail(store && version, CKR_ARGUMENTS_BAD);
+    return store->ops->schema_version(store, version);
+}
+
+CK_RV hf_store_data_version(struct hf_store *store, uint64_t *version)
+{
+    return_val_if_fail(store && version, CKR_ARGUMENTS_BAD);
+    return store->ops->data_version(store, version);
+}
+
+static bool state_is_valid(unsigned long state)
+{
+    return state >= HF_STATE_PRE_ACTIVE && state <= HF_STATE_DESTROYED;
+}
+
+/* Content checks shared by every backend, so none stores a row the key model calls invalid. */
+static bool key_is_storable(const struct hf_key *key)
+{
+    return hf_uuid_is_valid(key->uuid) && hf_key_name_is_valid(key->name) &&
+           hf_alg_bits_is_valid(key->alg, key->bits) && state_is_valid(key->state);
+}
+
+static bool labels_are_storable(const struct hf_key *key)
+{
+    if (key->n_labels && !key->labels) return false;
+    for (size_t i = 0; i < key->n_labels; i++)
+        if (!hf_label_name_is_valid(key->labels[i].name) || !key->labels[i].value) return false;
+    return true;
+}
+
+CK_RV hf_store_key_insert(struct hf_store *store, const struct hf_key *key,
+                          struct hf_key_version *v1)
+{
+    return_val_if_fail(store && key && v1 && key->name, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(key_is_storable(key) && labels_are_storable(key),
+                       CKR_ATTRIBUTE_VALUE_INVALID);
+    if (v1->state == 0) v1->state = HF_STATE_ACTIVE;
+    return_val_if_fail(hf_uuid_is_valid(v1->uuid) && state_is_valid(v1->state),
+                       CKR_ATTRIBUTE_VALUE_INVALID);
+    return_val_if_fail(!v1->wrapped_len || v1->wrapped, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(!v1->public_der_len || v1->public_der, CKR_ARGUMENTS_BAD);
+    return store->ops->key_insert(store, key, v1);
+}
+
+CK_RV hf_store_key_get(struct hf_store *store, const char *ref, struct hf_key *out)
+{
+    return_val_if_fail(store && ref && out, CKR_ARGUMENTS_BAD);
+    return store->ops->key_get(store, ref, out);
+}
+
+CK_RV hf_store_key_list(struct hf_store *store, struct hf_key **keys, size_t *n)
+{
+    return_val_if_fail(store && keys && n, CKR_ARGUMENTS_BAD);
+    return store->ops->key_list(store, keys, n);
+}
+
+CK_RV hf_store_key_update(struct hf_store *store, const struct hf_key *key)
+{
+    return_val_if_fail(store && key && key->name, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_uuid_is_valid(key->uuid), CKR_KEY_HANDLE_INVALID);
+    return_val_if_fail(hf_key_name_is_valid(key->name) && labels_are_storable(key),
+                       CKR_ATTRIBUTE_VALUE_INVALID);
+    return_val_if_fail(state_is_valid(key->state), CKR_ATTRIBUTE_VALUE_INVALID);
+    return store->ops->key_update(store, key);
+}
+
+CK_RV hf_store_key_destroy(struct hf_store *store, const char *uuid, int64_t when)
+{
+    return_val_if_fail(store && uuid, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_uuid_is_valid(uuid), CKR_KEY_HANDLE_INVALID);
+    return store->ops->key_destroy(store, uuid, when);
+}
+
+CK_RV hf_store_version_insert(struct hf_store *store, struct hf_key_version *v, int64_t when)
+{
+    return_val_if_fail(store && v, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_uuid_is_valid(v->key_uuid), CKR_KEY_HANDLE_INVALID);
+    if (v->state == 0) v->state = HF_STATE_ACTIVE;
+    return_val_if_fail(hf_uuid_is_valid(v->uuid) && v->version > 1 && state_is_valid(v->state),
+                       CKR_ATTRIBUTE_VALUE_INVALID);
+    return_val_if_fail(!v->wrapped_len || v->wrapped, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(!v->public_der_len || v->public_der, CKR_ARGUMENTS_BAD);
+    return store->ops->version_insert(store, v, when);
+}
+
+CK_RV hf_store_version_get(struct hf_store *store, int64_t id, struct hf_key_version *out)
+{
+    return_val_if_fail(store && out, CKR_ARGUMENTS_BAD);
+    return store->ops->version_get(store, id, out);
+}
+
+CK_RV hf_store_version_find(struct hf_store *store, const char *key_uuid, unsigned version,
+                            struct hf_key_version *out)
+{
+    return_val_if_fail(store && key_uuid && out, CKR_ARGUMENTS_BAD);
+    return store->ops->version_find(store, key_uuid, version, out);
+}
+
+CK_RV hf_store_version_find_by_uuid(struct hf_store *store, const char *version_uuid,
+                                    struct hf_key_version *out)
+{
+    return_val_if_fail(store && version_uuid && out, CKR_ARGUMENTS_BAD);
+    return store->ops->version_find_by_uuid(store, version_uuid, out);
+}
+
+CK_RV hf_store_version_list(struct hf_store *store, const char *key_uuid,
+                            struct hf_key_version **versions, size_t *n)
+{
+    return_val_if_fail(store && key_uuid && versions && n, CKR_ARGUMENTS_BAD);
+    return store->ops->version_list(store, key_uuid, versions, n);
+}
+
+CK_RV hf_store_version_each(struct hf_store *store, hf_store_version_fn fn, void *arg)
+{
+    return_val_if_fail(store && fn, CKR_ARGUMENTS_BAD);
+    return store->ops->version_each(store, fn, arg);
+}
+
+CK_RV hf_store_link_insert(struct hf_store *store, struct hf_link *link)
+{
+    return_val_if_fail(store && link && link->type && link->ext_id, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(*link->type && *link->ext_id, CKR_ATTRIBUTE_VALUE_INVALID);
+    return_val_if_fail(hf_uuid_is_valid(link->key_uuid), CKR_KEY_HANDLE_INVALID);
+    return store->ops->link_insert(store, link);
+}
+
+CK_RV hf_store_link_get(struct hf_store *store, const char *type, const char *ext_id,
+                        struct hf_link *out)
+{
+    return_val_if_fail(store && type && ext_id && out, CKR_ARGUMENTS_BAD);
+    return store->ops->link_get(store, type, ext_id, out);
+}
+
+CK_RV hf_store_link_set_blocked(struct hf_store *store, const char *type, const char *ext_id,
+                                bool blocked, int64_t when)
+{
+    return_val_if_fail(store && type && ext_id, CKR_ARGUMENTS_BAD);
+    return store->ops->link_set_blocked(store, type, ext_id, blocked, when);
+}
+
+CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char *ext_id)
+{
+    return_val_if_fail(store && type && ext_id, CKR_ARGUMENTS_BAD);
+    return store->ops->link_delete(store, type, ext_id);
+}
+
+CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
+                         size_t *n)
+{
+    return_val_if_fail(store && links && n, CKR_ARGUMENTS_BAD);
+    return store->ops->link_list(store, key_uuid, links, n);
+}
+
+CK_RV hf_store_meta_get(struct hf_store *store, const char *name, char **value)
+{
+    return_val_if_fail(store && name && value, CKR_ARGUMENTS_BAD);
+    return store->ops->meta_get(store, name, value);
+}
+
+CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *value)
+{
+    return_val_if_fail(store && name && value, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(*name, CKR_ATTRIBUTE_VALUE_INVALID);
+    return store->ops->meta_set(store, name, value);
+}

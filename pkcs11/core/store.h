@@ -32,7 +32,8 @@ CK_RV hf_store_schema_version(struct hf_store *store, int *version);
  * the module's caches revalidate when it moves. Cheap (no disk read on SQLite). */
 CK_RV hf_store_data_version(struct hf_store *store, uint64_t *version);
 
-/* Keys. key->uuid and v1->uuid must be set; v1->id is filled in. */
+/* Keys. key->uuid and v1->uuid must be set; v1->id, v1->key_uuid and v1->version (1) are filled
+ * in, and so is v1->state when 0 (active). */
 CK_RV hf_store_key_insert(struct hf_store *store, const struct hf_key *key,
                           struct hf_key_version *v1);
 /* ref: a UUID or a name. */
@@ -45,8 +46,9 @@ CK_RV hf_store_key_update(struct hf_store *store, const struct hf_key *key);
 CK_RV hf_store_key_destroy(struct hf_store *store, const char *uuid, int64_t when);
 
 /* Versions. Rotation: inserts v (v->version must be current_version + 1, else
- * CKR_ATTRIBUTE_VALUE_INVALID: a concurrent rotation won) and bumps the key's current_version
- * and updated, in one transaction. v->id is filled in. */
+ * CKR_ATTRIBUTE_VALUE_INVALID: a concurrent rotation won; also when the key was destroyed
+ * meanwhile) and bumps the key's current_version and updated, in one transaction. v->id is
+ * filled in, and v->state when 0 (active). */
 CK_RV hf_store_version_insert(struct hf_store *store, struct hf_key_version *v, int64_t when);
 CK_RV hf_store_version_get(struct hf_store *store, int64_t id, struct hf_key_version *out);
 /* version 0 means the key's current version. */

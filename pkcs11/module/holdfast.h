@@ -81,6 +81,10 @@ typedef struct HF_LINK_INFO {
     CK_BBOOL blocked;
 } HF_LINK_INFO;
 
+/* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
+ * identical typedef is legal C11, should a newer header bring one). */
+typedef unsigned long long CK_ULONG_LONG;
+
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
  * thread: it must not block. */
 typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);

@@ -118,6 +118,8 @@ struct hf_op {
     bool active;
     CK_MECHANISM_TYPE mech;
     struct hf_object *obj; /* NULL for digest */
+    struct hf_material *material; /* taken once at Init for private/secret-key work; unref'd by
+                                    * hf_op_reset (NULL for digest and public-key operations) */
     struct hf_asym_params asym;
     const char *asym_md;   /* static strings for asym.md / mgf1_md */
     unsigned char *iv;     /* GCM */

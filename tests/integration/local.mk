@@ -1,4 +1,16 @@
 # Integration tests: one script per feature, driving the real programs.
-INTEGRATION_TESTS =
+check_PROGRAMS += tests/integration/p11-stress tests/integration/p11-crash-worker
+tests_integration_p11_stress_SOURCES = tests/integration/p11-stress.c tests/p11-client.h
+tests_integration_p11_stress_LDADD = $(PTHREAD_LIBS) $(LIBS)
+tests_integration_p11_crash_worker_SOURCES = tests/integration/p11-crash-worker.c tests/p11-client.h
+tests_integration_p11_crash_worker_LDADD = $(LIBS)
+
+INTEGRATION_TESTS = \
+	tests/integration/cli.sh \
+	tests/integration/pkcs11-tool.sh \
+	tests/integration/p11-kit.sh \
+	tests/integration/nss.sh \
+	tests/integration/concurrency.sh \
+	tests/integration/crash-safety.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp

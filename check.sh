@@ -1,0 +1,45 @@
+#!/bin/sh
+# README command 2: installs what is missing, builds everything and runs the whole test suite.
+#   ./check.sh                  build in ./build and run `make check`
+#   ./check.sh --sanitizers     the same under ASan+UBSan (in ./build-asan)
+#   ./check.sh --valgrind       `make check-valgrind` (memcheck) in ./build-valgrind
+#   ./check.sh --distcheck      `make distcheck` as well
+set -e
+cd "$(dirname "$0")"
+top=$(pwd)
+. ./deps.sh
+hf_install_deps
+
+builddir=build
+configure_flags="--enable-werror"
+target=check
+distcheck=no
+for arg in "$@"; do
+    case "$arg" in
+    --sanitizers) builddir=build-asan; configure_flags="$configure_flags --enable-sanitizers" ;;
+    --valgrind) builddir=build-valgrind; configure_flags="$configure_flags --enable-valgrind"; target=check-valgrind ;;
+    --distcheck) distcheck=yes ;;
+    *) echo "usage: $0 [--sanitizers|--valgrind] [--distcheck]" >&2; exit 2 ;;
+    esac
+done
+
+if [ ! -x configure ] || [ configure.ac -nt configure ]; then ./autogen.sh >/dev/null; fi
+mkdir -p "$builddir"
+cd "$builddir"
+if [ ! -f Makefile ] || [ "$(cat .configure-flags 2>/dev/null)" != "$configure_flags" ]; then
+    "$top/configure" -q $configure_flags
+    echo "$configure_flags" > .configure-flags
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+make -j"$jobs" >/dev/null
+status=0
+make -j"$jobs" "$target" || status=$?
+[ "$status" -eq 0 ] && [ "$distcheck" = yes ] && { make -j"$jobs" distcheck || status=$?; }
+
+# One closing line any CI can read, from automake's own summary.
+if [ -f test-suite.log ]; then
+    awk '/^# (PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):/ { n[$2] = $3 }
+         END { printf "%d passed, %d failed, %d skipped\n", n["PASS:"] + n["XFAIL:"],
+               n["FAIL:"] + n["ERROR:"] + n["XPASS:"], n["SKIP:"] }' test-suite.log
+fi
+exit "$status"

@@ -1,0 +1,41 @@
+#!/bin/sh
+# OpenSC's pkcs11-tool drives holdfast-pkcs11.so as any PKCS#11 application would:
+# --test (random, digests, signatures, verify, decrypt incl. RSA-OAEP, where SoftHSMv2 itself
+# fails) with RSA, EC and AES keys present, then --test-fork, key generation and listing.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (opensc) not installed"
+
+hf_store_setup
+p11() { pkcs11-tool --module "$HF_MODULE" "$@"; }
+
+"$HF_CLI" key create rsa-test --alg RSA-2048 >/dev/null || hf_fail "cannot create RSA key"
+"$HF_CLI" key create ec-test --alg EC-P256 >/dev/null || hf_fail "cannot create EC key"
+"$HF_CLI" key create aes-test --alg AES-256 >/dev/null || hf_fail "cannot create AES key"
+
+out="$HF_TMP/test.out"
+p11 --login --pin "$HF_USER_PIN" --test >"$out" 2>&1 || { cat "$out"; hf_fail "pkcs11-tool --test failed"; }
+cat "$out"
+grep -q "No errors" "$out" || hf_fail "pkcs11-tool --test reported errors"
+# The decrypt test must really have run OAEP on our RSA key, not skipped it.
+grep -q "RSA-PKCS-OAEP" "$out" || hf_fail "OAEP decryption was not exercised"
+grep -qi "signatures" "$out" || hf_fail "signature tests did not run"
+
+p11 --login --pin "$HF_USER_PIN" --test-fork >"$out" 2>&1 || { cat "$out"; hf_fail "--test-fork failed"; }
+grep -q "No errors" "$out" || { cat "$out"; hf_fail "--test-fork reported errors"; }
+
+# Key generation through PKCS#11 creates Holdfast keys the CLI sees.
+p11 --login --pin "$HF_USER_PIN" --keygen --key-type AES:32 --label p11-aes >/dev/null 2>&1 ||
+    hf_fail "pkcs11-tool --keygen failed"
+p11 --login --pin "$HF_USER_PIN" --keypairgen --key-type EC:prime256v1 --label p11-ec >/dev/null 2>&1 ||
+    hf_fail "pkcs11-tool --keypairgen failed"
+"$HF_CLI" key show p11-aes >/dev/null || hf_fail "key made by pkcs11-tool --keygen not in the store"
+"$HF_CLI" key show p11-ec >/dev/null || hf_fail "key made by pkcs11-tool --keypairgen not in the store"
+
+# Without login only public objects are visible; with login every key is.
+p11 --list-objects 2>/dev/null | grep -q "Secret Key" && hf_fail "secret key listed without login"
+p11 --login --pin "$HF_USER_PIN" --list-objects 2>/dev/null | grep -q "aes-test" ||
+    hf_fail "secret key not listed after login"
+p11 --login --pin wrong-pin --list-objects >/dev/null 2>&1 && hf_fail "wrong PIN accepted"
+
+"$HF_CLI" audit verify >/dev/null || hf_fail "audit log does not verify after pkcs11-tool runs"
+echo "pkcs11-tool: ok"

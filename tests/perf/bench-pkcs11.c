@@ -1,0 +1,248 @@
+/* make bench-pkcs11: AES-256-GCM encrypt of 32 bytes and RSA-3072 OAEP decrypt, through Holdfast
+ * (local keys), through SoftHSMv2 called directly, and with raw OpenSSL, on 1 and 2 threads, in
+ * one run, so the ratios hold on a noisy machine.
+ *
+ *   bench-pkcs11 --holdfast MODULE --holdfast-pin PIN --softhsm MODULE --softhsm-token LABEL
+ *                --softhsm-pin PIN [--seconds S] [--threads 1,2]
+ *
+ * Expects keys labelled bench-aes (AES-256) and bench-rsa (RSA-3072) on both tokens (the make
+ * target creates them). Each op is what an application does per request: Init + one-shot call,
+ * a fresh IV per GCM encryption. OAEP uses SHA-1/MGF1-SHA-1 without a label on all three, the only
+ * form SoftHSMv2 2.6 decrypts. */
+#include "hf-build.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "tests/p11-client.h"
+
+enum impl { IMPL_HOLDFAST, IMPL_SOFTHSM, IMPL_OPENSSL };
+enum op { OP_AES_GCM, OP_RSA_OAEP };
+static const char *const impl_names[] = {"holdfast", "softhsm2", "openssl"};
+static const char *const op_names[] = {"AES-256-GCM encrypt 32 B", "RSA-3072 OAEP decrypt"};
+
+struct target {
+    struct p11_client client;
+    const char *pin;
+    CK_OBJECT_HANDLE aes, rsa_priv;
+    unsigned char ct[512]; /* an OAEP ciphertext made with this target's public key */
+    CK_ULONG ct_len;
+};
+
+static struct target targets[2];
+static unsigned char raw_aes_key[32];
+static EVP_PKEY *raw_rsa;
+static unsigned char raw_ct[512];
+static size_t raw_ct_len;
+static double seconds = 3.0;
+static atomic_bool stop;
+static atomic_ulong errors;
+
+struct worker {
+    pthread_t tid;
+    enum impl impl;
+    enum op op;
+    unsigned long ops;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static CK_RSA_PKCS_OAEP_PARAMS oaep = {CKM_SHA_1, CKG_MGF1_SHA1, 0, NULL, 0};
+
+static bool p11_op(struct target *t, CK_SESSION_HANDLE s, enum op op)
+{
+    CK_FUNCTION_LIST *f = t->client.f;
+    unsigned char iv[12], in[32] = {0}, out[512];
+    CK_ULONG out_len = sizeof(out);
+
+    if (op == OP_AES_GCM) {
+        CK_GCM_PARAMS gcm = {iv, sizeof(iv), 96, NULL, 0, 128};
+        CK_MECHANISM m = {CKM_AES_GCM, &gcm, sizeof(gcm)};
+        RAND_bytes(iv, sizeof(iv));
+        return f->C_EncryptInit(s, &m, t->aes) == CKR_OK &&
+               f->C_Encrypt(s, in, sizeof(in), out, &out_len) == CKR_OK && out_len == 48;
+    }
+    CK_MECHANISM m = {CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
+    return f->C_DecryptInit(s, &m, t->rsa_priv) == CKR_OK &&
+           f->C_Decrypt(s, t->ct, t->ct_len, out, &out_len) == CKR_OK && out_len == 32;
+}
+
+static bool raw_op(EVP_CIPHER_CTX *cctx, EVP_PKEY_CTX *pctx, enum op op)
+{
+    unsigned char iv[12], in[32] = {0}, out[512], tag[16];
+    int len = 0, fin = 0;
+    size_t out_len = sizeof(out);
+
+    if (op == OP_AES_GCM) {
+        RAND_bytes(iv, sizeof(iv));
+        return EVP_EncryptInit_ex2(cctx, NULL, raw_aes_key, iv, NULL) == 1 &&
+               EVP_EncryptUpdate(cctx, out, &len, in, sizeof(in)) == 1 &&
+               EVP_EncryptFinal_ex(cctx, out + len, &fin) == 1 &&
+               EVP_CIPHER_CTX_ctrl(cctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) == 1;
+    }
+    return EVP_PKEY_decrypt(pctx, out, &out_len, raw_ct, raw_ct_len) == 1 && out_len == 32;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    EVP_CIPHER_CTX *cctx = NULL;
+    EVP_PKEY_CTX *pctx = NULL;
+    CK_SESSION_HANDLE s = CK_INVALID_HANDLE;
+
+    if (w->impl == IMPL_OPENSSL) {
+        cctx = EVP_CIPHER_CTX_new();
+        EVP_EncryptInit_ex2(cctx, EVP_aes_256_gcm(), NULL, NULL, NULL);
+        pctx = EVP_PKEY_CTX_new(raw_rsa, NULL);
+        EVP_PKEY_decrypt_init(pctx);
+        EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_OAEP_PADDING);
+        EVP_PKEY_CTX_set_rsa_oaep_md(pctx, EVP_sha1());
+    } else {
+        s = p11_client_session(&targets[w->impl].client, targets[w->impl].pin);
+    }
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        bool ok = w->impl == IMPL_OPENSSL ? raw_op(cctx, pctx, w->op)
+                                          : p11_op(&targets[w->impl], s, w->op);
+        if (!ok) atomic_fetch_add(&errors, 1);
+        w->ops++;
+    }
+    if (s != CK_INVALID_HANDLE) targets[w->impl].client.f->C_CloseSession(s);
+    EVP_CIPHER_CTX_free(cctx);
+    EVP_PKEY_CTX_free(pctx);
+    return NULL;
+}
+
+static double run_cell(enum impl impl, enum op op, int threads)
+{
+    struct worker w[16] = {{0}};
+    unsigned long total = 0;
+    double start;
+
+    atomic_store(&stop, false);
+    start = now_s();
+    for (int i = 0; i < threads; i++) {
+        w[i].impl = impl;
+        w[i].op = op;
+        pthread_create(&w[i].tid, NULL, worker_main, &w[i]);
+    }
+    while (now_s() - start < seconds) {
+        struct timespec nap = {0, 20 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    atomic_store(&stop, true);
+    for (int i = 0; i < threads; i++) {
+        pthread_join(w[i].tid, NULL);
+        total += w[i].ops;
+    }
+    return (double)total / (now_s() - start);
+}
+
+static void target_setup(struct target *t, const char *module, const char *token, const char *pin)
+{
+    CK_SESSION_HANDLE s;
+    CK_OBJECT_HANDLE pub;
+    CK_MECHANISM m = {CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
+    unsigned char msg[32] = {0};
+    CK_RV rv;
+
+    p11_client_load(&t->client, module, token);
+    t->pin = pin;
+    s = p11_client_session(&t->client, pin);
+    t->aes = p11_client_find(&t->client, s, CKO_SECRET_KEY, "bench-aes");
+    t->rsa_priv = p11_client_find(&t->client, s, CKO_PRIVATE_KEY, "bench-rsa");
+    pub = p11_client_find(&t->client, s, CKO_PUBLIC_KEY, "bench-rsa");
+    if (!t->aes || !t->rsa_priv || !pub) p11_die("finding bench-aes/bench-rsa", CKR_OBJECT_HANDLE_INVALID);
+    t->ct_len = sizeof(t->ct);
+    if ((rv = t->client.f->C_EncryptInit(s, &m, pub)) != CKR_OK ||
+        (rv = t->client.f->C_Encrypt(s, msg, sizeof(msg), t->ct, &t->ct_len)) != CKR_OK)
+        p11_die("RSA OAEP encrypt (setup)", rv);
+    t->client.f->C_CloseSession(s);
+}
+
+static void raw_setup(void)
+{
+    EVP_PKEY_CTX *ctx;
+    unsigned char msg[32] = {0};
+
+    RAND_bytes(raw_aes_key, sizeof(raw_aes_key));
+    raw_rsa = EVP_RSA_gen(3072);
+    ctx = EVP_PKEY_CTX_new(raw_rsa, NULL);
+    raw_ct_len = sizeof(raw_ct);
+    if (!raw_rsa || !ctx || EVP_PKEY_encrypt_init(ctx) != 1 ||
+        EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) != 1 ||
+        EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha1()) != 1 ||
+        EVP_PKEY_encrypt(ctx, raw_ct, &raw_ct_len, msg, sizeof(msg)) != 1)
+        p11_die("OpenSSL setup", CKR_GENERAL_ERROR);
+    EVP_PKEY_CTX_free(ctx);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench-pkcs11 --holdfast MODULE --holdfast-pin PIN --softhsm MODULE "
+                    "--softhsm-token LABEL --softhsm-pin PIN [--seconds S] [--threads 1,2]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *hf_mod = NULL, *hf_pin = NULL, *sh_mod = NULL, *sh_token = NULL, *sh_pin = NULL;
+    int thread_counts[8] = {1, 2}, n_counts = 2;
+    double result[3][2][8];
+
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--holdfast")) hf_mod = argv[i + 1];
+        else if (!strcmp(argv[i], "--holdfast-pin")) hf_pin = argv[i + 1];
+        else if (!strcmp(argv[i], "--softhsm")) sh_mod = argv[i + 1];
+        else if (!strcmp(argv[i], "--softhsm-token")) sh_token = argv[i + 1];
+        else if (!strcmp(argv[i], "--softhsm-pin")) sh_pin = argv[i + 1];
+        else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) {
+            n_counts = 0;
+            for (char *p = argv[i + 1]; *p && n_counts < 8; p += strspn(p, ","))
+                thread_counts[n_counts++] = (int)strtol(p, &p, 10);
+        } else usage();
+    }
+    if (!hf_mod || !hf_pin || !sh_mod || !sh_token || !sh_pin || seconds <= 0) usage();
+
+    target_setup(&targets[IMPL_HOLDFAST], hf_mod, NULL, hf_pin);
+    target_setup(&targets[IMPL_SOFTHSM], sh_mod, sh_token, sh_pin);
+    raw_setup();
+
+    printf("%-26s %-9s %7s %12s\n", "operation", "impl", "threads", "ops/s");
+    for (int op = 0; op < 2; op++)
+        for (int t = 0; t < n_counts; t++)
+            for (int impl = 0; impl < 3; impl++) {
+                result[impl][op][t] = run_cell(impl, op, thread_counts[t]);
+                printf("%-26s %-9s %7d %12.0f\n", op_names[op], impl_names[impl], thread_counts[t],
+                       result[impl][op][t]);
+                fflush(stdout);
+            }
+
+    printf("\nratios (same run):\n");
+    for (int t = 0; t < n_counts; t++) {
+        printf("  %d thread(s): AES-GCM holdfast/softhsm2 = %.2fx   holdfast/openssl = %.2f"
+               "   RSA-3072 OAEP holdfast/openssl = %.2f   holdfast/softhsm2 = %.2fx\n",
+               thread_counts[t], result[0][0][t] / result[1][0][t],
+               result[0][0][t] / result[2][0][t], result[0][1][t] / result[2][1][t],
+               result[0][1][t] / result[1][1][t]);
+    }
+    if (n_counts > 1)
+        printf("  scaling %d->%d threads: holdfast AES-GCM %.2fx, softhsm2 AES-GCM %.2fx\n",
+               thread_counts[0], thread_counts[1], result[0][0][1] / result[0][0][0],
+               result[1][0][1] / result[1][0][0]);
+    printf("errors: %lu\n", atomic_load(&errors));
+    p11_client_unload(&targets[IMPL_HOLDFAST].client);
+    p11_client_unload(&targets[IMPL_SOFTHSM].client);
+    EVP_PKEY_free(raw_rsa);
+    return atomic_load(&errors) ? 1 : 0;
+}
