@@ -47,7 +47,7 @@
 /* Everything in a line but the escaped strings: member names, numbers, time, prev, hash. */
 #define LINE_FIXED 512
 /* Most records fit: no malloc on the hot path. */
-#define LINE_STACK 1536
+#define LINE_STACK 4096
 /* The opener looks this far back for the last record before giving up on naming it. */
 #define TAIL_SCAN_MAX (16u << 20)
 
@@ -71,7 +71,8 @@ struct hf_audit {
     char *node; /* owned; NULL: not written */
     char stream[STREAM_ID_LEN + 1];
     EVP_MD *sha256;
-    atomic_bool failed;
+    atomic_bool failed;      /* a write or sync failed: appends refuse */
+    atomic_bool sync_failed; /* a sync failed: nothing written becomes durable any more */
     atomic_bool abandoned;
     _Atomic uint64_t durable_seq;
 
@@ -82,13 +83,13 @@ struct hf_audit {
     uint64_t seq; /* last seq written */
     unsigned char prev[HASH_LEN];
     /* -- the writer's state -- */
-    pthread_cond_t wake;    /* the writer sleeps here */
-    pthread_cond_t durable; /* hf_audit_wait_durable sleeps here */
-    bool unsynced;          /* records written since the writer took its last sync target */
+    pthread_cond_t wake;            /* the writer sleeps here */
+    pthread_cond_t durable;         /* hf_audit_wait_durable sleeps here */
+    bool unsynced;                  /* records written since the writer took its last sync target */
     struct timespec unsynced_since; /* CLOCK_MONOTONIC: the oldest of them */
     bool sync_wanted;               /* someone waits: sync now, not at the interval */
     bool stopping;
-    struct notify *notify_head;
+    struct notify *notify_head, **notify_tail; /* in the order they were asked for */
     bool lock_ready, wake_ready, durable_ready;
     bool writer_running;
     pthread_t writer;
@@ -133,7 +134,8 @@ static char *put_u64(char *p, uint64_t v)
         tmp[n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    while (n) *p++ = tmp[--n];
+    while (n)
+        *p++ = tmp[--n];
     return p;
 }
 
@@ -196,8 +198,8 @@ static char *put_time(char *p)
 /* Bytes needed for the whole line of rec, or 0 on overflow. */
 static size_t line_bound(const struct hf_audit *a, const struct hf_audit_record *rec)
 {
-    const char *strs[] = {a->node,          rec->api,    rec->operation,  rec->key_uuid,
-                          rec->key_name,    rec->caller, rec->request_id, rec->detail};
+    const char *strs[] = {a->node,       rec->api,    rec->operation,  rec->key_uuid,
+                          rec->key_name, rec->caller, rec->request_id, rec->detail};
     size_t need = SEQ_ROOM + LINE_FIXED;
 
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
@@ -235,8 +237,10 @@ static char *put_body(char *p, const struct hf_audit *a, const struct hf_audit_r
         *p++ = '0';
     } else {
         int shift = (int)(sizeof(CK_RV) * 8) - 4;
-        while (((rec->result >> shift) & 15) == 0) shift -= 4;
-        for (; shift >= 0; shift -= 4) *p++ = hex_digits[(rec->result >> shift) & 15];
+        while (((rec->result >> shift) & 15) == 0)
+            shift -= 4;
+        for (; shift >= 0; shift -= 4)
+            *p++ = hex_digits[(rec->result >> shift) & 15];
     }
     p = put_raw(p, rec->result == CKR_OK ? "\",\"ok\":true" : "\",\"ok\":false");
     p = put_raw(p, ",\"latency_us\":");
@@ -272,12 +276,17 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-/* Called with state_lock held. The first failure is logged; every later append refuses. */
-static void mark_failed(struct hf_audit *a, const char *what, int err)
+/* Called with state_lock held. The first failure is logged; every later append refuses.
+ * After a failed write the records already written are still synced, since their callers were
+ * told they were recorded. After a failed fdatasync nothing is synced again: the kernel may have
+ * dropped the dirty pages, and a later fdatasync that succeeds would prove nothing. */
+static void mark_failed(struct hf_audit *a, const char *what, int err, bool sync)
 {
     if (!atomic_exchange(&a->failed, true))
         hf_log_error("audit: %s of %s failed (%s): key operations stop", what, a->path,
                      strerror(err));
+    if (sync) atomic_store(&a->sync_failed, true);
+    a->sync_wanted = true;
     pthread_cond_broadcast(&a->durable);
     pthread_cond_signal(&a->wake);
 }
@@ -312,7 +321,7 @@ static CK_RV chain_write(struct hf_audit *a, char *body, char *end, uint64_t *se
     p = put_raw(p, "\"}\n");
     err = write_all(a->fd, line, (size_t)(p - line));
     if (err != 0) {
-        mark_failed(a, "write", err);
+        mark_failed(a, "write", err, false);
         return CKR_HF_AUDIT_FAILED;
     }
     a->seq = next;
@@ -336,7 +345,8 @@ static CK_RV record_write(struct hf_audit *a, const struct hf_audit_record *rec,
     if (need == 0) return CKR_ARGUMENTS_BAD;
     if (need > sizeof(stackbuf) && !(buf = malloc(need))) return CKR_HOST_MEMORY;
     /* Formatting (time, escaping) happens before the lock; only numbering, hashing and the
-     * write itself are serialised. */
+     * write itself are serialised. So "time" is when the operation ended, and two threads'
+     * records may stand in seq order a few microseconds out of time order. */
     char *body = buf + SEQ_ROOM;
     char *end = put_body(body, a, rec);
 
@@ -387,12 +397,12 @@ static void notify_run(struct notify *list)
     }
 }
 
-/* Under state_lock: unlinks the callbacks that may run now (all of them once the log failed, so
+/* Under state_lock: unlinks the callbacks that may run now (all of them once a sync failed, so
  * no caller waits for ever on a record that will never be durable). */
 static struct notify *notify_take_due(struct hf_audit *a)
 {
     uint64_t durable = atomic_load(&a->durable_seq);
-    bool all = atomic_load(&a->failed) || a->stopping;
+    bool all = atomic_load(&a->sync_failed) || a->stopping;
     struct notify *due = NULL, **due_tail = &due, **pp = &a->notify_head;
 
     while (*pp) {
@@ -406,6 +416,7 @@ static struct notify *notify_take_due(struct hf_audit *a)
             pp = &n->next;
         }
     }
+    a->notify_tail = pp;
     return due;
 }
 
@@ -443,7 +454,7 @@ static void writer_sync(struct hf_audit *a)
     int err = errno;
     pthread_mutex_lock(&a->state_lock);
     if (rc != 0)
-        mark_failed(a, "fdatasync", err);
+        mark_failed(a, "fdatasync", err, true);
     else
         atomic_store(&a->durable_seq, target);
     pthread_cond_broadcast(&a->durable);
@@ -461,12 +472,12 @@ static void *writer_main(void *arg)
 
     pthread_mutex_lock(&a->state_lock);
     while (!a->stopping) {
-        if (atomic_load(&a->failed) && a->notify_head) {
+        if (atomic_load(&a->sync_failed) && a->notify_head) {
             struct notify *due = notify_take_due(a);
             pthread_mutex_unlock(&a->state_lock);
             notify_run(due);
             pthread_mutex_lock(&a->state_lock);
-        } else if (!a->unsynced || atomic_load(&a->failed)) {
+        } else if (!a->unsynced || atomic_load(&a->sync_failed)) {
             pthread_cond_wait(&a->wake, &a->state_lock);
         } else if (sync_is_due(a, &deadline)) {
             writer_sync(a);
@@ -490,7 +501,7 @@ CK_RV hf_audit_wait_durable(struct hf_audit *audit, uint64_t seq)
         rv = CKR_ARGUMENTS_BAD; /* never written: nothing would ever wake us */
         goto done;
     }
-    while (atomic_load(&audit->durable_seq) < seq && !atomic_load(&audit->failed)) {
+    while (atomic_load(&audit->durable_seq) < seq && !atomic_load(&audit->sync_failed)) {
         if (!audit->sync_wanted) {
             audit->sync_wanted = true;
             pthread_cond_signal(&audit->wake);
@@ -522,11 +533,12 @@ CK_RV hf_audit_notify_durable(struct hf_audit *audit, uint64_t seq, HF_AUDIT_DUR
         rv = CKR_ARGUMENTS_BAD;
     } else if (atomic_load(&audit->durable_seq) >= seq) {
         call_now = true; /* became durable since the check above */
-    } else if (atomic_load(&audit->failed)) {
+    } else if (atomic_load(&audit->sync_failed)) {
         rv = CKR_HF_AUDIT_FAILED;
     } else {
-        *n = (struct notify){.next = audit->notify_head, .seq = seq, .fn = fn, .arg = arg};
-        audit->notify_head = n;
+        *n = (struct notify){.seq = seq, .fn = fn, .arg = arg};
+        *audit->notify_tail = n;
+        audit->notify_tail = &n->next;
         n = NULL;
         audit->sync_wanted = true;
         pthread_cond_signal(&audit->wake);
@@ -569,10 +581,12 @@ static int tail_scan(const char *buf, size_t len, off_t off, unsigned char *hash
 {
     size_t end = len;
 
-    while (end > 0 && buf[end - 1] != '\n') end--; /* a torn last line is not complete */
+    while (end > 0 && buf[end - 1] != '\n')
+        end--; /* a torn last line is not complete */
     while (end > 0) {
         size_t start = end - 1; /* end - 1 is the line's '\n' */
-        while (start > 0 && buf[start - 1] != '\n') start--;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
         if (start == 0 && off > 0) return -1;
         if (line_tail_hash(buf + start, end - 1 - start, hash)) return 1;
         end = start;
@@ -628,8 +642,7 @@ static CK_RV stream_start(struct hf_audit *a)
     bool locked = flock(a->fd, LOCK_EX) == 0;
     CK_RV rv;
 
-    if (!locked)
-        hf_log_warn("audit: flock(%s): %s; opening unordered", a->path, strerror(errno));
+    if (!locked) hf_log_warn("audit: flock(%s): %s; opening unordered", a->path, strerror(errno));
     rv = tail_hash(a, a->prev);
     if (rv == CKR_OK) rv = record_write(a, &open_rec, NULL);
     if (locked) flock(a->fd, LOCK_UN);
@@ -703,6 +716,7 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     if (!cfg || !cfg->path || !*cfg->path) return CKR_ARGUMENTS_BAD;
     if (!(a = calloc(1, sizeof(*a)))) return CKR_HOST_MEMORY;
     a->fd = -1;
+    a->notify_tail = &a->notify_head;
     a->pid = getpid();
     a->success_events = cfg->success_events;
     a->sync_interval_ms = cfg->sync_interval_ms;
@@ -749,15 +763,14 @@ void hf_audit_close(struct hf_audit *audit)
     uint64_t seq;
 
     if (!audit) return;
-    if (!atomic_load(&audit->failed)) {
-        pthread_mutex_lock(&audit->state_lock);
-        seq = audit->seq;
-        pthread_mutex_unlock(&audit->state_lock);
-        /* Records already returned are made durable even if the close record cannot be. */
-        if (hf_audit_wait_durable(audit, seq) == CKR_OK &&
-            record_write(audit, &close_rec, &seq) == CKR_OK)
-            hf_audit_wait_durable(audit, seq);
-    }
+    pthread_mutex_lock(&audit->state_lock);
+    seq = audit->seq;
+    pthread_mutex_unlock(&audit->state_lock);
+    /* Records already returned are made durable even when the log has failed since, or the
+     * close record cannot be written. */
+    if (hf_audit_wait_durable(audit, seq) == CKR_OK &&
+        record_write(audit, &close_rec, &seq) == CKR_OK)
+        hf_audit_wait_durable(audit, seq);
     writer_stop(audit);
     audit_free(audit); /* runs callbacks still queued: nobody else will */
 }
@@ -811,7 +824,8 @@ static uint64_t bytes_u64(const unsigned char *b)
 static struct stream_slot *stream_find(struct stream_slot *tab, size_t cap, uint64_t id)
 {
     size_t i = (size_t)(id * 0x9e3779b97f4a7c15ULL) & (cap - 1);
-    while (tab[i].used && tab[i].id != id) i = (i + 1) & (cap - 1);
+    while (tab[i].used && tab[i].id != id)
+        i = (i + 1) & (cap - 1);
     return &tab[i];
 }
 
@@ -842,7 +856,9 @@ static struct seen_slot *seen_find(struct seen_slot *tab, size_t cap, const unsi
 
 static bool seen_has(const struct verify_state *vs, const unsigned char *h)
 {
-    return vs->seen_cap && memcmp(seen_find(vs->seen, vs->seen_cap, h)->h, h, 16) == 0;
+    /* An all-zero key marks an empty slot, and no record hashes to zeros. */
+    if (!vs->seen_cap || memcmp(h, zero_hash, 16) == 0) return false;
+    return memcmp(seen_find(vs->seen, vs->seen_cap, h)->h, h, 16) == 0;
 }
 
 static int seen_add(struct verify_state *vs, const unsigned char *h)
@@ -872,9 +888,9 @@ static json_object *json_parse_whole(json_tokener *tok, const char *line, size_t
     if (len == 0 || len > INT32_MAX) return NULL;
     json_tokener_reset(tok);
     obj = json_tokener_parse_ex(tok, line, (int)len);
-    if (obj && (json_tokener_get_error(tok) != json_tokener_success ||
-                json_tokener_get_parse_end(tok) != len ||
-                !json_object_is_type(obj, json_type_object))) {
+    if (obj &&
+        (json_tokener_get_error(tok) != json_tokener_success ||
+         json_tokener_get_parse_end(tok) != len || !json_object_is_type(obj, json_type_object))) {
         json_object_put(obj);
         obj = NULL;
     }

@@ -59,8 +59,11 @@ void hf_audit_abandon(struct hf_audit *audit);
 CK_RV hf_audit_append(struct hf_audit *audit, const struct hf_audit_record *rec, uint64_t *seq);
 bool hf_audit_is_failed(struct hf_audit *audit);
 uint64_t hf_audit_durable_seq(struct hf_audit *audit);
+/* CKR_HF_AUDIT_FAILED if a sync failed first; CKR_ARGUMENTS_BAD for a seq not yet written. */
 CK_RV hf_audit_wait_durable(struct hf_audit *audit, uint64_t seq);
-/* fn(arg) runs on the writer thread once seq is durable, or at once on the calling thread. */
+/* fn(arg) runs on the writer thread once seq is durable, or at once on the calling thread.
+ * If a sync fails first, fn runs anyway (nobody waits for ever); hf_audit_wait_durable(seq) then
+ * says CKR_HF_AUDIT_FAILED. */
 CK_RV hf_audit_notify_durable(struct hf_audit *audit, uint64_t seq, HF_AUDIT_DURABLE_FN fn,
                               void *arg);
 

@@ -122,8 +122,8 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsi
 
 static bool parse_bool(const char *s, bool *out)
 {
-    static const char *const words[][2] = {{"true", "false"}, {"yes", "no"}, {"on", "off"},
-                                           {"1", "0"}};
+    static const char *const words[][2] = {
+        {"true", "false"}, {"yes", "no"}, {"on", "off"}, {"1", "0"}};
 
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         for (int no = 0; no < 2; no++) {
@@ -365,8 +365,8 @@ static char *dir_of(const char *path)
 }
 
 /* Parses path into cfg (already zeroed, cfg->path set). */
-static CK_RV config_parse(const char *path, struct hf_config *cfg, struct parse_ctx *ctx,
-                          char *err, size_t errlen)
+static CK_RV config_parse(const char *path, struct hf_config *cfg, struct parse_ctx *ctx, char *err,
+                          size_t errlen)
 {
     int ini_line;
 
@@ -437,8 +437,7 @@ static void pin_clear(struct hf_config *cfg)
 }
 
 /* The first line of path, without its line end. */
-static CK_RV pin_file_read(const char *path, bool missing_ok, char **pin, char *err,
-                           size_t errlen)
+static CK_RV pin_file_read(const char *path, bool missing_ok, char **pin, char *err, size_t errlen)
 {
     char buf[512];
     struct stat st;
@@ -453,8 +452,8 @@ static CK_RV pin_file_read(const char *path, bool missing_ok, char **pin, char *
     }
     /* Warn only: refusing would break setups where a group-readable secret mount is deliberate. */
     if (fstat(fileno(fp), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-        hf_log_warn("pin_file %s is accessible by group or others (mode %03o); chmod 600 it",
-                    path, (unsigned)(st.st_mode & 0777));
+        hf_log_warn("pin_file %s is accessible by group or others (mode %03o); chmod 600 it", path,
+                    (unsigned)(st.st_mode & 0777));
     if (fgets(buf, sizeof(buf), fp) == NULL) {
         set_err(err, errlen, "pin_file %s is empty", path);
         goto done;
@@ -481,8 +480,7 @@ static CK_RV pin_resolve(struct hf_config *cfg, bool missing_ok, char *err, size
         const char *v = getenv(cfg->hsm_pin_env);
 
         if (v == NULL || v[0] == '\0') {
-            set_err(err, errlen, "pin_env: environment variable %s is not set",
-                    cfg->hsm_pin_env);
+            set_err(err, errlen, "pin_env: environment variable %s is not set", cfg->hsm_pin_env);
             return CKR_ARGUMENTS_BAD;
         }
         if ((pin = strdup(v)) == NULL) return CKR_HOST_MEMORY;
@@ -526,4 +524,16 @@ void hf_config_free(struct hf_config *cfg)
     free(cfg->kek_label);
     free(cfg->audit_path);
     memset(cfg, 0, sizeof(*cfg));
+}
+
+CK_RV hf_config_load_default(struct hf_config *cfg, char *err, size_t errlen)
+{
+    const char *env = getenv("HOLDFAST_CONF");
+    const char *path = hf_config_default_path();
+
+    if (err != NULL && errlen > 0) err[0] = '\0';
+    if (cfg == NULL) return CKR_ARGUMENTS_BAD;
+    if ((env == NULL || env[0] == '\0') && access(path, F_OK) != 0 && errno == ENOENT)
+        return hf_config_set_defaults(cfg, NULL);
+    return hf_config_load(path, cfg, err, errlen);
 }

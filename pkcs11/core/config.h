@@ -49,6 +49,11 @@ CK_RV hf_config_set_defaults(struct hf_config *cfg, const char *state_dir);
  * human-readable reason ("holdfast.conf:12: unknown key 'foo' in [store]") in err. */
 CK_RV hf_config_load(const char *path, struct hf_config *cfg, char *err, size_t errlen);
 
+/* What a program uses when told no file: $HOLDFAST_CONF (which must exist), else the system
+ * file if there is one, else the defaults under $HOLDFAST_STATE_DIR. The module and the CLI both
+ * start here, so they always agree on which key store they open. */
+CK_RV hf_config_load_default(struct hf_config *cfg, char *err, size_t errlen);
+
 /* (Re)reads the HSM PIN from pin_file / pin_env into cfg->hsm_pin. */
 CK_RV hf_config_resolve_pin(struct hf_config *cfg, char *err, size_t errlen);
 

@@ -1,1 +1,470 @@
-/* placeholder: being written */
+#include "hf-build.h"
+
+#include "core-internal.h"
+#include "hsm.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t hf_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+uint64_t hf_monotonic_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+const struct hf_config *hf_core_config(struct hf_core *core)
+{
+    return core ? core->cfg : NULL;
+}
+
+struct hf_store *hf_core_store(struct hf_core *core)
+{
+    return core ? core->store : NULL;
+}
+
+struct hf_audit *hf_core_audit(struct hf_core *core)
+{
+    return core ? core->audit : NULL;
+}
+
+/* ---- files of the embedded default ---- */
+
+/* mkdir -p: parents as the umask allows, the last component with mode. */
+static CK_RV dir_make(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    struct stat st;
+
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) return CKR_ARGUMENTS_BAD;
+    for (char *p = buf + 1; *p != '\0'; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) goto fail;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) != 0 && errno != EEXIST) goto fail;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) goto fail;
+    return CKR_OK;
+fail:
+    hf_log_error("cannot create directory %s: %s", buf, strerror(errno));
+    return CKR_DEVICE_ERROR;
+}
+
+static void dir_sync(const char *path)
+{
+    char dir[PATH_MAX];
+    char *slash;
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    fsync(fd);
+    close(fd);
+}
+
+static bool file_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* Creates path (0600) holding text, unless it exists. Written to a temporary name, synced and
+ * linked into place, so a crash never leaves a half-written PIN behind a token that was created
+ * with the whole one; link() also refuses to replace a file another init just made. */
+static CK_RV file_install(const char *path, const char *text)
+{
+    char tmp[PATH_MAX];
+    size_t len = strlen(text);
+    int fd = -1;
+    CK_RV rv = CKR_DEVICE_ERROR;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+        return CKR_ARGUMENTS_BAD;
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0) goto done;
+    if (link(tmp, path) != 0 && errno != EEXIST) goto done;
+    dir_sync(path);
+    rv = CKR_OK;
+done:
+    if (rv != CKR_OK) hf_log_error("cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    return rv;
+}
+
+static void hex_encode(const unsigned char *in, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+/* Writes a random PIN (hex of 16 random bytes) to path unless the file exists. */
+static CK_RV pin_file_ensure(const char *path)
+{
+    unsigned char raw[16];
+    char text[2 * sizeof(raw) + 2];
+    CK_RV rv;
+
+    if (path == NULL || file_exists(path)) return CKR_OK;
+    rv = hf_random(raw, sizeof(raw));
+    if (rv == CKR_OK) {
+        hex_encode(raw, sizeof(raw), text);
+        strcat(text, "\n");
+        rv = file_install(path, text);
+    }
+    OPENSSL_cleanse(raw, sizeof(raw));
+    OPENSSL_cleanse(text, sizeof(text));
+    return rv;
+}
+
+/* SoftHSMv2's config for the embedded token, unless one exists (then it is the admin's). */
+static CK_RV softhsm2_conf_ensure(const struct hf_config *cfg)
+{
+    char tokens[PATH_MAX], text[PATH_MAX + 512];
+    CK_RV rv;
+
+    if (file_exists(cfg->softhsm2_conf)) return CKR_OK;
+    if (snprintf(tokens, sizeof(tokens), "%s/tokens", cfg->state_dir) >= (int)sizeof(tokens))
+        return CKR_ARGUMENTS_BAD;
+    rv = dir_make(tokens, 0700);
+    if (rv != CKR_OK) return rv;
+    /* reset_on_fork: a forked child (pkcs11-tool --test-fork, any pre-forking server) must get
+     * a fresh SoftHSMv2 rather than the parent's sessions and locks. */
+    snprintf(text, sizeof(text),
+             "# Written by holdfast init: the SoftHSMv2 token holding Holdfast's root KEK.\n"
+             "directories.tokendir = %s\n"
+             "objectstore.backend = file\n"
+             "log.level = ERROR\n"
+             "slots.removable = false\n"
+             "library.reset_on_fork = true\n",
+             tokens);
+    return file_install(cfg->softhsm2_conf, text);
+}
+
+/* SoftHSMv2 reads SOFTHSM2_CONF when it loads; set it only when we manage SoftHSMv2's config,
+ * and only when it changes (setenv races with other threads' getenv). */
+static CK_RV softhsm2_env_set(const struct hf_config *cfg)
+{
+    const char *now = getenv("SOFTHSM2_CONF");
+
+    if (cfg->softhsm2_conf == NULL) return CKR_OK;
+    if (now != NULL && strcmp(now, cfg->softhsm2_conf) == 0) return CKR_OK;
+    if (setenv("SOFTHSM2_CONF", cfg->softhsm2_conf, 1) != 0) return CKR_HOST_MEMORY;
+    return CKR_OK;
+}
+
+/* The first line of path (a PIN file), through the config's own reader. *pin: caller's,
+ * cleanse before free. */
+static CK_RV pin_file_load(const char *path, char **pin)
+{
+    struct hf_config tmp = {.hsm_pin_file = (char *)path};
+    char err[256];
+    CK_RV rv = hf_config_resolve_pin(&tmp, err, sizeof(err));
+
+    if (rv != CKR_OK) hf_log_error("%s", err);
+    *pin = tmp.hsm_pin;
+    return rv;
+}
+
+static void secret_free(char *s)
+{
+    if (s != NULL) OPENSSL_clear_free(s, strlen(s));
+}
+
+/* The file every process using this state locks around its backend calls (hsm.h), so none reads
+ * SoftHSMv2's token files while another rewrites them. NULL (no locking) without a state dir. */
+static CK_RV hsm_lock_path(const struct hf_config *cfg, char buf[PATH_MAX], const char **path)
+{
+    *path = NULL;
+    if (cfg->state_dir == NULL) return CKR_OK;
+    if (snprintf(buf, PATH_MAX, "%s/hsm.lock", cfg->state_dir) >= PATH_MAX)
+        return CKR_ARGUMENTS_BAD;
+    *path = buf;
+    return CKR_OK;
+}
+
+/* The backend token and its root KEK. */
+static CK_RV hsm_ensure(struct hf_config *cfg)
+{
+    struct hf_hsm *hsm = NULL;
+    char *so_pin = NULL;
+    char err[256], lock_buf[PATH_MAX];
+    const char *lock;
+    CK_RV rv;
+
+    rv = pin_file_ensure(cfg->hsm_so_pin_file);
+    if (rv == CKR_OK) rv = pin_file_ensure(cfg->hsm_pin_file);
+    if (rv != CKR_OK) goto done;
+    rv = hf_config_resolve_pin(cfg, err, sizeof(err));
+    if (rv != CKR_OK) {
+        hf_log_error("%s", err);
+        goto done;
+    }
+    rv = pin_file_load(cfg->hsm_so_pin_file, &so_pin);
+    if (rv == CKR_OK) rv = hsm_lock_path(cfg, lock_buf, &lock);
+    if (rv != CKR_OK) goto done;
+    rv = hf_hsm_token_ensure(cfg->hsm_module, lock, cfg->hsm_token, so_pin, cfg->hsm_pin);
+    if (rv != CKR_OK) goto done;
+    rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, cfg->hsm_pin, &hsm);
+    if (rv != CKR_OK) goto done;
+    rv = hf_hsm_kek_ensure(hsm, cfg->kek_label);
+done:
+    hf_hsm_close(hsm);
+    secret_free(so_pin);
+    return rv;
+}
+
+static bool pin_arg_is_valid(const char *pin)
+{
+    size_t len = pin ? strlen(pin) : 0;
+
+    return pin == NULL || (len >= 4 && len <= 255);
+}
+
+/* Sets the token PIN unless it is set (or reset asks to and a PIN is given, so one PIN can be
+ * reset alone). *changed tells the caller. */
+static CK_RV token_pin_ensure(struct hf_core *core, enum hf_user user, const char *pin, bool reset,
+                              bool *changed)
+{
+    *changed = false;
+    if ((!reset || pin == NULL) && hf_core_pin_is_set(core, user)) return CKR_OK;
+    if (pin == NULL) {
+        hf_log_error("init: the token's %s PIN is not set and none was given",
+                     user == HF_USER_SO ? "SO" : "user");
+        return CKR_ARGUMENTS_BAD;
+    }
+    *changed = true;
+    return hf_core_pin_set(core, user, pin, strlen(pin));
+}
+
+static CK_RV token_serial_ensure(struct hf_store *store)
+{
+    unsigned char raw[8];
+    char hex[2 * sizeof(raw) + 1];
+    char *serial = NULL;
+    CK_RV rv = hf_store_meta_get(store, HF_META_TOKEN_SERIAL, &serial);
+
+    free(serial);
+    if (rv != CKR_KEY_HANDLE_INVALID) return rv;
+    rv = hf_random(raw, sizeof(raw));
+    if (rv != CKR_OK) return rv;
+    hex_encode(raw, sizeof(raw), hex);
+    return hf_store_meta_set(store, HF_META_TOKEN_SERIAL, hex);
+}
+
+/* A PIN change is security-relevant: it gets an audit record like a key operation. */
+static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_changed)
+{
+    struct hf_audit_config acfg = {cfg->audit_path, cfg->node, cfg->audit_sync_interval_ms,
+                                   cfg->audit_success_events};
+    struct hf_audit *audit = NULL;
+    char caller[32], detail[64];
+    struct hf_audit_record rec = {.api = "core",
+                                  .operation = "token.init",
+                                  .caller = caller,
+                                  .detail = detail,
+                                  .result = CKR_OK};
+    CK_RV rv;
+
+    if (!so_changed && !user_changed) return CKR_OK;
+    snprintf(caller, sizeof(caller), "uid:%ld", (long)getuid());
+    snprintf(detail, sizeof(detail), "so_pin=%s user_pin=%s", so_changed ? "set" : "kept",
+             user_changed ? "set" : "kept");
+    rv = hf_audit_open(&acfg, &audit);
+    if (rv == CKR_OK) rv = hf_audit_append(audit, &rec, NULL);
+    hf_audit_close(audit);
+    return rv == CKR_OK ? CKR_OK : CKR_HF_AUDIT_FAILED;
+}
+
+CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_pin, bool reset)
+{
+    struct hf_core tmp = {.cfg = cfg};
+    bool so_changed = false, user_changed = false;
+    CK_RV rv;
+
+    if (cfg == NULL || cfg->state_dir == NULL) return CKR_ARGUMENTS_BAD;
+    if (!pin_arg_is_valid(so_pin) || !pin_arg_is_valid(user_pin)) return CKR_PIN_LEN_RANGE;
+    rv = dir_make(cfg->state_dir, 0700);
+    if (rv == CKR_OK && cfg->softhsm2_conf != NULL) rv = softhsm2_conf_ensure(cfg);
+    if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
+    if (rv == CKR_OK) rv = hsm_ensure(cfg);
+    if (rv != CKR_OK) goto done;
+    rv = hf_store_open(cfg->store_path, &tmp.store);
+    if (rv != CKR_OK) goto done;
+    rv = token_pin_ensure(&tmp, HF_USER_SO, so_pin, reset, &so_changed);
+    if (rv == CKR_OK) rv = token_pin_ensure(&tmp, HF_USER_NORMAL, user_pin, reset, &user_changed);
+    if (rv == CKR_OK) rv = token_serial_ensure(tmp.store);
+    if (rv == CKR_OK) rv = init_audit(cfg, so_changed, user_changed);
+done:
+    hf_store_close(tmp.store);
+    return rv;
+}
+
+/* ---- open and close ---- */
+
+/* The store's file, or NULL when the locator is not a local file. */
+static const char *store_file(const char *locator)
+{
+    if (strstr(locator, "://") != NULL) return NULL;
+    return strncmp(locator, "sqlite:", 7) == 0 ? locator + 7 : locator;
+}
+
+/* init has run: the store file and the pin file exist. */
+static bool core_is_initialised(const struct hf_config *cfg)
+{
+    const char *file = store_file(cfg->store_path);
+
+    if (file != NULL && !file_exists(file)) return false;
+    return cfg->hsm_pin != NULL || cfg->hsm_pin_file == NULL || file_exists(cfg->hsm_pin_file);
+}
+
+/* cfg->hsm_pin, or the PIN read now (*owned: to be freed) when load found no pin file yet. */
+static CK_RV core_pin(const struct hf_config *cfg, const char **pin, char **owned)
+{
+    struct hf_config tmp;
+    char err[256];
+    CK_RV rv;
+
+    *owned = NULL;
+    *pin = cfg->hsm_pin;
+    if (*pin != NULL) return CKR_OK;
+    tmp = *cfg;
+    tmp.hsm_pin = NULL;
+    rv = hf_config_resolve_pin(&tmp, err, sizeof(err));
+    if (rv != CKR_OK) {
+        hf_log_error("%s", err);
+        return rv;
+    }
+    *pin = *owned = tmp.hsm_pin;
+    return CKR_OK;
+}
+
+static CK_RV core_store_open(struct hf_core *core)
+{
+    char *v = NULL;
+    CK_RV rv = hf_store_open(core->cfg->store_path, &core->store);
+
+    if (rv != CKR_OK) return rv;
+    rv = hf_store_meta_get(core->store, HF_META_PIN_SO, &v);
+    free(v);
+    if (rv == CKR_KEY_HANDLE_INVALID) {
+        hf_log_error("%s has no token PINs: run `holdfast init`", core->cfg->store_path);
+        return CKR_TOKEN_NOT_RECOGNIZED;
+    }
+    return rv;
+}
+
+static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
+{
+    const struct hf_config *cfg = core->cfg;
+    char lock_buf[PATH_MAX];
+    const char *lock;
+    CK_RV rv = hsm_lock_path(cfg, lock_buf, &lock);
+
+    if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, pin, &core->hsm);
+    if (rv != CKR_OK) return rv;
+    if (!hf_hsm_has_kek(core->hsm, cfg->kek_label)) {
+        hf_log_error("backend token '%s' has no root KEK '%s': run `holdfast init`", cfg->hsm_token,
+                     cfg->kek_label);
+        return CKR_TOKEN_NOT_RECOGNIZED;
+    }
+    return hf_local_open(core->hsm, cfg->kek_label, cfg->cache_max_keys, &core->local);
+}
+
+CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
+{
+    struct hf_core *core = NULL;
+    struct hf_audit_config acfg;
+    const char *pin = NULL;
+    char *owned_pin = NULL;
+    CK_RV rv;
+
+    if (cfg == NULL || out == NULL || cfg->store_path == NULL) return CKR_ARGUMENTS_BAD;
+    *out = NULL;
+    if (!core_is_initialised(cfg)) {
+        hf_log_error("%s is not initialised: run `holdfast init`", cfg->state_dir);
+        return CKR_TOKEN_NOT_RECOGNIZED;
+    }
+    rv = core_pin(cfg, &pin, &owned_pin);
+    if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
+    if (rv != CKR_OK) goto done;
+    if ((core = calloc(1, sizeof(*core))) == NULL) {
+        rv = CKR_HOST_MEMORY;
+        goto done;
+    }
+    core->cfg = cfg;
+    rv = core_store_open(core);
+    if (rv == CKR_OK) rv = core_hsm_open(core, pin);
+    if (rv != CKR_OK) goto done;
+    acfg = (struct hf_audit_config){cfg->audit_path, cfg->node, cfg->audit_sync_interval_ms,
+                                    cfg->audit_success_events};
+    rv = hf_audit_open(&acfg, &core->audit);
+done:
+    secret_free(owned_pin);
+    if (rv != CKR_OK) {
+        hf_core_close(core);
+        core = NULL;
+    }
+    *out = core;
+    return rv;
+}
+
+void hf_core_close(struct hf_core *core)
+{
+    if (core == NULL) return;
+    hf_audit_close(core->audit);
+    hf_local_close(core->local);
+    hf_hsm_close(core->hsm);
+    hf_store_close(core->store);
+    free(core);
+}
+
+void hf_core_abandon(struct hf_core *core)
+{
+    if (core == NULL) return;
+    hf_audit_abandon(core->audit);
+    hf_hsm_abandon(core->hsm);
+    /* Everything else is leaked on purpose, core included: the local cache's and the store's
+     * locks may be held by parent threads that do not exist in the child, so closing them could
+     * deadlock, and a SQLite connection must not be used (even closed) across fork(). The child
+     * opens a core of its own. */
+}
+
+CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
+                       struct hf_material **out)
+{
+    if (core == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
+    return hf_local_material(core->local, v, out);
+}

@@ -38,26 +38,43 @@ struct hf_key_spec {
 /* Creates what the embedded default needs, idempotently: state_dir (0700), the SoftHSMv2
  * config and token (with random PINs written 0600 to the pin files unless they exist), the root
  * KEK, the store, and the Holdfast token's user and SO PINs (PBKDF2 hashes in the store; a PIN
- * already set is kept unless reset is true). */
+ * already set is kept unless reset is true and a new one is given). */
 CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_pin, bool reset);
 
-/* Opens an initialised key store. CKR_TOKEN_NOT_RECOGNIZED when init has not run. */
+/* Token metadata names in the store (hf_store_meta_get): the token serial (16 hex digits, made by
+ * init) and the PIN records. */
+#define HF_META_TOKEN_SERIAL "token.serial"
+#define HF_META_PIN_SO "pin.so"
+#define HF_META_PIN_USER "pin.user"
+
+/* Opens an initialised key store. CKR_TOKEN_NOT_RECOGNIZED when init has not run. cfg is
+ * borrowed: it must outlive the core (hf_core_config returns it). */
 CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out);
 void hf_core_close(struct hf_core *core);
-/* After fork(): drop the parent's state without touching its threads or locks. */
+/* After fork(), in the child: drop the parent's state without touching its threads or locks
+ * (nothing is freed, not even core; open a new one). */
 void hf_core_abandon(struct hf_core *core);
 
 const struct hf_config *hf_core_config(struct hf_core *core);
 struct hf_store *hf_core_store(struct hf_core *core);
 struct hf_audit *hf_core_audit(struct hf_core *core);
 
-/* Token PINs (PBKDF2-HMAC-SHA256 with a random salt, compared in constant time). */
+/* Token PINs (PBKDF2-HMAC-SHA256 with a random salt, compared in constant time). PINs are 4..255
+ * bytes: set answers CKR_PIN_LEN_RANGE outside that, check CKR_PIN_INCORRECT (C_Login has no
+ * CKR_PIN_LEN_RANGE); check answers CKR_USER_PIN_NOT_INITIALIZED when no PIN is set. */
 enum hf_user { HF_USER_SO = 0, HF_USER_NORMAL = 1 };
 CK_RV hf_core_pin_check(struct hf_core *core, enum hf_user user, const char *pin, size_t len);
 CK_RV hf_core_pin_set(struct hf_core *core, enum hf_user user, const char *pin, size_t len);
 bool hf_core_pin_is_set(struct hf_core *core, enum hf_user user);
 
-/* Key management. out/vout may be NULL. */
+/* Key management. out/vout may be NULL; who may be NULL (recorded as api "core"). Every call,
+ * failed ones included, writes one audit record; a change is recorded after it is committed.
+ * Results: CKR_KEY_HANDLE_INVALID (no such key or link), CKR_ATTRIBUTE_VALUE_INVALID (bad or
+ * taken name, bad usage or label, a state move KMIP forbids, duplicate link),
+ * CKR_KEY_SIZE_RANGE (alg/bits), CKR_KEY_FUNCTION_NOT_PERMITTED (rotating a compromised or
+ * destroyed key), CKR_ARGUMENTS_BAD (NULL arguments, unknown link type), CKR_HF_AUDIT_FAILED (the
+ * record could not be written: key operations stop; a committed change stands). set_state to
+ * HF_STATE_DESTROYED destroys (as hf_core_key_destroy). */
 CK_RV hf_core_key_create(struct hf_core *core, const struct hf_key_spec *spec,
                          const struct hf_actor *who, struct hf_key *out,
                          struct hf_key_version *vout);
@@ -74,6 +91,7 @@ CK_RV hf_core_key_destroy(struct hf_core *core, const char *ref, const struct hf
 CK_RV hf_core_key_label_set(struct hf_core *core, const char *ref, const char *name,
                             const char *value, const struct hf_actor *who);
 
+/* type: aws-xks, gcp-ekm, gws-cse, oci, sap, dke. */
 CK_RV hf_core_link_add(struct hf_core *core, const char *type, const char *ext_id,
                        const char *key_ref, const struct hf_actor *who);
 CK_RV hf_core_link_set_blocked(struct hf_core *core, const char *type, const char *ext_id,

@@ -22,7 +22,9 @@ OSSL_LIB_CTX *hf_crypto_libctx(void); /* created once, lives as long as the proc
 struct hf_material;
 
 CK_RV hf_material_generate(enum hf_alg alg, unsigned bits, struct hf_material **out);
-/* bytes: raw AES key, or PKCS#8 PrivateKeyInfo DER for RSA and EC. */
+/* bytes: raw AES key, or PKCS#8 PrivateKeyInfo DER for RSA and EC. bits 0 takes the size the
+ * bytes have; otherwise a different size is CKR_KEY_SIZE_RANGE. Undecodable bytes are
+ * CKR_DATA_INVALID, a key of another algorithm CKR_KEY_TYPE_INCONSISTENT. */
 CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char *bytes,
                              size_t len, struct hf_material **out);
 /* The inverse, into hf_secmem memory: release with hf_secmem_free(*bytes, *len). */
@@ -61,8 +63,9 @@ CK_RV hf_aes_kw_unwrap(const struct hf_material *m, bool pad, const unsigned cha
 enum hf_rsa_padding { HF_RSA_PKCS1 = 1, HF_RSA_OAEP = 2, HF_RSA_PSS = 3, HF_RSA_RAW = 4 };
 
 /* Parameters of an asymmetric operation. md NULL with a signature means the input is already a
- * digest (CKM_RSA_PKCS takes a DigestInfo or raw data, CKM_ECDSA a hash). Digest names are
- * OpenSSL's ("SHA256"). */
+ * digest (CKM_RSA_PKCS takes a DigestInfo or raw data, CKM_ECDSA a hash; for CKM_RSA_PKCS_PSS
+ * the digest's hash is taken to be mgf1_md, and the input must be that hash's size). Digest
+ * names are OpenSSL's ("SHA256"). */
 struct hf_asym_params {
     enum hf_rsa_padding padding; /* RSA only */
     const char *md;              /* hash applied to the input (sign/verify), OAEP hash */

@@ -7,11 +7,19 @@
  * and PKCS#8 DER alike with CKM_AES_KEY_WRAP_PAD (RFC 5649, which is what SoftHSMv2 2.6 and most
  * HSMs implement under that mechanism number).
  *
- * Thread-safe: a small pool of logged-in sessions; no lock is held across a backend call except
- * the pool's own handout. */
+ * Thread-safe: a small pool of logged-in sessions; no in-process lock is held across a backend
+ * call except the pool's own handout.
+ *
+ * Processes: given a lock_path, every call that loads the module, logs in or creates the token
+ * holds flock(LOCK_EX) on that file and every other backend call holds LOCK_SH, so no process
+ * reads the token's files while another rewrites them (SoftHSMv2 2.6 rewrites its token file on
+ * every C_Login: hsm.c). All processes sharing a token must pass the same file; NULL locks
+ * nothing. The file is created 0600 when missing; a lock file that cannot be opened is
+ * CKR_FUNCTION_FAILED. */
 #ifndef HF_HSM_H
 #define HF_HSM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "pkcs11/module/pkcs11-compat.h"
@@ -20,14 +28,16 @@ struct hf_hsm;
 
 /* Creates the token if the module has no token labelled token_label yet: C_InitToken on the
  * first free slot (SoftHSMv2 always offers one), then C_InitPIN with user_pin. Idempotent: an
- * existing token is left alone (CKR_OK). */
-CK_RV hf_hsm_token_ensure(const char *module_path, const char *token_label, const char *so_pin,
-                          const char *user_pin);
+ * existing token is left alone (CKR_OK). Processes racing with one lock_path create one token. */
+CK_RV hf_hsm_token_ensure(const char *module_path, const char *lock_path, const char *token_label,
+                          const char *so_pin, const char *user_pin);
 
 /* Loads module_path, finds the token by label and logs in as user. CKR_TOKEN_NOT_PRESENT when no
- * such token, CKR_PIN_INCORRECT on a wrong PIN (never retried: retries lock tokens). */
-CK_RV hf_hsm_open(const char *module_path, const char *token_label, const char *pin,
-                  struct hf_hsm **out);
+ * such token, CKR_PIN_INCORRECT on a wrong PIN (never retried: retries lock tokens). A token that
+ * looks missing or broken is looked up again a few times, reloading the module, before the error
+ * is returned (about 0.1 s). */
+CK_RV hf_hsm_open(const char *module_path, const char *lock_path, const char *token_label,
+                  const char *pin, struct hf_hsm **out);
 void hf_hsm_close(struct hf_hsm *hsm);
 
 /* Creates the root KEK labelled kek_label unless it exists. */
@@ -35,7 +45,10 @@ CK_RV hf_hsm_kek_ensure(struct hf_hsm *hsm, const char *kek_label);
 bool hf_hsm_has_kek(struct hf_hsm *hsm, const char *kek_label);
 
 /* AES-KWP under the KEK. *wrapped is malloc'd; *plain is hf_secmem memory (free with
- * hf_secmem_free(*plain, *plain_len)). A tampered blob is CKR_WRAPPED_KEY_INVALID. */
+ * hf_secmem_free(*plain, *plain_len)). A tampered blob is CKR_WRAPPED_KEY_INVALID.
+ * *plain may end in up to 7 zero bytes that were not wrapped: SoftHSMv2 2.6 zero-pads a generic
+ * secret to a multiple of 8 before RFC 5649 and returns the padded value, so wrap plaintexts
+ * that carry their own length (raw AES keys, DER) and trim. */
 CK_RV hf_hsm_wrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *plain,
                   size_t plain_len, unsigned char **wrapped, size_t *wrapped_len);
 CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *wrapped,

@@ -137,7 +137,8 @@ bool hf_key_state_allows(unsigned long state, unsigned long usage_bit)
     const unsigned long all = process | HF_USAGE_ENCRYPT | HF_USAGE_WRAP | HF_USAGE_SIGN;
     unsigned long allowed = 0;
 
-    if (state == HF_STATE_ACTIVE) allowed = all;
+    if (state == HF_STATE_ACTIVE)
+        allowed = all;
     else if (state == HF_STATE_DEACTIVATED || state == HF_STATE_COMPROMISED)
         allowed = process;
     return usage_bit != 0 && (usage_bit & ~allowed) == 0;
@@ -201,9 +202,12 @@ static bool label_value_is_valid(const char *value)
 bool hf_alg_bits_is_valid(enum hf_alg alg, unsigned bits)
 {
     switch (alg) {
-    case HF_ALG_AES: return bits == 128 || bits == 192 || bits == 256;
-    case HF_ALG_RSA: return bits == 2048 || bits == 3072 || bits == 4096;
-    case HF_ALG_EC: return bits == 256 || bits == 384;
+    case HF_ALG_AES:
+        return bits == 128 || bits == 192 || bits == 256;
+    case HF_ALG_RSA:
+        return bits == 2048 || bits == 3072 || bits == 4096;
+    case HF_ALG_EC:
+        return bits == 256 || bits == 384;
     }
     return false;
 }
@@ -249,9 +253,12 @@ bool hf_state_parse(const char *s, unsigned long *state)
 const char *hf_alg_name(enum hf_alg alg)
 {
     switch (alg) {
-    case HF_ALG_AES: return "AES";
-    case HF_ALG_RSA: return "RSA";
-    case HF_ALG_EC: return "EC";
+    case HF_ALG_AES:
+        return "AES";
+    case HF_ALG_RSA:
+        return "RSA";
+    case HF_ALG_EC:
+        return "EC";
     }
     return "unknown";
 }
@@ -304,8 +311,10 @@ bool hf_usage_parse(const char *s, unsigned long *mask)
         size_t wlen = len;
         bool found = false;
 
-        while (wlen && isspace((unsigned char)*word)) word++, wlen--;
-        while (wlen && isspace((unsigned char)word[wlen - 1])) wlen--;
+        while (wlen && isspace((unsigned char)*word))
+            word++, wlen--;
+        while (wlen && isspace((unsigned char)word[wlen - 1]))
+            wlen--;
         for (size_t i = 0; i < N_USAGES && !found; i++) {
             if (strlen(usage_names[i].name) == wlen &&
                 strncasecmp(word, usage_names[i].name, wlen) == 0) {
@@ -343,11 +352,13 @@ size_t hf_usage_format(unsigned long mask, char *out, size_t outlen)
 unsigned long hf_usage_default(enum hf_alg alg)
 {
     switch (alg) {
-    case HF_ALG_AES: return HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_WRAP | HF_USAGE_UNWRAP;
+    case HF_ALG_AES:
+        return HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_WRAP | HF_USAGE_UNWRAP;
     case HF_ALG_RSA:
         return HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_UNWRAP | HF_USAGE_SIGN |
                HF_USAGE_VERIFY;
-    case HF_ALG_EC: return HF_USAGE_SIGN | HF_USAGE_VERIFY;
+    case HF_ALG_EC:
+        return HF_USAGE_SIGN | HF_USAGE_VERIFY;
     }
     return 0;
 }
@@ -367,8 +378,10 @@ static size_t label_find(const struct hf_key *key, const char *name, bool *found
             *found = true;
             return mid;
         }
-        if (c < 0) hi = mid;
-        else lo = mid + 1;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     return lo;
 }

@@ -1,1 +1,336 @@
-/* placeholder: being written */
+#include "hf-build.h"
+
+#include "source-local.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "secmem.h"
+
+/* One cached version. Entries sit in a hash chain (lookup by version id) and on a circular LRU
+ * list whose sentinel is hf_local.lru: lru.next is the most recently used. */
+struct entry {
+    int64_t id;
+    struct hf_material *m; /* one reference, the cache's */
+    struct entry *chain;
+    struct entry *prev, *next;
+};
+
+struct hf_local {
+    struct hf_hsm *hsm; /* borrowed */
+    char *kek_label;
+    size_t cache_max;
+    pthread_mutex_t lock; /* guards buckets, lru and count */
+    struct entry **buckets;
+    size_t mask; /* bucket count - 1, a power of two */
+    struct entry lru;
+    size_t count;
+};
+
+static size_t bucket_of(const struct hf_local *local, int64_t id)
+{
+    /* Fibonacci hashing: row ids are sequential, the multiply spreads them. */
+    return (size_t)(((uint64_t)id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & local->mask;
+}
+
+CK_RV hf_local_open(struct hf_hsm *hsm, const char *kek_label, size_t cache_max,
+                    struct hf_local **out)
+{
+    struct hf_local *local;
+    size_t n = 16;
+
+    if (hsm == NULL || kek_label == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
+    *out = NULL;
+    while (n < cache_max && n < (1u << 20))
+        n *= 2;
+    if ((local = calloc(1, sizeof(*local))) == NULL) return CKR_HOST_MEMORY;
+    local->buckets = calloc(n, sizeof(*local->buckets));
+    local->kek_label = strdup(kek_label);
+    if (local->buckets == NULL || local->kek_label == NULL) {
+        free(local->buckets);
+        free(local->kek_label);
+        free(local);
+        return CKR_HOST_MEMORY;
+    }
+    local->hsm = hsm;
+    local->cache_max = cache_max;
+    local->mask = n - 1;
+    local->lru.next = local->lru.prev = &local->lru;
+    pthread_mutex_init(&local->lock, NULL);
+    *out = local;
+    return CKR_OK;
+}
+
+void hf_local_close(struct hf_local *local)
+{
+    if (local == NULL) return;
+    hf_local_flush(local);
+    pthread_mutex_destroy(&local->lock);
+    free(local->buckets);
+    free(local->kek_label);
+    free(local);
+}
+
+CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct hf_key_version *v)
+{
+    unsigned char *bytes = NULL, *wrapped = NULL, *der = NULL;
+    size_t len = 0, wrapped_len = 0, der_len = 0;
+    char *kek = NULL;
+    CK_RV rv;
+
+    if (local == NULL || m == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
+    if ((rv = hf_material_to_bytes(m, &bytes, &len)) != CKR_OK) goto done;
+    if (hf_material_alg(m) != HF_ALG_AES &&
+        (rv = hf_material_public_der(m, &der, &der_len)) != CKR_OK)
+        goto done;
+    if ((kek = strdup(local->kek_label)) == NULL) {
+        rv = CKR_HOST_MEMORY;
+        goto done;
+    }
+    if ((rv = hf_hsm_wrap(local->hsm, local->kek_label, bytes, len, &wrapped, &wrapped_len)) !=
+        CKR_OK)
+        goto done;
+    v->wrapped = wrapped;
+    v->wrapped_len = wrapped_len;
+    v->kek_label = kek;
+    v->public_der = der;
+    v->public_der_len = der_len;
+    kek = NULL;
+    der = NULL;
+done:
+    hf_secmem_free(bytes, len);
+    free(kek);
+    free(der);
+    return rv;
+}
+
+/* The length of the DER element at the start of p: the unwrapped plaintext may carry padding
+ * after it (see hsm.h). 0 when p does not start with a definite-length SEQUENCE. */
+static size_t der_length(const unsigned char *p, size_t len)
+{
+    size_t body = 0, hdr = 2;
+
+    if (len < 2 || p[0] != 0x30) return 0;
+    if (p[1] < 0x80) {
+        body = p[1];
+    } else {
+        size_t n = p[1] & 0x7f;
+        if (n == 0 || n > 4 || len < 2 + n) return 0;
+        for (size_t i = 0; i < n; i++)
+            body = body << 8 | p[2 + i];
+        hdr += n;
+    }
+    return body <= len - hdr ? hdr + body : 0;
+}
+
+/* The plaintext's own length once the HSM's zero padding is cut. */
+static CK_RV plain_trim(const unsigned char *p, size_t len, size_t *out)
+{
+    size_t n = der_length(p, len);
+
+    if (n == 0 || len - n >= 8) return CKR_WRAPPED_KEY_INVALID;
+    for (size_t i = n; i < len; i++)
+        if (p[i] != 0) return CKR_WRAPPED_KEY_INVALID;
+    *out = n;
+    return CKR_OK;
+}
+
+/* Rebuilds the material from its wrapped form. RSA/EC: the stored public key says which
+ * algorithm and size, and must match the unwrapped private key, so a blob copied from another
+ * version (same KEK, so it unwraps fine) is refused instead of used. */
+static CK_RV material_load(struct hf_local *local, const struct hf_key_version *v,
+                           struct hf_material **out)
+{
+    const char *kek = v->kek_label != NULL ? v->kek_label : local->kek_label;
+    unsigned char *plain = NULL;
+    size_t plain_len = 0, n;
+    EVP_PKEY *pub = NULL;
+    enum hf_alg alg;
+    CK_RV rv;
+
+    if ((rv = hf_hsm_unwrap(local->hsm, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
+        CKR_OK)
+        goto done;
+    if (v->public_der == NULL) {
+        rv = hf_material_from_bytes(HF_ALG_AES, (unsigned)plain_len * 8, plain, plain_len, out);
+        goto done;
+    }
+    if ((rv = hf_public_from_der(v->public_der, v->public_der_len, &pub)) != CKR_OK) goto done;
+    if ((rv = plain_trim(plain, plain_len, &n)) != CKR_OK) goto done;
+    alg = EVP_PKEY_is_a(pub, "RSA") ? HF_ALG_RSA : HF_ALG_EC;
+    if ((rv = hf_material_from_bytes(alg, (unsigned)EVP_PKEY_get_bits(pub), plain, n, out)) !=
+        CKR_OK)
+        goto done;
+    if (EVP_PKEY_eq(hf_material_pkey(*out), pub) != 1) {
+        hf_material_unref(*out);
+        *out = NULL;
+        rv = CKR_WRAPPED_KEY_INVALID;
+    }
+done:
+    if (rv != CKR_OK && rv != CKR_HOST_MEMORY && rv != CKR_WRAPPED_KEY_INVALID && plain != NULL)
+        rv = CKR_WRAPPED_KEY_INVALID; /* unwrapped, but not a key of this version */
+    EVP_PKEY_free(pub);
+    hf_secmem_free(plain, plain_len);
+    return rv;
+}
+
+/* ---- the cache: every function below that says "locked" expects local->lock held --------- */
+
+static void lru_unlink(struct entry *e)
+{
+    e->prev->next = e->next;
+    e->next->prev = e->prev;
+}
+
+static void lru_push_front(struct hf_local *local, struct entry *e)
+{
+    e->next = local->lru.next;
+    e->prev = &local->lru;
+    local->lru.next->prev = e;
+    local->lru.next = e;
+}
+
+/* locked */
+static struct entry *cache_find(struct hf_local *local, int64_t id)
+{
+    struct entry *e = local->buckets[bucket_of(local, id)];
+
+    while (e != NULL && e->id != id)
+        e = e->chain;
+    return e;
+}
+
+/* locked: takes e out of the chain and the list; the caller frees it. */
+static void cache_remove(struct hf_local *local, struct entry *e)
+{
+    struct entry **link = &local->buckets[bucket_of(local, e->id)];
+
+    while (*link != e)
+        link = &(*link)->chain;
+    *link = e->chain;
+    lru_unlink(e);
+    local->count--;
+}
+
+/* Outside the lock: the last unref zeroes key material, which is not free for RSA-4096. */
+static void entries_free(struct entry *list)
+{
+    while (list != NULL) {
+        struct entry *next = list->chain;
+        hf_material_unref(list->m);
+        free(list);
+        list = next;
+    }
+}
+
+/* Adds m for id unless another thread did first; *out is a new reference to whichever is
+ * cached. Entries pushed out by the bound are returned in *evicted (chained). */
+static void cache_insert(struct hf_local *local, int64_t id, struct hf_material *m,
+                         struct entry *fresh, struct hf_material **out, struct entry **evicted)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&local->lock);
+    if ((e = cache_find(local, id)) != NULL) {
+        lru_unlink(e);
+        lru_push_front(local, e);
+        *out = hf_material_ref(e->m);
+        fresh->m = m; /* the loser of the race: dropped with the evicted */
+        fresh->chain = *evicted;
+        *evicted = fresh;
+        pthread_mutex_unlock(&local->lock);
+        return;
+    }
+    fresh->id = id;
+    fresh->m = m;
+    size_t b = bucket_of(local, id);
+    fresh->chain = local->buckets[b];
+    local->buckets[b] = fresh;
+    lru_push_front(local, fresh);
+    local->count++;
+    *out = hf_material_ref(m);
+    while (local->count > local->cache_max) {
+        e = local->lru.prev;
+        cache_remove(local, e);
+        e->chain = *evicted;
+        *evicted = e;
+    }
+    pthread_mutex_unlock(&local->lock);
+}
+
+CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
+                        struct hf_material **out)
+{
+    struct hf_material *m = NULL;
+    struct entry *e, *evicted = NULL;
+    CK_RV rv;
+
+    if (local == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
+    *out = NULL;
+    if (v->wrapped == NULL || v->state == HF_STATE_DESTROYED) return CKR_KEY_HANDLE_INVALID;
+
+    pthread_mutex_lock(&local->lock);
+    if ((e = cache_find(local, v->id)) != NULL) {
+        lru_unlink(e);
+        lru_push_front(local, e);
+        *out = hf_material_ref(e->m);
+    }
+    pthread_mutex_unlock(&local->lock);
+    if (*out != NULL) return CKR_OK;
+
+    /* Miss: the HSM round trip runs unlocked, so other keys' hits are not held up by it. */
+    if ((rv = material_load(local, v, &m)) != CKR_OK) return rv;
+    if (local->cache_max == 0) {
+        *out = m;
+        return CKR_OK;
+    }
+    if ((e = calloc(1, sizeof(*e))) == NULL) {
+        *out = m; /* uncached but usable */
+        return CKR_OK;
+    }
+    cache_insert(local, v->id, m, e, out, &evicted);
+    entries_free(evicted);
+    return CKR_OK;
+}
+
+void hf_local_evict(struct hf_local *local, int64_t version_id)
+{
+    struct entry *e;
+
+    if (local == NULL) return;
+    pthread_mutex_lock(&local->lock);
+    if ((e = cache_find(local, version_id)) != NULL) {
+        cache_remove(local, e);
+        e->chain = NULL;
+    }
+    pthread_mutex_unlock(&local->lock);
+    entries_free(e);
+}
+
+void hf_local_flush(struct hf_local *local)
+{
+    struct entry *list = NULL;
+
+    if (local == NULL) return;
+    pthread_mutex_lock(&local->lock);
+    while (local->lru.next != &local->lru) {
+        struct entry *e = local->lru.next;
+        cache_remove(local, e);
+        e->chain = list;
+        list = e;
+    }
+    pthread_mutex_unlock(&local->lock);
+    entries_free(list);
+}
+
+size_t hf_local_cached(struct hf_local *local)
+{
+    size_t n;
+
+    if (local == NULL) return 0;
+    pthread_mutex_lock(&local->lock);
+    n = local->count;
+    pthread_mutex_unlock(&local->lock);
+    return n;
+}

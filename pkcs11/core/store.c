@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#define return_val_if_fail(cond, val)                                                             \
+#define return_val_if_fail(cond, val)                                                              \
     do {                                                                                           \
         if (!(cond)) return (val);                                                                 \
     } while (0)

@@ -1,5 +1,5 @@
-/* Shared by pkcs11/module/*.c only: the module's global state, sessions, objects and the
- * mechanism table. The module is thin: key management, crypto, material and audit live in
+/* Shared by the .c files of pkcs11/module only: the module's global state, sessions, objects,
+ * the mechanism table. The module is thin: key management, crypto, material and audit live in
  * pkcs11/core/; this layer maps PKCS#11 calls onto them.
  *
  * Hot-path rules (ARCHITECTURE.md, performance): a session is found by index without a shared
@@ -58,6 +58,13 @@ extern struct hf_module hf_mod;
 
 /* CKR_CRYPTOKI_NOT_INITIALIZED unless initialised in this process. */
 CK_RV hf_module_check(void);
+/* The library version (from PACKAGE_VERSION) reported by C_GetInfo and the slot. */
+CK_VERSION hf_module_version(void);
+/* Copies src into a blank-padded, unterminated PKCS#11 text field of n bytes. */
+void hf_pad_copy(unsigned char *dst, size_t n, const char *src);
+/* Who a management call made through session s is for (the core writes its audit record):
+ * the request context's api and caller, else "pkcs11" and "pkcs11:uid:<uid>" written to buf. */
+void hf_module_actor(const struct hf_session *s, struct hf_actor *who, char *buf, size_t buflen);
 /* Every PKCS#11 key operation and key change lands here for its audit record: fills in api,
  * caller and request id from the session's request context (vendor interface) or "pkcs11". */
 CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct hf_object *obj,
@@ -97,10 +104,40 @@ CK_RV hf_object_material(struct hf_object *obj, struct hf_material **out);
  * role (a public key never decrypts); CKR_KEY_FUNCTION_NOT_PERMITTED too when the KMIP state
  * forbids it (pre-active, destroyed; deactivated/compromised except decrypt, unwrap, verify). */
 CK_RV hf_object_check_usage(const struct hf_object *obj, unsigned long usage_bit);
+/* hf_object_check_usage as a yes/no (also what CKA_ENCRYPT & co. report). */
+bool hf_object_is_usable_for(const struct hf_object *obj, unsigned long usage_bit);
 /* Drops every cached object (finalize, fork). */
 void hf_objects_flush(void);
 /* Revalidates against the store at most every HF_REVALIDATE_MS (cheap when nothing changed). */
 void hf_objects_revalidate(void);
+/* After a change made through this module: every cached object reloads on next use. */
+void hf_objects_changed(void);
+/* In a forked child: the object table's locks may be held by threads that are gone; the
+ * parent's objects are left behind unfreed and the table starts empty. */
+void hf_objects_atfork(void);
+/* Fills handle, cls, key_type and is_current of obj from obj->key and obj->version for face
+ * kind. CKR_OBJECT_HANDLE_INVALID when the key has no such face (an AES key is never public). */
+CK_RV hf_object_face_init(struct hf_object *obj, enum hf_object_kind kind);
+/* Whether the calling application may see obj (private faces need a user login). */
+bool hf_object_is_visible(const struct hf_object *obj);
+
+/* ---- attributes and templates (attr.c) -------------------------------------------------- */
+
+/* Fills one attribute by the rules of C_GetAttributeValue (PKCS#11 2.40 section 5.7): CKR_OK,
+ * or CKR_ATTRIBUTE_SENSITIVE / CKR_ATTRIBUTE_TYPE_INVALID / CKR_BUFFER_TOO_SMALL with
+ * ulValueLen = CK_UNAVAILABLE_INFORMATION. *secret is set when a key value was copied out. */
+CK_RV hf_object_attr_get(const struct hf_object *obj, CK_ATTRIBUTE *attr, bool *secret);
+/* Whether every attribute of tmpl has exactly obj's value (C_FindObjectsInit semantics). */
+bool hf_object_matches(const struct hf_object *obj, const CK_ATTRIBUTE *tmpl, CK_ULONG n);
+/* Template readers: the first attribute of type, or NULL. A present attribute of the wrong size
+ * is CKR_ATTRIBUTE_VALUE_INVALID. *val is left alone when the attribute is absent. */
+const CK_ATTRIBUTE *hf_tmpl_find(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type);
+CK_RV hf_tmpl_bool(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type, bool *present,
+                   bool *val);
+CK_RV hf_tmpl_ulong(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type, bool *present,
+                    CK_ULONG *val);
+/* CKR_ARGUMENTS_BAD when a template or one of its values is NULL where a length says data. */
+CK_RV hf_tmpl_check(const CK_ATTRIBUTE *tmpl, CK_ULONG n);
 
 /* ---- sessions (session.c) -------------------------------------------------------------- */
 
@@ -155,11 +192,20 @@ struct hf_session {
  * are reused), so the lookup needs no shared lock. */
 CK_RV hf_session_get(CK_SESSION_HANDLE handle, struct hf_session **out);
 void hf_session_put(struct hf_session *s);
+/* Entry points that change keys need a R/W session (CKR_SESSION_READ_ONLY) and a logged-in user
+ * (CKR_USER_NOT_LOGGED_IN). */
+CK_RV hf_session_check_write(const struct hf_session *s);
 void hf_op_reset(struct hf_op *op);
 /* Appends to op->buf, refusing past HF_MAX_DATA_LEN (CKR_DATA_LEN_RANGE). */
 CK_RV hf_op_append(struct hf_op *op, const unsigned char *data, size_t len);
 void hf_sessions_close_all(void);
 void hf_session_clear_ctx(struct hf_session *s);
+/* C_Initialize: the session table starts empty. */
+CK_RV hf_sessions_init(void);
+/* C_Finalize (after hf_sessions_close_all) frees every session struct. abandon: in a forked
+ * child, forget the parent's sessions without freeing or locking anything (a lock's holder may
+ * be gone, and freeing what a session holds takes locks). */
+void hf_sessions_release(bool abandon);
 
 /* ---- mechanisms (mech.c, mech-*.c) ------------------------------------------------------ */
 
@@ -193,8 +239,20 @@ CK_RV hf_keygen_secret(struct hf_session *s, const CK_MECHANISM *mech, const CK_
 CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub_tmpl,
                      CK_ULONG pub_n, const CK_ATTRIBUTE *priv_tmpl, CK_ULONG priv_n,
                      CK_OBJECT_HANDLE *pub, CK_OBJECT_HANDLE *priv);
+/* A new key from given material (C_CreateObject, C_UnwrapKey): bytes are a raw AES key or a
+ * PKCS#8 PrivateKeyInfo DER; the template gives name, usage and extractability as for key
+ * generation (CKA_CLASS/CKA_KEY_TYPE, when present, must agree with alg). *out is the secret or
+ * private face. The caller has checked the session is R/W with a user logged in. */
+CK_RV hf_keygen_import(struct hf_session *s, enum hf_alg alg, unsigned bits,
+                       const unsigned char *bytes, size_t len, const CK_ATTRIBUTE *tmpl,
+                       CK_ULONG n, CK_OBJECT_HANDLE *out);
 
 /* ---- the vendor interface (vendor.c) ---------------------------------------------------- */
 extern const HF_FUNCTION_LIST hf_vendor_functions;
+
+/* PKCS#11 3.0 entry points (pkcs11-compat.h has their types; p11-kit 0.24 no prototypes). */
+CK_RV C_GetInterfaceList(CK_INTERFACE_PTR pInterfacesList, CK_ULONG_PTR pulCount);
+CK_RV C_GetInterface(CK_UTF8CHAR_PTR pInterfaceName, CK_VERSION_PTR pVersion,
+                     CK_INTERFACE_PTR_PTR ppInterface, CK_FLAGS flags);
 
 #endif

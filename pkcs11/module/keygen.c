@@ -1,1 +1,601 @@
-/* placeholder: being written */
+/* New keys from templates: C_GenerateKey, C_GenerateKeyPair and C_CreateObject (import), and
+ * hf_keygen_import for C_UnwrapKey. A template becomes a struct hf_key_spec (name, usage,
+ * exportability) and the core creates the key, writing its audit record. Every object we make
+ * is a token object: a Holdfast key is persistent by nature. */
+#include "hf-build.h"
+
+#include "internal.h"
+
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/obj_mac.h>
+#include <openssl/param_build.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const unsigned char oid_p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
+                                         0xce, 0x3d, 0x03, 0x01, 0x07};
+static const unsigned char oid_p384[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22};
+
+/* A spec and the storage its strings point into. */
+struct spec_buf {
+    struct hf_key_spec spec;
+    char name[HF_NAME_MAX + 1];
+    struct hf_label imported;
+};
+
+/* ---- templates -> spec ------------------------------------------------------------------ */
+
+static CK_RV tmpl_label(const CK_ATTRIBUTE *t, CK_ULONG n, char *out, bool *present)
+{
+    const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, CKA_LABEL);
+
+    *present = a != NULL;
+    if (!a) return CKR_OK;
+    if (!a->pValue || a->ulValueLen == 0 || a->ulValueLen > HF_NAME_MAX ||
+        memchr(a->pValue, 0, a->ulValueLen))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    memcpy(out, a->pValue, a->ulValueLen);
+    out[a->ulValueLen] = '\0';
+    return hf_key_name_is_valid(out) ? CKR_OK : CKR_ATTRIBUTE_VALUE_INVALID;
+}
+
+/* CKA_LABEL is the key's name; both templates of a pair may carry it, but only once. Without
+ * one the key gets "key-<8 hex digits>". */
+static CK_RV spec_name(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIBUTE *priv,
+                       CK_ULONG priv_n, struct spec_buf *sb)
+{
+    char other[HF_NAME_MAX + 1];
+    bool has_priv, has_pub;
+    unsigned char rnd[4];
+    CK_RV rv;
+
+    if ((rv = tmpl_label(priv, priv_n, sb->name, &has_priv)) != CKR_OK) return rv;
+    if ((rv = tmpl_label(pub, pub_n, other, &has_pub)) != CKR_OK) return rv;
+    if (has_priv && has_pub && strcmp(sb->name, other) != 0) return CKR_TEMPLATE_INCONSISTENT;
+    if (!has_priv && has_pub) memcpy(sb->name, other, sizeof(other));
+    if (!has_priv && !has_pub) {
+        if ((rv = hf_random(rnd, sizeof(rnd))) != CKR_OK) return rv;
+        snprintf(sb->name, sizeof(sb->name), "key-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+                 rnd[3]);
+    }
+    sb->spec.name = sb->name;
+    return CKR_OK;
+}
+
+/* The usage mask: the algorithm's default, with each CKA_ENCRYPT & co. given TRUE added and
+ * each given FALSE removed (public template first, then private). */
+static CK_RV spec_usage(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned long *usage)
+{
+    static const struct {
+        CK_ATTRIBUTE_TYPE type;
+        unsigned long bit;
+    } map[] = {
+        {CKA_ENCRYPT, HF_USAGE_ENCRYPT}, {CKA_DECRYPT, HF_USAGE_DECRYPT},
+        {CKA_WRAP, HF_USAGE_WRAP},       {CKA_UNWRAP, HF_USAGE_UNWRAP},
+        {CKA_SIGN, HF_USAGE_SIGN},       {CKA_VERIFY, HF_USAGE_VERIFY},
+    };
+
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        bool present, val = false;
+        CK_RV rv = hf_tmpl_bool(t, n, map[i].type, &present, &val);
+        if (rv != CKR_OK) return rv;
+        if (present && val) *usage |= map[i].bit;
+        if (present && !val) *usage &= ~map[i].bit;
+    }
+    return CKR_OK;
+}
+
+/* Our key model has one switch, exportable, for both CKA_EXTRACTABLE and !CKA_SENSITIVE: a key
+ * is exportable only when asked to be extractable and not asked to be sensitive. */
+static CK_RV spec_exportable(const CK_ATTRIBUTE *t, CK_ULONG n, bool *exportable)
+{
+    bool has_ext, ext = false, has_sens, sens = false;
+    CK_RV rv;
+
+    if ((rv = hf_tmpl_bool(t, n, CKA_EXTRACTABLE, &has_ext, &ext)) != CKR_OK) return rv;
+    if ((rv = hf_tmpl_bool(t, n, CKA_SENSITIVE, &has_sens, &sens)) != CKR_OK) return rv;
+    *exportable = has_ext && ext && !(has_sens && sens);
+    return CKR_OK;
+}
+
+/* Session objects (CKA_TOKEN = FALSE) do not exist here. */
+static CK_RV tmpl_token_check(const CK_ATTRIBUTE *t, CK_ULONG n)
+{
+    bool present, token = true;
+    CK_RV rv = hf_tmpl_bool(t, n, CKA_TOKEN, &present, &token);
+
+    if (rv != CKR_OK) return rv;
+    if (present && !token) {
+        hf_log_info("session objects are not supported: every key is a token object");
+        return CKR_TEMPLATE_INCONSISTENT;
+    }
+    return CKR_OK;
+}
+
+/* CKA_CLASS and CKA_KEY_TYPE, when present, must be what the mechanism makes. */
+static CK_RV tmpl_kind_check(const CK_ATTRIBUTE *t, CK_ULONG n, CK_OBJECT_CLASS cls,
+                             CK_KEY_TYPE type)
+{
+    bool present;
+    CK_ULONG v = 0;
+    CK_RV rv;
+
+    if ((rv = hf_tmpl_ulong(t, n, CKA_CLASS, &present, &v)) != CKR_OK) return rv;
+    if (present && v != cls) return CKR_TEMPLATE_INCONSISTENT;
+    if ((rv = hf_tmpl_ulong(t, n, CKA_KEY_TYPE, &present, &v)) != CKR_OK) return rv;
+    if (present && v != type) return CKR_TEMPLATE_INCONSISTENT;
+    return tmpl_token_check(t, n);
+}
+
+static CK_KEY_TYPE alg_key_type(enum hf_alg alg)
+{
+    return alg == HF_ALG_AES ? CKK_AES : alg == HF_ALG_RSA ? CKK_RSA : CKK_EC;
+}
+
+/* pub: the public template of a pair (NULL for a secret key); priv: the secret or private
+ * one, which also decides exportability. */
+static CK_RV spec_parse(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIBUTE *priv,
+                        CK_ULONG priv_n, enum hf_alg alg, unsigned bits, struct spec_buf *sb)
+{
+    CK_KEY_TYPE type = alg_key_type(alg);
+    CK_RV rv;
+
+    memset(sb, 0, sizeof(*sb));
+    sb->spec.alg = alg;
+    sb->spec.bits = bits;
+    sb->spec.usage = hf_usage_default(alg);
+    if (pub && (rv = tmpl_kind_check(pub, pub_n, CKO_PUBLIC_KEY, type)) != CKR_OK) return rv;
+    rv = tmpl_kind_check(priv, priv_n, alg == HF_ALG_AES ? CKO_SECRET_KEY : CKO_PRIVATE_KEY, type);
+    if (rv != CKR_OK) return rv;
+    if ((rv = spec_name(pub, pub_n, priv, priv_n, sb)) != CKR_OK) return rv;
+    if ((rv = spec_usage(pub, pub_n, &sb->spec.usage)) != CKR_OK) return rv;
+    if ((rv = spec_usage(priv, priv_n, &sb->spec.usage)) != CKR_OK) return rv;
+    /* The core reads 0 as "the default": a template that clears every use is refused. */
+    if (sb->spec.usage == 0) return CKR_TEMPLATE_INCONSISTENT;
+    return spec_exportable(priv, priv_n, &sb->spec.exportable);
+}
+
+/* ---- creation --------------------------------------------------------------------------- */
+
+/* Creates (bytes NULL) or imports the key; *v is its first version. */
+static CK_RV key_make(struct hf_session *s, const struct spec_buf *sb, const unsigned char *bytes,
+                      size_t len, struct hf_key_version *v)
+{
+    struct hf_actor who;
+    char caller[48];
+    CK_RV rv;
+
+    hf_module_actor(s, &who, caller, sizeof(caller));
+    if (bytes)
+        rv = hf_core_key_import(hf_mod.core, &sb->spec, bytes, len, &who, NULL, v);
+    else
+        rv = hf_core_key_create(hf_mod.core, &sb->spec, &who, NULL, v);
+    hf_session_clear_ctx(s);
+    return rv;
+}
+
+CK_RV hf_keygen_secret(struct hf_session *s, const CK_MECHANISM *mech, const CK_ATTRIBUTE *tmpl,
+                       CK_ULONG n, CK_OBJECT_HANDLE *out)
+{
+    struct hf_key_version v = {0};
+    struct spec_buf sb;
+    bool present;
+    CK_ULONG len = 0;
+    CK_RV rv;
+
+    if (mech->mechanism != CKM_AES_KEY_GEN) return CKR_MECHANISM_INVALID;
+    if (mech->pParameter || mech->ulParameterLen) return CKR_MECHANISM_PARAM_INVALID;
+    if ((rv = hf_tmpl_ulong(tmpl, n, CKA_VALUE_LEN, &present, &len)) != CKR_OK) return rv;
+    if (!present) return CKR_TEMPLATE_INCOMPLETE;
+    if (len != 16 && len != 24 && len != 32) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if ((rv = spec_parse(NULL, 0, tmpl, n, HF_ALG_AES, (unsigned)len * 8, &sb)) != CKR_OK)
+        return rv;
+    rv = key_make(s, &sb, NULL, 0, &v);
+    if (rv == CKR_OK) *out = HF_HANDLE(v.id, HF_OBJ_SECRET);
+    hf_key_version_clear(&v);
+    return rv;
+}
+
+/* CKA_PUBLIC_EXPONENT: 65537 only (leading zero bytes allowed). */
+static CK_RV rsa_exponent_check(const CK_ATTRIBUTE *t, CK_ULONG n)
+{
+    static const unsigned char f4[] = {0x01, 0x00, 0x01};
+    const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, CKA_PUBLIC_EXPONENT);
+    const unsigned char *p;
+    CK_ULONG len;
+
+    if (!a) return CKR_OK;
+    p = a->pValue;
+    len = a->ulValueLen;
+    while (len && p && *p == 0)
+        p++, len--;
+    if (len != sizeof(f4) || memcmp(p, f4, sizeof(f4)) != 0) return CKR_ATTRIBUTE_VALUE_INVALID;
+    return CKR_OK;
+}
+
+static CK_RV rsa_bits(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned *bits)
+{
+    bool present;
+    CK_ULONG b = 0;
+    CK_RV rv = hf_tmpl_ulong(t, n, CKA_MODULUS_BITS, &present, &b);
+
+    if (rv != CKR_OK) return rv;
+    if (!present) return CKR_TEMPLATE_INCOMPLETE;
+    if (b != 2048 && b != 3072 && b != 4096) return CKR_ATTRIBUTE_VALUE_INVALID;
+    *bits = (unsigned)b;
+    return rsa_exponent_check(t, n);
+}
+
+/* CKA_EC_PARAMS: the DER namedCurve OID, or (PKCS#11 3.0) a DER PrintableString curve name. */
+static CK_RV ec_bits_of(const CK_ATTRIBUTE *a, unsigned *bits)
+{
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {{"prime256v1", 256},
+                 {"secp256r1", 256},
+                 {"P-256", 256},
+                 {"secp384r1", 384},
+                 {"P-384", 384}};
+    const unsigned char *p = a->pValue;
+    CK_ULONG len = a->ulValueLen;
+
+    if (!p) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (len == sizeof(oid_p256) && memcmp(p, oid_p256, len) == 0) return *bits = 256, CKR_OK;
+    if (len == sizeof(oid_p384) && memcmp(p, oid_p384, len) == 0) return *bits = 384, CKR_OK;
+    if (len >= 2 && p[0] == 0x13 && p[1] == len - 2) {
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            if (strlen(names[i].name) == len - 2 && memcmp(p + 2, names[i].name, len - 2) == 0)
+                return *bits = names[i].bits, CKR_OK;
+        }
+    }
+    return CKR_ATTRIBUTE_VALUE_INVALID;
+}
+
+static CK_RV ec_bits(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned *bits)
+{
+    const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, CKA_EC_PARAMS);
+
+    return a ? ec_bits_of(a, bits) : CKR_TEMPLATE_INCOMPLETE;
+}
+
+CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub_tmpl,
+                     CK_ULONG pub_n, const CK_ATTRIBUTE *priv_tmpl, CK_ULONG priv_n,
+                     CK_OBJECT_HANDLE *pub, CK_OBJECT_HANDLE *priv)
+{
+    struct hf_key_version v = {0};
+    struct spec_buf sb;
+    enum hf_alg alg;
+    unsigned bits = 0;
+    CK_RV rv;
+
+    switch (mech->mechanism) {
+    case CKM_RSA_PKCS_KEY_PAIR_GEN:
+        alg = HF_ALG_RSA;
+        rv = rsa_bits(pub_tmpl, pub_n, &bits);
+        break;
+    case CKM_EC_KEY_PAIR_GEN:
+        alg = HF_ALG_EC;
+        rv = ec_bits(pub_tmpl, pub_n, &bits);
+        break;
+    default:
+        return CKR_MECHANISM_INVALID;
+    }
+    if (rv != CKR_OK) return rv;
+    if (mech->pParameter || mech->ulParameterLen) return CKR_MECHANISM_PARAM_INVALID;
+    if ((rv = spec_parse(pub_tmpl, pub_n, priv_tmpl, priv_n, alg, bits, &sb)) != CKR_OK) return rv;
+    rv = key_make(s, &sb, NULL, 0, &v);
+    if (rv == CKR_OK) {
+        *pub = HF_HANDLE(v.id, HF_OBJ_PUBLIC);
+        *priv = HF_HANDLE(v.id, HF_OBJ_PRIVATE);
+    }
+    hf_key_version_clear(&v);
+    return rv;
+}
+
+CK_RV hf_keygen_import(struct hf_session *s, enum hf_alg alg, unsigned bits,
+                       const unsigned char *bytes, size_t len, const CK_ATTRIBUTE *tmpl, CK_ULONG n,
+                       CK_OBJECT_HANDLE *out)
+{
+    struct hf_key_version v = {0};
+    struct spec_buf sb;
+    CK_RV rv;
+
+    hf_return_val_if_fail(s && bytes && out, CKR_ARGUMENTS_BAD);
+    if ((rv = hf_tmpl_check(tmpl, n)) != CKR_OK) return rv;
+    if ((rv = spec_parse(NULL, 0, tmpl, n, alg, bits, &sb)) != CKR_OK) return rv;
+    /* CKA_LOCAL is FALSE for a key that came from outside (attr.c reads this label). */
+    sb.imported.name = "hf.imported";
+    sb.imported.value = "true";
+    sb.spec.labels = &sb.imported;
+    sb.spec.n_labels = 1;
+    rv = key_make(s, &sb, bytes, len, &v);
+    if (rv == CKR_OK) *out = HF_HANDLE(v.id, alg == HF_ALG_AES ? HF_OBJ_SECRET : HF_OBJ_PRIVATE);
+    hf_key_version_clear(&v);
+    return rv;
+}
+
+/* ---- entry points ----------------------------------------------------------------------- */
+
+HF_EXPORT CK_RV C_GenerateKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechanism,
+                              CK_ATTRIBUTE_PTR pTemplate, CK_ULONG ulCount,
+                              CK_OBJECT_HANDLE_PTR phKey)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(hSession, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!pMechanism || !phKey) rv = CKR_ARGUMENTS_BAD;
+    if (rv == CKR_OK) rv = hf_tmpl_check(pTemplate, ulCount);
+    if (rv == CKR_OK) rv = hf_session_check_write(s);
+    if (rv == CKR_OK) rv = hf_keygen_secret(s, pMechanism, pTemplate, ulCount, phKey);
+    hf_session_put(s);
+    return rv;
+}
+
+HF_EXPORT CK_RV C_GenerateKeyPair(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechanism,
+                                  CK_ATTRIBUTE_PTR pPublicKeyTemplate,
+                                  CK_ULONG ulPublicKeyAttributeCount,
+                                  CK_ATTRIBUTE_PTR pPrivateKeyTemplate,
+                                  CK_ULONG ulPrivateKeyAttributeCount,
+                                  CK_OBJECT_HANDLE_PTR phPublicKey,
+                                  CK_OBJECT_HANDLE_PTR phPrivateKey)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(hSession, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!pMechanism || !phPublicKey || !phPrivateKey) rv = CKR_ARGUMENTS_BAD;
+    if (rv == CKR_OK) rv = hf_tmpl_check(pPublicKeyTemplate, ulPublicKeyAttributeCount);
+    if (rv == CKR_OK) rv = hf_tmpl_check(pPrivateKeyTemplate, ulPrivateKeyAttributeCount);
+    if (rv == CKR_OK) rv = hf_session_check_write(s);
+    if (rv == CKR_OK)
+        rv = hf_keygen_pair(s, pMechanism, pPublicKeyTemplate, ulPublicKeyAttributeCount,
+                            pPrivateKeyTemplate, ulPrivateKeyAttributeCount, phPublicKey,
+                            phPrivateKey);
+    hf_session_put(s);
+    return rv;
+}
+
+/* ---- C_CreateObject: private keys from their components, as PKCS#8 ---------------------- */
+
+/* PKCS#8 PrivateKeyInfo DER of pkey (malloc'd; the caller cleanses it). */
+static CK_RV pkcs8_der(EVP_PKEY *pkey, unsigned char **der, size_t *len)
+{
+    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8(pkey);
+    unsigned char *buf = NULL, *p;
+    int n;
+    CK_RV rv = CKR_GENERAL_ERROR;
+
+    if (!p8 || (n = i2d_PKCS8_PRIV_KEY_INFO(p8, NULL)) <= 0) goto done;
+    if (!(buf = malloc((size_t)n))) {
+        rv = CKR_HOST_MEMORY;
+        goto done;
+    }
+    p = buf;
+    if (i2d_PKCS8_PRIV_KEY_INFO(p8, &p) != n) goto done;
+    *der = buf;
+    *len = (size_t)n;
+    buf = NULL;
+    rv = CKR_OK;
+done:
+    if (buf) OPENSSL_clear_free(buf, (size_t)n);
+    PKCS8_PRIV_KEY_INFO_free(p8);
+    return rv;
+}
+
+/* A key pair from OSSL_PARAMs, checked for consistency (a bad CRT value would make wrong
+ * signatures, not errors). */
+static CK_RV pkey_fromdata(const char *type, OSSL_PARAM *params, EVP_PKEY **out)
+{
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(hf_crypto_libctx(), type, NULL);
+    EVP_PKEY_CTX *check = NULL;
+    EVP_PKEY *pkey = NULL;
+    CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
+
+    if (!ctx) return CKR_GENERAL_ERROR;
+    if (EVP_PKEY_fromdata_init(ctx) <= 0 ||
+        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params) <= 0)
+        goto done;
+    check = EVP_PKEY_CTX_new_from_pkey(hf_crypto_libctx(), pkey, NULL);
+    if (!check || EVP_PKEY_pairwise_check(check) != 1) goto done;
+    *out = pkey;
+    pkey = NULL;
+    rv = CKR_OK;
+done:
+    EVP_PKEY_CTX_free(check);
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(pkey);
+    return rv;
+}
+
+static CK_RV bld_push_attr(OSSL_PARAM_BLD *bld, const CK_ATTRIBUTE *t, CK_ULONG n,
+                           CK_ATTRIBUTE_TYPE type, const char *name, BIGNUM **bn)
+{
+    const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, type);
+
+    if (!a || !a->pValue || a->ulValueLen == 0) return CKR_TEMPLATE_INCOMPLETE;
+    if (a->ulValueLen > 1024) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (!(*bn = BN_bin2bn(a->pValue, (int)a->ulValueLen, NULL))) return CKR_HOST_MEMORY;
+    return OSSL_PARAM_BLD_push_BN(bld, name, *bn) ? CKR_OK : CKR_HOST_MEMORY;
+}
+
+static CK_RV rsa_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **der, size_t *len,
+                            unsigned *bits)
+{
+    static const struct {
+        CK_ATTRIBUTE_TYPE type;
+        const char *name;
+    } parts[] = {
+        {CKA_MODULUS, OSSL_PKEY_PARAM_RSA_N},
+        {CKA_PUBLIC_EXPONENT, OSSL_PKEY_PARAM_RSA_E},
+        {CKA_PRIVATE_EXPONENT, OSSL_PKEY_PARAM_RSA_D},
+        {CKA_PRIME_1, OSSL_PKEY_PARAM_RSA_FACTOR1},
+        {CKA_PRIME_2, OSSL_PKEY_PARAM_RSA_FACTOR2},
+        {CKA_EXPONENT_1, OSSL_PKEY_PARAM_RSA_EXPONENT1},
+        {CKA_EXPONENT_2, OSSL_PKEY_PARAM_RSA_EXPONENT2},
+        {CKA_COEFFICIENT, OSSL_PKEY_PARAM_RSA_COEFFICIENT1},
+    };
+    BIGNUM *bn[sizeof(parts) / sizeof(parts[0])] = {0};
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY *pkey = NULL;
+    CK_RV rv = bld ? CKR_OK : CKR_HOST_MEMORY;
+
+    /* All CRT parts are required: OpenSSL cannot use a key without them efficiently. */
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && rv == CKR_OK; i++)
+        rv = bld_push_attr(bld, t, n, parts[i].type, parts[i].name, &bn[i]);
+    if (rv == CKR_OK && !(params = OSSL_PARAM_BLD_to_param(bld))) rv = CKR_HOST_MEMORY;
+    if (rv == CKR_OK) rv = pkey_fromdata("RSA", params, &pkey);
+    if (rv == CKR_OK) {
+        *bits = (unsigned)EVP_PKEY_get_bits(pkey);
+        rv = pkcs8_der(pkey, der, len);
+    }
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        BN_clear_free(bn[i]);
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(bld);
+    EVP_PKEY_free(pkey);
+    return rv;
+}
+
+/* The uncompressed public point priv * G, which PKCS#11 does not give us with CKA_VALUE. */
+static CK_RV ec_public_point(int nid, const BIGNUM *priv, unsigned char *out, size_t *len)
+{
+    EC_GROUP *group = EC_GROUP_new_by_curve_name_ex(hf_crypto_libctx(), NULL, nid);
+    EC_POINT *pt = group ? EC_POINT_new(group) : NULL;
+    CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
+
+    if (!pt) {
+        rv = CKR_HOST_MEMORY;
+        goto done;
+    }
+    if (BN_is_zero(priv) || BN_cmp(priv, EC_GROUP_get0_order(group)) >= 0) goto done;
+    if (!EC_POINT_mul(group, pt, priv, NULL, NULL, NULL)) goto done;
+    *len = EC_POINT_point2oct(group, pt, POINT_CONVERSION_UNCOMPRESSED, out, *len, NULL);
+    if (*len != 0) rv = CKR_OK;
+done:
+    EC_POINT_free(pt);
+    EC_GROUP_free(group);
+    return rv;
+}
+
+static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **der, size_t *len,
+                           unsigned *bits)
+{
+    const CK_ATTRIBUTE *params_attr = hf_tmpl_find(t, n, CKA_EC_PARAMS);
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    unsigned char point[133];
+    size_t point_len = sizeof(point);
+    BIGNUM *priv = NULL;
+    EVP_PKEY *pkey = NULL;
+    const char *curve;
+    CK_RV rv = bld ? CKR_OK : CKR_HOST_MEMORY;
+
+    if (rv == CKR_OK) rv = params_attr ? ec_bits_of(params_attr, bits) : CKR_TEMPLATE_INCOMPLETE;
+    curve = *bits == 384 ? SN_secp384r1 : SN_X9_62_prime256v1;
+    if (rv == CKR_OK) rv = bld_push_attr(bld, t, n, CKA_VALUE, OSSL_PKEY_PARAM_PRIV_KEY, &priv);
+    if (rv == CKR_OK)
+        rv = ec_public_point(*bits == 384 ? NID_secp384r1 : NID_X9_62_prime256v1, priv, point,
+                             &point_len);
+    if (rv == CKR_OK &&
+        (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, curve, 0) ||
+         !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len) ||
+         !(params = OSSL_PARAM_BLD_to_param(bld))))
+        rv = CKR_HOST_MEMORY;
+    if (rv == CKR_OK) rv = pkey_fromdata("EC", params, &pkey);
+    if (rv == CKR_OK) rv = pkcs8_der(pkey, der, len);
+    BN_clear_free(priv);
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(bld);
+    EVP_PKEY_free(pkey);
+    return rv;
+}
+
+static CK_RV secret_import(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG n,
+                           CK_OBJECT_HANDLE *out)
+{
+    const CK_ATTRIBUTE *value = hf_tmpl_find(t, n, CKA_VALUE);
+    bool present;
+    CK_ULONG type = 0, len = 0;
+    CK_RV rv = hf_tmpl_ulong(t, n, CKA_KEY_TYPE, &present, &type);
+
+    if (rv != CKR_OK) return rv;
+    if (!present || !value) return CKR_TEMPLATE_INCOMPLETE;
+    if (type != CKK_AES) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (value->ulValueLen != 16 && value->ulValueLen != 24 && value->ulValueLen != 32)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    rv = hf_tmpl_ulong(t, n, CKA_VALUE_LEN, &present, &len);
+    if (rv == CKR_OK && present && len != value->ulValueLen) rv = CKR_TEMPLATE_INCONSISTENT;
+    if (rv != CKR_OK) return rv;
+    return hf_keygen_import(s, HF_ALG_AES, (unsigned)value->ulValueLen * 8, value->pValue,
+                            value->ulValueLen, t, n, out);
+}
+
+static CK_RV private_import(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG n,
+                            CK_OBJECT_HANDLE *out)
+{
+    unsigned char *der = NULL;
+    size_t len = 0;
+    unsigned bits = 0;
+    bool present;
+    CK_ULONG type = 0;
+    enum hf_alg alg;
+    CK_RV rv = hf_tmpl_ulong(t, n, CKA_KEY_TYPE, &present, &type);
+
+    if (rv != CKR_OK) return rv;
+    if (!present) return CKR_TEMPLATE_INCOMPLETE;
+    if (type == CKK_RSA) {
+        alg = HF_ALG_RSA;
+        rv = rsa_import_der(t, n, &der, &len, &bits);
+    } else if (type == CKK_EC) {
+        alg = HF_ALG_EC;
+        rv = ec_import_der(t, n, &der, &len, &bits);
+    } else {
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    }
+    if (rv == CKR_OK) rv = hf_keygen_import(s, alg, bits, der, len, t, n, out);
+    if (der) OPENSSL_clear_free(der, len);
+    return rv;
+}
+
+static CK_RV object_create(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG n,
+                           CK_OBJECT_HANDLE *out)
+{
+    bool present;
+    CK_ULONG cls = 0;
+    CK_RV rv = hf_tmpl_ulong(t, n, CKA_CLASS, &present, &cls);
+
+    if (rv != CKR_OK) return rv;
+    if (!present) return CKR_TEMPLATE_INCOMPLETE;
+    switch (cls) {
+    case CKO_SECRET_KEY:
+        return secret_import(s, t, n, out);
+    case CKO_PRIVATE_KEY:
+        return private_import(s, t, n, out);
+    }
+    /* Certificates, data objects and lone public keys have no place in the key model. */
+    hf_log_info("C_CreateObject: objects of class 0x%lx are not stored; only keys", cls);
+    return CKR_TEMPLATE_INCONSISTENT;
+}
+
+HF_EXPORT CK_RV C_CreateObject(CK_SESSION_HANDLE hSession, CK_ATTRIBUTE_PTR pTemplate,
+                               CK_ULONG ulCount, CK_OBJECT_HANDLE_PTR phObject)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(hSession, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!pTemplate || !phObject) rv = CKR_ARGUMENTS_BAD;
+    if (rv == CKR_OK) rv = hf_tmpl_check(pTemplate, ulCount);
+    if (rv == CKR_OK) rv = hf_session_check_write(s);
+    if (rv == CKR_OK) rv = object_create(s, pTemplate, ulCount, phObject);
+    hf_session_put(s);
+    return rv;
+}

@@ -1,6 +1,6 @@
 # holdfast-pkcs11.so: the PKCS#11 face of the core. Exports C_* only.
-p11module_LTLIBRARIES += holdfast-pkcs11.la
-holdfast_pkcs11_la_SOURCES = \
+p11module_LTLIBRARIES += pkcs11/module/holdfast-pkcs11.la
+pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/internal.h pkcs11/module/holdfast.h pkcs11/module/pkcs11-compat.h \
 	pkcs11/module/module.c \
 	pkcs11/module/slot.c \
@@ -14,15 +14,16 @@ holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/digest.c \
 	pkcs11/module/wrap.c \
 	pkcs11/module/random.c \
-	pkcs11/module/mech.c \
+	pkcs11/module/mech.c pkcs11/module/mech.h \
+	pkcs11/module/entry.c \
 	pkcs11/module/mech-aes-gcm.c \
 	pkcs11/module/mech-aes-kw.c \
 	pkcs11/module/mech-rsa.c \
 	pkcs11/module/mech-ecdsa.c \
 	pkcs11/module/vendor.c
-holdfast_pkcs11_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
+pkcs11_module_holdfast_pkcs11_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-export-symbols-regex '^C_'
-holdfast_pkcs11_la_LIBADD = libholdfast-core.la $(PTHREAD_LIBS)
+pkcs11_module_holdfast_pkcs11_la_LIBADD = libholdfast-core.la $(PTHREAD_LIBS)
 
 holdfastincludedir = $(includedir)/holdfast
 holdfastinclude_HEADERS = pkcs11/module/holdfast.h pkcs11/module/pkcs11-compat.h

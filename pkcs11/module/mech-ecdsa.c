@@ -1,1 +1,45 @@
-/* placeholder: being written */
+/* CKM_ECDSA (the caller hashes) and CKM_ECDSA_SHA* (we hash), over P-256 and P-384. Signatures
+ * are r||s, each zero-padded to the order's byte length (PKCS#11 2.40 2.3.1), not DER. */
+#include "hf-build.h"
+
+#include "pkcs11/module/mech.h"
+
+static size_t signature_bytes(const struct hf_op *op)
+{
+    return 2 * ((op->obj->key.bits + 7) / 8);
+}
+
+CK_RV hf_ecdsa_init(struct hf_op *op, const CK_MECHANISM *mech)
+{
+    op->asym.md = hf_mech_hash_md(mech->mechanism, NULL); /* NULL for CKM_ECDSA */
+    op->asym_md = op->asym.md;
+    return CKR_OK;
+}
+
+/* CKM_ECDSA signs a hash: empty input is a caller error, and nothing longer than SHA-512's is a
+ * hash (ECDSA would silently truncate it). */
+static CK_RV input_check(const struct hf_op *op, size_t inlen)
+{
+    if (op->asym.md != NULL) return CKR_OK;
+    return inlen != 0 && inlen <= 64 ? CKR_OK : CKR_DATA_LEN_RANGE;
+}
+
+CK_RV hf_ecdsa_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                    size_t *outlen)
+{
+    CK_RV rv = input_check(op, inlen);
+
+    if (rv == CKR_OK) rv = hf_mech_out_check(out, outlen, signature_bytes(op));
+    if (rv != CKR_OK || out == NULL) return rv;
+    return hf_asym_sign(op->material, &op->asym, in, inlen, out, outlen);
+}
+
+CK_RV hf_ecdsa_verify(struct hf_op *op, const unsigned char *in, size_t inlen,
+                      const unsigned char *sig, size_t siglen)
+{
+    CK_RV rv = input_check(op, inlen);
+
+    if (rv != CKR_OK) return rv;
+    if (siglen != signature_bytes(op)) return CKR_SIGNATURE_LEN_RANGE;
+    return hf_asym_verify(op->obj->pub, &op->asym, in, inlen, sig, siglen);
+}

@@ -1,1 +1,100 @@
-/* placeholder: being written */
+/* The "Holdfast" vendor interface (holdfast.h): request context for audit records, audit
+ * durability, and link state, for programs that load the module by path (gateway, provider). */
+#include "hf-build.h"
+
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool str_copy(const char **dst, const char *src)
+{
+    *dst = src ? strdup(src) : NULL;
+    return !src || *dst;
+}
+
+static CK_RV HF_SetRequestContext(CK_SESSION_HANDLE session, const HF_REQUEST_CONTEXT *ctx)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    hf_session_clear_ctx(s);
+    if (ctx) {
+        s->has_ctx = true;
+        if (!str_copy(&s->ctx.api, ctx->api) || !str_copy(&s->ctx.operation, ctx->operation) ||
+            !str_copy(&s->ctx.caller, ctx->caller) ||
+            !str_copy(&s->ctx.request_id, ctx->request_id) ||
+            !str_copy(&s->ctx.link_type, ctx->link_type) ||
+            !str_copy(&s->ctx.link_id, ctx->link_id)) {
+            hf_session_clear_ctx(s);
+            rv = CKR_HOST_MEMORY;
+        }
+    }
+    hf_session_put(s);
+    return rv;
+}
+
+static CK_RV HF_GetLastAuditSeq(CK_SESSION_HANDLE session, CK_ULONG_LONG *seq)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!seq)
+        rv = CKR_ARGUMENTS_BAD;
+    else
+        *seq = s->last_audit_seq;
+    hf_session_put(s);
+    return rv;
+}
+
+static CK_RV HF_AuditWaitDurable(CK_ULONG_LONG seq)
+{
+    CK_RV rv = hf_module_check();
+
+    if (rv != CKR_OK) return rv;
+    return hf_audit_wait_durable(hf_core_audit(hf_mod.core), seq);
+}
+
+static CK_RV HF_AuditNotifyDurable(CK_ULONG_LONG seq, HF_AUDIT_DURABLE_FN fn, void *arg)
+{
+    CK_RV rv = hf_module_check();
+
+    if (rv != CKR_OK) return rv;
+    hf_return_val_if_fail(fn, CKR_ARGUMENTS_BAD);
+    return hf_audit_notify_durable(hf_core_audit(hf_mod.core), seq, fn, arg);
+}
+
+static CK_RV HF_GetLinkInfo(CK_SESSION_HANDLE session, const char *link_type, const char *link_id,
+                            HF_LINK_INFO *info)
+{
+    struct hf_link link = {0};
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!link_type || !link_id || !info) {
+        rv = CKR_ARGUMENTS_BAD;
+        goto done;
+    }
+    rv = hf_store_link_get(hf_core_store(hf_mod.core), link_type, link_id, &link);
+    if (rv != CKR_OK) goto done;
+    memset(info, 0, sizeof(*info));
+    memcpy(info->key_uuid, link.key_uuid, sizeof(info->key_uuid));
+    info->key_uuid[sizeof(info->key_uuid) - 1] = '\0';
+    info->blocked = link.blocked ? CK_TRUE : CK_FALSE;
+done:
+    hf_link_clear(&link);
+    hf_session_put(s);
+    return rv;
+}
+
+const HF_FUNCTION_LIST hf_vendor_functions = {
+    {HF_INTERFACE_VERSION_MAJOR, HF_INTERFACE_VERSION_MINOR},
+    HF_SetRequestContext,
+    HF_GetLastAuditSeq,
+    HF_AuditWaitDurable,
+    HF_AuditNotifyDurable,
+    HF_GetLinkInfo,
+};

@@ -35,7 +35,7 @@ struct hf_cli;
 struct hf_cli_command {
     const char *name;
     int (*run)(struct hf_cli *cli, int argc, char **argv);
-    const char *args; /* synopsis after the name, e.g. "NAME [--alg ALG]" */
+    const char *args;    /* synopsis after the name, e.g. "NAME [--alg ALG]" */
     const char *help;    /* one line */
     const char *details; /* more lines for `--help` (options, examples), or NULL */
 };
@@ -45,7 +45,7 @@ struct hf_cli {
     const char *config_path; /* --config, or hf_config_default_path() */
     bool config_given;       /* --config was on the command line: a missing file is an error */
     bool json;
-    char command[64];        /* "key create": names the command in messages */
+    char command[64]; /* "key create": names the command in messages */
     const struct hf_cli_command *current;
     struct hf_config cfg;
     bool cfg_loaded;
@@ -57,18 +57,23 @@ struct hf_cli {
 /* main.c */
 /* Runs the entry of table named by argv[0] (with a usage error for an unknown one), after
  * appending its name to cli->command. `prefix --help` lists the table. */
-int hf_cli_dispatch(struct hf_cli *cli, const struct hf_cli_command *table, size_t n,
-                    int argc, char **argv);
+int hf_cli_dispatch(struct hf_cli *cli, const struct hf_cli_command *table, size_t n, int argc,
+                    char **argv);
 /* Loads the config once (exit code on failure, HF_CLI_CONTINUE on success). */
 int hf_cli_config(struct hf_cli *cli);
+/* No store file yet: init has not run (a server store is never "missing" here). */
+bool hf_cli_store_is_missing(const struct hf_config *cfg);
 /* Opens the key store once; HF_EXIT_NOT_INIT with the "run holdfast init" message when needed. */
 int hf_cli_core(struct hf_cli *cli);
 
 /* Options every command accepts; put HF_CLI_COMMON_OPTIONS last but one in a getopt table. */
 #define HF_CLI_OPT_HELP 0x1001
 #define HF_CLI_OPT_JSON 0x1002
-#define HF_CLI_COMMON_OPTIONS                                                                     \
-    {"help", no_argument, NULL, HF_CLI_OPT_HELP}, { "json", no_argument, NULL, HF_CLI_OPT_JSON }
+#define HF_CLI_COMMON_OPTIONS                                                                      \
+    {"help", no_argument, NULL, HF_CLI_OPT_HELP},                                                  \
+    {                                                                                              \
+        "json", no_argument, NULL, HF_CLI_OPT_JSON                                                 \
+    }
 /* getopt_long over a command's argv, silently (errors are reported by hf_cli_opt_other). */
 int hf_cli_getopt(int argc, char **argv, const struct option *opts);
 /* The default branch of a command's option switch: --help (prints the command's usage, exit 0),
@@ -117,5 +122,6 @@ int hf_cmd_link(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_audit(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_encrypt(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_decrypt(struct hf_cli *cli, int argc, char **argv);
+int hf_cmd_store(struct hf_cli *cli, int argc, char **argv);
 
 #endif

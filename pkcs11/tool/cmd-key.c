@@ -43,7 +43,8 @@ static int key_report(struct hf_cli *cli, const char *ref, const char *done)
     int rc = key_load(cli, ref, &key);
 
     if (rc != HF_CLI_CONTINUE) return rc;
-    if (cli->json) rc = hf_cli_json_print(hf_cli_key_json(&key));
+    if (cli->json)
+        rc = hf_cli_json_print(hf_cli_key_json(&key));
     else {
         printf("key '%s' %s (state %s, version %u)\n", key.name, done, hf_state_name(key.state),
                key.current_version);
@@ -96,19 +97,24 @@ static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create
     a->spec.bits = 256;
     /* At most one label per remaining word: sizes the array once. */
     a->labels = calloc((size_t)argc, sizeof(*a->labels));
-    if (!a->labels) return HF_EXIT_FAILED;
+    if (!a->labels) {
+        hf_cli_error("out of memory");
+        return HF_EXIT_FAILED;
+    }
     while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
         switch (c) {
         case O_ALG:
             if (!hf_alg_spec_parse(optarg, &a->spec.alg, &a->spec.bits))
-                return hf_cli_usage_error(cli, "unknown algorithm '%s' (AES-128|AES-192|AES-256, "
-                                               "RSA-2048|RSA-3072|RSA-4096, EC-P256|EC-P384)",
+                return hf_cli_usage_error(cli,
+                                          "unknown algorithm '%s' (AES-128|AES-192|AES-256, "
+                                          "RSA-2048|RSA-3072|RSA-4096, EC-P256|EC-P384)",
                                           optarg);
             break;
         case O_USAGE:
             if (!hf_usage_parse(optarg, &a->spec.usage) || a->spec.usage == 0)
-                return hf_cli_usage_error(cli, "bad usage '%s' (comma-separated: encrypt, "
-                                               "decrypt, wrap, unwrap, sign, verify)",
+                return hf_cli_usage_error(cli,
+                                          "bad usage '%s' (comma-separated: encrypt, "
+                                          "decrypt, wrap, unwrap, sign, verify)",
                                           optarg);
             break;
         case O_LABEL:
@@ -201,14 +207,15 @@ static int list_print(struct hf_cli *cli, const struct hf_key *keys, size_t n)
 
     if (cli->json) {
         if (!(arr = json_object_new_array())) return hf_cli_json_print(NULL);
-        for (size_t i = 0; i < n; i++) json_object_array_add(arr, hf_cli_key_json(&keys[i]));
+        for (size_t i = 0; i < n; i++)
+            json_object_array_add(arr, hf_cli_key_json(&keys[i]));
         return hf_cli_json_print(arr);
     }
     if (!(t = hf_table_new(6, headers))) return hf_cli_json_print(NULL);
     for (size_t i = 0; i < n; i++) {
         char alg[32], version[16], usage[128];
-        const char *row[6] = {keys[i].name, alg, hf_state_name(keys[i].state), version, usage,
-                              keys[i].uuid};
+        const char *row[6] = {keys[i].name, alg,   hf_state_name(keys[i].state),
+                              version,      usage, keys[i].uuid};
 
         hf_alg_format(keys[i].alg, keys[i].bits, alg, sizeof(alg));
         snprintf(version, sizeof(version), "%u", keys[i].current_version);
@@ -232,7 +239,8 @@ static int cmd_list(struct hf_cli *cli, int argc, char **argv)
     rv = hf_store_key_list(hf_core_store(cli->core), &keys, &n);
     if (rv != CKR_OK) return hf_cli_fail(cli, rv, "listing keys");
     rc = list_print(cli, keys, n);
-    for (size_t i = 0; i < n; i++) hf_key_clear(&keys[i]);
+    for (size_t i = 0; i < n; i++)
+        hf_key_clear(&keys[i]);
     free(keys);
     return rc;
 }
@@ -346,13 +354,17 @@ static int cmd_show(struct hf_cli *cli, int argc, char **argv)
         rc = key_fail(cli, rv, argv[optind]);
         goto done;
     }
-    if (cli->json) show_json(cli, &d);
-    else show_text(&d);
+    if (cli->json)
+        show_json(cli, &d);
+    else
+        show_text(&d);
     rc = HF_EXIT_OK;
 done:
-    for (size_t i = 0; i < d.n_versions; i++) hf_key_version_clear(&d.versions[i]);
+    for (size_t i = 0; i < d.n_versions; i++)
+        hf_key_version_clear(&d.versions[i]);
     free(d.versions);
-    for (size_t i = 0; i < d.n_links; i++) hf_link_clear(&d.links[i]);
+    for (size_t i = 0; i < d.n_links; i++)
+        hf_link_clear(&d.links[i]);
     free(d.links);
     hf_key_clear(&d.key);
     return rc;
@@ -386,12 +398,23 @@ static int cmd_rotate(struct hf_cli *cli, int argc, char **argv)
 
 static int set_state(struct hf_cli *cli, int argc, char **argv, unsigned long state)
 {
+    struct hf_key key = {0};
     char done[48];
     CK_RV rv;
     int rc;
 
     if ((rc = parse_plain(cli, argc, argv, 1)) != HF_CLI_CONTINUE) return rc;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
+    /* Checked here only to explain a refusal; the core decides, under its transaction. */
+    if ((rc = key_load(cli, argv[optind], &key)) != HF_CLI_CONTINUE) return rc;
+    if (key.state != state && !hf_key_state_can_move(key.state, state)) {
+        hf_cli_error("%s: key '%s' is %s and cannot become %s (KMIP: pre-active -> active -> "
+                     "deactivated -> compromised -> destroyed, never back)",
+                     cli->command, key.name, hf_state_name(key.state), hf_state_name(state));
+        hf_key_clear(&key);
+        return HF_EXIT_FAILED;
+    }
+    hf_key_clear(&key);
     rv = hf_core_key_set_state(cli->core, argv[optind], state, &cli->who);
     if (rv != CKR_OK) return key_fail(cli, rv, argv[optind]);
     snprintf(done, sizeof(done), "moved to %s", hf_state_name(state));
@@ -425,14 +448,17 @@ static int cmd_destroy(struct hf_cli *cli, int argc, char **argv)
     int c, rc;
 
     while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
-        if (c == 'y') yes = true;
-        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
+        if (c == 'y')
+            yes = true;
+        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
+            return rc;
     }
     if ((rc = hf_cli_args(cli, argc, argv, 1, 1)) != HF_CLI_CONTINUE) return rc;
     if (!yes)
-        return hf_cli_usage_error(cli, "refusing to destroy key '%s' without --yes: its material "
-                                       "is erased for good and nothing it encrypted can be "
-                                       "decrypted again",
+        return hf_cli_usage_error(cli,
+                                  "refusing to destroy key '%s' without --yes: its material "
+                                  "is erased for good and nothing it encrypted can be "
+                                  "decrypted again",
                                   argv[optind]);
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
     rv = hf_core_key_destroy(cli->core, argv[optind], &cli->who);
@@ -449,13 +475,21 @@ static int label_change(struct hf_cli *cli, int argc, char **argv, bool set)
     int rc;
 
     if ((rc = parse_plain(cli, argc, argv, 2)) != HF_CLI_CONTINUE) return rc;
-    if (set) rc = label_parse(cli, argv[optind + 1], &l);
-    else if (!(l.name = strdup(argv[optind + 1]))) rc = HF_EXIT_FAILED;
+    if (set)
+        rc = label_parse(cli, argv[optind + 1], &l);
+    else if (!(l.name = strdup(argv[optind + 1])))
+        rc = HF_EXIT_FAILED;
     else if (!hf_label_name_is_valid(l.name))
         rc = hf_cli_usage_error(cli, "invalid label name '%s'", l.name);
     if (rc != HF_CLI_CONTINUE) goto done;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) goto done;
     rv = hf_core_key_label_set(cli->core, argv[optind], l.name, l.value, &cli->who);
+    if (rv == CKR_ATTRIBUTE_VALUE_INVALID) {
+        hf_cli_error("%s: label value refused (at most 1024 characters, no control characters)",
+                     cli->command);
+        rc = HF_EXIT_FAILED;
+        goto done;
+    }
     if (rv != CKR_OK) {
         rc = key_fail(cli, rv, argv[optind]);
         goto done;
@@ -497,7 +531,7 @@ static const struct hf_cli_command key_commands[] = {
      "  --alg ALG        AES-128|AES-192|AES-256 (default), RSA-2048|RSA-3072|RSA-4096,\n"
      "                   EC-P256|EC-P384\n"
      "  --usage U,...    encrypt, decrypt, wrap, unwrap, sign, verify (default: AES\n"
-     "                   encrypt,decrypt,wrap,unwrap; RSA all but wrap/unwrap; EC sign,verify)\n"
+     "                   encrypt,decrypt,wrap,unwrap; RSA all but wrap; EC sign,verify)\n"
      "  --label K=V      a label; repeat for more\n"
      "  --owner O        owner (default: the caller, uid:<uid>)\n"
      "  --exportable     the material may be read through PKCS#11\n"
@@ -507,8 +541,10 @@ static const struct hf_cli_command key_commands[] = {
     {"rotate", cmd_rotate, "REF",
      "add a version; new encryptions use it, old ciphertexts still decrypt", NULL},
     {"activate", cmd_activate, "REF", "pre-active -> active", NULL},
-    {"deactivate", cmd_deactivate, "REF", "stop new encryptions and signatures (decrypt, unwrap "
-                                          "and verify still work)", NULL},
+    {"deactivate", cmd_deactivate, "REF",
+     "stop new encryptions and signatures (decrypt, unwrap "
+     "and verify still work)",
+     NULL},
     {"compromise", cmd_compromise, "REF", "mark compromised (like deactivated, and recorded so)",
      NULL},
     {"destroy", cmd_destroy, "REF --yes", "erase the key's material for good (needs --yes)", NULL},

@@ -48,8 +48,10 @@ static int link_report(struct hf_cli *cli, const char *type, const char *ext_id,
     rv = hf_store_link_get(store, type, ext_id, &link);
     if (rv != CKR_OK) return link_fail(cli, rv, type, ext_id);
     name = key_name_of(store, link.key_uuid);
-    if (cli->json) rc = hf_cli_json_print(hf_cli_link_json(&link, name));
-    else printf("link %s '%s' -> key '%s' %s\n", link.type, link.ext_id, name ? name : "-", done);
+    if (cli->json)
+        rc = hf_cli_json_print(hf_cli_link_json(&link, name));
+    else
+        printf("link %s '%s' -> key '%s' %s\n", link.type, link.ext_id, name ? name : "-", done);
     free(name);
     hf_link_clear(&link);
     return rc;
@@ -84,6 +86,11 @@ static int cmd_add(struct hf_cli *cli, int argc, char **argv)
         hf_cli_error("link %s '%s' already exists", type, ext_id);
         return HF_EXIT_FAILED;
     }
+    if (rv == CKR_ARGUMENTS_BAD)
+        return hf_cli_usage_error(cli,
+                                  "unknown link type '%s' (aws-xks, gcp-ekm, gws-cse, oci, "
+                                  "sap, dke)",
+                                  type);
     if (rv != CKR_OK) return link_fail(cli, rv, type, ext_id);
     return link_report(cli, type, ext_id, "added");
 }
@@ -119,18 +126,22 @@ static int list_print(struct hf_cli *cli, const struct hf_link *links, size_t n)
     json_object *arr = NULL;
     struct hf_table *t = NULL;
 
-    if (cli->json) arr = json_object_new_array();
-    else t = hf_table_new(5, headers);
+    if (cli->json)
+        arr = json_object_new_array();
+    else
+        t = hf_table_new(5, headers);
     if (!arr && !t) return hf_cli_json_print(NULL);
     for (size_t i = 0; i < n; i++) {
         char *name = key_name_of(store, links[i].key_uuid);
         char updated[32];
-        const char *row[5] = {links[i].type, links[i].ext_id, name,
-                              links[i].blocked ? "yes" : "no", updated};
+        const char *row[5] = {links[i].type, links[i].ext_id, name, links[i].blocked ? "yes" : "no",
+                              updated};
 
         hf_time_format(links[i].updated, updated, sizeof(updated));
-        if (arr) json_object_array_add(arr, hf_cli_link_json(&links[i], name));
-        else hf_table_add(t, row);
+        if (arr)
+            json_object_array_add(arr, hf_cli_link_json(&links[i], name));
+        else
+            hf_table_add(t, row);
         free(name);
     }
     if (arr) return hf_cli_json_print(arr);
@@ -163,7 +174,8 @@ static int cmd_list(struct hf_cli *cli, int argc, char **argv)
     hf_key_clear(&key);
     if (rv != CKR_OK) return hf_cli_fail(cli, rv, "listing links");
     rc = list_print(cli, links, n);
-    for (size_t i = 0; i < n; i++) hf_link_clear(&links[i]);
+    for (size_t i = 0; i < n; i++)
+        hf_link_clear(&links[i]);
     free(links);
     return rc;
 }
@@ -172,7 +184,7 @@ static int cmd_list(struct hf_cli *cli, int argc, char **argv)
  * API's identifier for the key. */
 static const struct hf_cli_command link_commands[] = {
     {"add", cmd_add, "TYPE EXT_ID KEY", "map a cloud identity to a key",
-     "  TYPE    aws-xks, gcp-ekm, oci, sap, gws-cse, ...\n"
+     "  TYPE    aws-xks, gcp-ekm, gws-cse, oci, sap, dke\n"
      "  EXT_ID  the cloud's identifier for the key (an XKS key id, an EKM key path, ...)\n"
      "  KEY     the key's name or UUID\n"},
     {"block", cmd_block, "TYPE EXT_ID", "block a link: every call through it fails (kill switch)",

@@ -15,7 +15,7 @@ static const struct hf_cli_command commands[] = {
      "create the HSM token, root KEK, key store and token PINs (safe to run twice)",
      "  --so-pin PIN, --so-pin-file FILE      the token's SO PIN ($HOLDFAST_SO_PIN)\n"
      "  --user-pin PIN, --user-pin-file FILE  the token's user PIN ($HOLDFAST_USER_PIN)\n"
-     "  --reset-pins  replace PINs that are already set\n"
+     "  --reset-pins  set both PINs anew, even if set: as given, or generated\n"
      "A PIN given nowhere is kept if set, else generated and written (0600) to\n"
      "STATE_DIR/token-so.pin or token-user.pin. PINs are never printed.\n"},
     {"key", hf_cmd_key, "create|list|show|rotate|activate|deactivate|compromise|destroy|label ...",
@@ -31,6 +31,7 @@ static const struct hf_cli_command commands[] = {
     {"decrypt", hf_cmd_decrypt, "[--in FILE|-] [--out FILE|-]",
      "decrypt an envelope with the key version it names",
      "Deactivated and compromised keys still decrypt; destroyed keys do not.\n"},
+    {"store", hf_cmd_store, "check", "check the key store holds only whole keys", NULL},
     {"help", cmd_help, "[COMMAND...]", "show this help, or a command's", NULL},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -46,25 +47,26 @@ static const char exit_codes_help[] =
 
 static void global_usage(FILE *out)
 {
-    fprintf(out, "Usage: holdfast [--config FILE] [--json] COMMAND [ARGS]\n\n"
-                 "Options:\n"
-                 "  --config FILE  configuration file (default: %s; when it does not exist,\n"
-                 "                 built-in defaults under $HOLDFAST_STATE_DIR)\n"
-                 "  --json         one compact JSON line on stdout instead of tables\n"
-                 "  --help         this help\n\n"
-                 "Commands:\n",
-            hf_config_default_path());
+    fprintf(out,
+            "Usage: holdfast [--config FILE] [--json] COMMAND [ARGS]\n\n"
+            "Options:\n"
+            "  --config FILE  configuration file (default: %s; when it does not exist,\n"
+            "                 built-in defaults under $HOLDFAST_STATE_DIR)\n"
+            "  --json         one compact JSON line on stdout instead of tables\n"
+            "  --help         this help\n\n"
+            "Commands:\n",
+            HF_SYSCONFDIR "/holdfast/holdfast.conf");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-8s  %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\nRun 'holdfast COMMAND --help' for a command's options.\n\n%s", exit_codes_help);
 }
 
-static void table_usage(struct hf_cli *cli, const struct hf_cli_command *table, size_t n,
-                        FILE *out)
+static void table_usage(struct hf_cli *cli, const struct hf_cli_command *table, size_t n, FILE *out)
 {
     fprintf(out, "Usage: holdfast %s SUBCOMMAND ...\n\nSubcommands:\n", cli->command);
     for (size_t i = 0; i < n; i++)
-        fprintf(out, "  %s %s\n      %s\n", table[i].name, table[i].args, table[i].help);
+        fprintf(out, "  %s%s%s\n      %s\n", table[i].name, table[i].args[0] ? " " : "",
+                table[i].args, table[i].help);
 }
 
 static bool is_help_word(const char *s)
@@ -72,8 +74,8 @@ static bool is_help_word(const char *s)
     return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0;
 }
 
-int hf_cli_dispatch(struct hf_cli *cli, const struct hf_cli_command *table, size_t n,
-                    int argc, char **argv)
+int hf_cli_dispatch(struct hf_cli *cli, const struct hf_cli_command *table, size_t n, int argc,
+                    char **argv)
 {
     size_t len = strlen(cli->command);
 
@@ -82,8 +84,10 @@ int hf_cli_dispatch(struct hf_cli *cli, const struct hf_cli_command *table, size
         return HF_EXIT_USAGE;
     }
     if (is_help_word(argv[0])) {
-        if (cli->command[0] == '\0') global_usage(stdout);
-        else table_usage(cli, table, n, stdout);
+        if (cli->command[0] == '\0')
+            global_usage(stdout);
+        else
+            table_usage(cli, table, n, stdout);
         return HF_EXIT_OK;
     }
     for (size_t i = 0; i < n; i++) {
@@ -94,9 +98,11 @@ int hf_cli_dispatch(struct hf_cli *cli, const struct hf_cli_command *table, size
         optind = 0; /* glibc: full getopt re-initialisation for the handler's own argv */
         return table[i].run(cli, argc, argv);
     }
-    if (len == 0) hf_cli_error("unknown command '%s'; run 'holdfast help'", argv[0]);
-    else hf_cli_error("%s: unknown subcommand '%s'; run 'holdfast %s --help'", cli->command,
-                      argv[0], cli->command);
+    if (len == 0)
+        hf_cli_error("unknown command '%s'; run 'holdfast help'", argv[0]);
+    else
+        hf_cli_error("%s: unknown subcommand '%s'; run 'holdfast %s --help'", cli->command, argv[0],
+                     cli->command);
     return HF_EXIT_USAGE;
 }
 
@@ -110,7 +116,8 @@ static int cmd_help(struct hf_cli *cli, int argc, char **argv)
         global_usage(stdout);
         return HF_EXIT_OK;
     }
-    if (n > (int)(sizeof(sub) / sizeof(sub[0])) - 1) return hf_cli_usage_error(cli, "too many words");
+    if (n > (int)(sizeof(sub) / sizeof(sub[0])) - 1)
+        return hf_cli_usage_error(cli, "too many words");
     memcpy(sub, argv + 1, (size_t)n * sizeof(char *));
     sub[n] = "--help";
     cli->command[0] = '\0';
@@ -157,12 +164,11 @@ int hf_cli_config(struct hf_cli *cli)
     CK_RV rv;
 
     if (cli->cfg_loaded) return HF_CLI_CONTINUE;
-    if (access(cli->config_path, F_OK) != 0 && errno == ENOENT) {
-        if (cli->config_given) {
-            hf_cli_error("config file '%s' not found", cli->config_path);
-            return HF_EXIT_NOT_FOUND;
-        }
-        rv = hf_config_set_defaults(&cli->cfg, NULL);
+    if (!cli->config_given) {
+        rv = hf_config_load_default(&cli->cfg, err, sizeof(err));
+    } else if (access(cli->config_path, F_OK) != 0 && errno == ENOENT) {
+        hf_cli_error("config file '%s' not found", cli->config_path);
+        return HF_EXIT_NOT_FOUND;
     } else {
         rv = hf_config_load(cli->config_path, &cli->cfg, err, sizeof(err));
     }
@@ -174,6 +180,15 @@ int hf_cli_config(struct hf_cli *cli)
     return HF_CLI_CONTINUE;
 }
 
+bool hf_cli_store_is_missing(const struct hf_config *cfg)
+{
+    const char *file = cfg->store_path;
+
+    if (!file || strstr(file, "://")) return false; /* a server: only opening tells */
+    if (strncmp(file, "sqlite:", 7) == 0) file += 7;
+    return access(file, F_OK) != 0 && errno == ENOENT;
+}
+
 int hf_cli_core(struct hf_cli *cli)
 {
     int rc;
@@ -181,7 +196,9 @@ int hf_cli_core(struct hf_cli *cli)
 
     if (cli->core) return HF_CLI_CONTINUE;
     if ((rc = hf_cli_config(cli)) != HF_CLI_CONTINUE) return rc;
-    rv = hf_core_open(&cli->cfg, &cli->core);
+    /* Checked here too so the common case gets one clear line, not also the core's log line. */
+    rv = hf_cli_store_is_missing(&cli->cfg) ? CKR_TOKEN_NOT_RECOGNIZED
+                                            : hf_core_open(&cli->cfg, &cli->core);
     if (rv == CKR_OK) return HF_CLI_CONTINUE;
     cli->core = NULL;
     if (rv == CKR_TOKEN_NOT_RECOGNIZED) {

@@ -27,7 +27,8 @@ void hf_cli_usage_print(struct hf_cli *cli, FILE *out)
     const struct hf_cli_command *cmd = cli->current;
 
     if (!cmd) return;
-    fprintf(out, "Usage: holdfast %s %s\n\n%s\n", cli->command, cmd->args, cmd->help);
+    fprintf(out, "Usage: holdfast %s%s%s\n\n%s\n", cli->command, cmd->args[0] ? " " : "", cmd->args,
+            cmd->help);
     if (cmd->details) fprintf(out, "\n%s", cmd->details);
 }
 
@@ -70,6 +71,9 @@ const char *hf_cli_strerror(CK_RV rv)
         return "the link is blocked";
     case CKR_KEY_FUNCTION_NOT_PERMITTED:
         return "the key's state or usage does not permit this operation";
+    case CKR_ATTRIBUTE_VALUE_INVALID:
+        return "a value was refused (name taken or invalid, usage not valid for the algorithm, "
+               "bad label, or a state change KMIP forbids)";
     case CKR_ENCRYPTED_DATA_INVALID:
         return "the ciphertext is damaged or was not made by this key version";
     default:
@@ -81,10 +85,12 @@ int hf_cli_fail(struct hf_cli *cli, CK_RV rv, const char *what)
 {
     int code = hf_cli_exit_code(rv);
 
-    if (code == HF_EXIT_NOT_FOUND) hf_cli_error("%s not found", what);
+    if (code == HF_EXIT_NOT_FOUND)
+        hf_cli_error("%s not found", what);
     else if (code == HF_EXIT_NOT_INIT)
         hf_cli_error("the key store is not initialised: run `holdfast init` first");
-    else hf_cli_error("%s: %s: %s (CKR 0x%lx)", cli->command, what, hf_cli_strerror(rv), rv);
+    else
+        hf_cli_error("%s: %s: %s (CKR 0x%lx)", cli->command, what, hf_cli_strerror(rv), rv);
     return code;
 }
 
@@ -127,7 +133,8 @@ bool hf_table_add(struct hf_table *t, const char *const *cells)
         char *copy = strdup(cells[i] ? cells[i] : "-");
 
         if (!copy) {
-            for (size_t j = 0; j < i; j++) free(t->cells[t->nrows * t->ncols + j]);
+            for (size_t j = 0; j < i; j++)
+                free(t->cells[t->nrows * t->ncols + j]);
             return false;
         }
         t->cells[t->nrows * t->ncols + i] = copy;
@@ -152,8 +159,10 @@ void hf_table_print(const struct hf_table *t, FILE *out, const char *indent)
             const char *cell = t->cells[r * t->ncols + c];
 
             /* The last column is not padded, so lines carry no trailing blanks. */
-            if (c + 1 == t->ncols) fprintf(out, "%s\n", cell);
-            else fprintf(out, "%-*s  ", (int)width[c], cell);
+            if (c + 1 == t->ncols)
+                fprintf(out, "%s\n", cell);
+            else
+                fprintf(out, "%-*s  ", (int)width[c], cell);
         }
     }
 }
@@ -161,7 +170,8 @@ void hf_table_print(const struct hf_table *t, FILE *out, const char *indent)
 void hf_table_free(struct hf_table *t)
 {
     if (!t) return;
-    for (size_t i = 0; i < t->nrows * t->ncols; i++) free(t->cells[i]);
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
     free(t->cells);
     free(t);
 }
@@ -176,8 +186,8 @@ int hf_cli_json_print(json_object *obj)
         hf_cli_error("out of memory");
         return HF_EXIT_FAILED;
     }
-    s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-                                                JSON_C_TO_STRING_NOSLASHESCAPE);
+    s = json_object_to_json_string_ext(obj,
+                                       JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     puts(s);
     json_object_put(obj);
     return HF_EXIT_OK;
@@ -194,8 +204,10 @@ void hf_time_format(int64_t t, char *out, size_t outlen)
 
 void hf_alg_format(enum hf_alg alg, unsigned bits, char *out, size_t outlen)
 {
-    if (alg == HF_ALG_EC) snprintf(out, outlen, "EC-P%u", bits);
-    else snprintf(out, outlen, "%s-%u", hf_alg_name(alg), bits);
+    if (alg == HF_ALG_EC)
+        snprintf(out, outlen, "EC-P%u", bits);
+    else
+        snprintf(out, outlen, "%s-%u", hf_alg_name(alg), bits);
 }
 
 static json_object *json_time(int64_t t)

@@ -16,6 +16,7 @@
 #include <openssl/rsa.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 

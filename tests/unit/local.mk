@@ -11,6 +11,7 @@ UNIT_TESTS = \
 	tests/unit/test-config \
 	tests/unit/test-crypto \
 	tests/unit/test-source-local \
+	tests/unit/test-hsm-multiprocess \
 	tests/unit/test-audit \
 	tests/unit/test-core \
 	tests/unit/test-module-general \
@@ -36,6 +37,9 @@ tests_unit_test_crypto_LDADD = $(UNIT_LDADD)
 tests_unit_test_source_local_SOURCES = tests/unit/test-source-local.c
 tests_unit_test_source_local_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_source_local_LDADD = $(UNIT_LDADD)
+tests_unit_test_hsm_multiprocess_SOURCES = tests/unit/test-hsm-multiprocess.c
+tests_unit_test_hsm_multiprocess_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_hsm_multiprocess_LDADD = $(UNIT_LDADD)
 tests_unit_test_audit_SOURCES = tests/unit/test-audit.c
 tests_unit_test_audit_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_audit_LDADD = $(UNIT_LDADD)

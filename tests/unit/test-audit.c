@@ -1,8 +1,968 @@
 #include "hf-build.h"
+
 #include "harness.h"
+#include "pkcs11/core/audit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <json.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+static unsigned file_counter;
+
+/* Kept global so a forked child's abandoned logs stay reachable for valgrind. */
+static struct hf_audit *volatile child_abandoned[2];
+
+static int suite_init(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/hf-test-audit-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+    DIR *d = opendir(tmpdir);
+    struct dirent *e;
+    char path[PATH_MAX + 256];
+
+    if (!d) return -1;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof(path), "%s/%s", tmpdir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    return rmdir(tmpdir);
+}
+
+static void new_path(char *out, size_t len)
+{
+    snprintf(out, len, "%s/audit-%u.log", tmpdir, ++file_counter);
+}
+
+static struct hf_audit_config config_for(const char *path)
+{
+    return (struct hf_audit_config){
+        .path = path, .node = "node-a", .sync_interval_ms = 5, .success_events = true};
+}
+
+static struct hf_audit *open_log(const char *path)
+{
+    struct hf_audit_config cfg = config_for(path);
+    struct hf_audit *a = NULL;
+
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    return a;
+}
+
+static uint64_t append_op(struct hf_audit *a, const char *op, const char *caller, CK_RV result)
+{
+    struct hf_audit_record rec = {.api = "pkcs11",
+                                  .operation = op,
+                                  .key_uuid = "6f9619ff-8b86-4011-b42d-00c04fc964ff",
+                                  .key_name = "demo",
+                                  .version = 1,
+                                  .caller = caller,
+                                  .result = result,
+                                  .latency_us = 12};
+    uint64_t seq = 0;
+
+    CU_ASSERT_EQUAL(hf_audit_append(a, &rec, &seq), CKR_OK);
+    return seq;
+}
+
+/* ---- reading and rewriting files ---- */
+
+struct lines {
+    char **v;
+    size_t n;
+};
+
+static struct lines lines_read(const char *path)
+{
+    struct lines l = {0};
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    while (getline(&line, &cap, f) >= 0) {
+        l.v = realloc(l.v, (l.n + 1) * sizeof(*l.v));
+        l.v[l.n++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+    return l;
+}
+
+static void lines_write(const char *path, const struct lines *l)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i]) fputs(l->v[i], f);
+    fclose(f);
+}
+
+static void lines_free(struct lines *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+static json_object *parse_line(const char *line)
+{
+    json_object *o = json_tokener_parse(line);
+    CU_ASSERT_PTR_NOT_NULL(o);
+    return o;
+}
+
+static const char *get_str(json_object *o, const char *name)
+{
+    json_object *v;
+    return json_object_object_get_ex(o, name, &v) ? json_object_get_string(v) : NULL;
+}
+
+static int64_t get_int(json_object *o, const char *name)
+{
+    json_object *v;
+    return json_object_object_get_ex(o, name, &v) ? json_object_get_int64(v) : -1;
+}
+
+static CK_RV verify(const char *path, struct hf_audit_verify_result *res)
+{
+    CK_RV rv = hf_audit_verify(path, res);
+    if (rv != CKR_OK)
+        fprintf(stderr, "\n    verify: line %llu: %s\n", (unsigned long long)res->bad_line,
+                res->reason);
+    return rv;
+}
+
+/* An independent implementation of the documented chain rule, for crafted records:
+ * line = body + ',"prev":"<hex prev>"' + ',"hash":"<hex sha256(prev || that)>"}' + '\n'. */
+static char *craft_line(const char *body, const unsigned char prev[32])
+{
+    static const char hx[] = "0123456789abcdef";
+    char prevhex[65], hashhex[65], *head, *line;
+    unsigned char h[32];
+    unsigned int hl = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+    for (int i = 0; i < 32; i++) {
+        prevhex[2 * i] = hx[prev[i] >> 4];
+        prevhex[2 * i + 1] = hx[prev[i] & 15];
+    }
+    prevhex[64] = '\0';
+    CU_ASSERT_FATAL(asprintf(&head, "%s,\"prev\":\"%s\"", body, prevhex) > 0);
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    EVP_DigestUpdate(ctx, prev, 32);
+    EVP_DigestUpdate(ctx, head, strlen(head));
+    EVP_DigestFinal_ex(ctx, h, &hl);
+    EVP_MD_CTX_free(ctx);
+    for (int i = 0; i < 32; i++) {
+        hashhex[2 * i] = hx[h[i] >> 4];
+        hashhex[2 * i + 1] = hx[h[i] & 15];
+    }
+    hashhex[64] = '\0';
+    CU_ASSERT_FATAL(asprintf(&line, "%s,\"hash\":\"%s\"}\n", head, hashhex) > 0);
+    free(head);
+    return line;
+}
+
+static void hex_to_bytes(const char *hex, unsigned char *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        sscanf(hex + 2 * i, "%2x", &v);
+        out[i] = (unsigned char)v;
+    }
+}
+
+/* ---- opening ---- */
+
+static void test_open_creates_the_file_0600(void)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    mode_t old = umask(0); /* the mode must come from open(), not from the umask */
+
+    new_path(path, sizeof(path));
+    struct hf_audit *a = open_log(path);
+    umask(old);
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    CU_ASSERT_EQUAL(st.st_mode & 07777, 0600);
+    hf_audit_close(a);
+}
+
+static void test_open_and_calls_reject_bad_arguments(void)
+{
+    struct hf_audit_config cfg = config_for(NULL);
+    struct hf_audit_verify_result res;
+    struct hf_audit_record rec = {.operation = "x"};
+    struct hf_audit *a = (struct hf_audit *)&cfg;
+    char path[PATH_MAX];
+
+    CU_ASSERT_EQUAL(hf_audit_open(&cfg, &a), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_PTR_NULL(a);
+    cfg.path = "";
+    CU_ASSERT_EQUAL(hf_audit_open(&cfg, &a), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_audit_open(NULL, &a), CKR_ARGUMENTS_BAD);
+    new_path(path, sizeof(path));
+    cfg.path = path;
+    CU_ASSERT_EQUAL(hf_audit_open(&cfg, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1); /* nothing created on a bad call */
+    cfg.path = "/nonexistent-dir/audit.log";
+    CU_ASSERT_EQUAL(hf_audit_open(&cfg, &a), CKR_HF_AUDIT_FAILED);
+    CU_ASSERT_PTR_NULL(a);
+
+    CU_ASSERT_EQUAL(hf_audit_append(NULL, &rec, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(NULL, 1), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(NULL, 1, (HF_AUDIT_DURABLE_FN)free, NULL),
+                    CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_audit_verify(NULL, &res), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_audit_verify(path, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_TRUE(hf_audit_is_failed(NULL));
+    CU_ASSERT_EQUAL(hf_audit_durable_seq(NULL), 0);
+    hf_audit_close(NULL);
+    hf_audit_abandon(NULL);
+
+    a = open_log(path);
+    CU_ASSERT_EQUAL(hf_audit_append(a, NULL, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(a, 1, NULL, NULL), CKR_ARGUMENTS_BAD);
+    hf_audit_close(a);
+}
+
+static void test_verify_of_a_missing_file_fails_with_a_reason(void)
+{
+    struct hf_audit_verify_result res;
+
+    CU_ASSERT_EQUAL(hf_audit_verify("/nonexistent-dir/audit.log", &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_NOT_EQUAL(res.reason[0], '\0');
+}
+
+/* ---- the record format ---- */
+
+static void test_records_are_json_lines_with_the_documented_members(void)
+{
+    static const char *const order[] = {"seq",        "stream",     "time",   "node",     "pid",
+                                        "api",        "op",         "key",    "key_name", "version",
+                                        "caller",     "request_id", "detail", "result",   "ok",
+                                        "latency_us", "prev",       "hash"};
+    struct hf_audit_record rec = {.api = "aws-xks",
+                                  .operation = "encrypt",
+                                  .key_uuid = "6f9619ff-8b86-4011-b42d-00c04fc964ff",
+                                  .key_name = "payroll",
+                                  .version = 3,
+                                  .caller = "arn:aws:iam::111122223333:role/x",
+                                  .request_id = "req-1",
+                                  .detail = "CKM_AES_GCM",
+                                  .result = CKR_OK,
+                                  .latency_us = 1234};
+    struct hf_audit_record bad = {.operation = "sign", .result = CKR_KEY_FUNCTION_NOT_PERMITTED};
+    char path[PATH_MAX];
+    uint64_t seq = 0;
+    size_t i = 0;
+
+    new_path(path, sizeof(path));
+    struct hf_audit *a = open_log(path);
+    CU_ASSERT_EQUAL(hf_audit_append(a, &rec, &seq), CKR_OK);
+    CU_ASSERT_EQUAL(seq, 2); /* 1 is the stream-open */
+    CU_ASSERT_EQUAL(hf_audit_append(a, &bad, &seq), CKR_OK);
+    CU_ASSERT_EQUAL(seq, 3);
+    hf_audit_close(a);
+
+    struct lines l = lines_read(path);
+    CU_ASSERT_EQUAL_FATAL(l.n, 4);
+    json_object *open = parse_line(l.v[0]), *full = parse_line(l.v[1]);
+    json_object *fail = parse_line(l.v[2]), *close = parse_line(l.v[3]);
+    CU_ASSERT_STRING_EQUAL(get_str(open, "op"), "stream-open");
+    CU_ASSERT_EQUAL(get_int(open, "seq"), 1);
+    CU_ASSERT_STRING_EQUAL(get_str(open, "prev"), "00000000000000000000000000000000"
+                                                  "00000000000000000000000000000000");
+    json_object_object_foreach(full, name, val)
+    {
+        (void)val;
+        CU_ASSERT_FATAL(i < sizeof(order) / sizeof(order[0]));
+        CU_ASSERT_STRING_EQUAL(name, order[i]);
+        i++;
+    }
+    CU_ASSERT_EQUAL(i, sizeof(order) / sizeof(order[0]));
+    CU_ASSERT_EQUAL(get_int(full, "seq"), 2);
+    CU_ASSERT_STRING_EQUAL(get_str(full, "stream"), get_str(open, "stream"));
+    CU_ASSERT_EQUAL(strspn(get_str(full, "stream"), "0123456789abcdef"), 16);
+    const char *t = get_str(full, "time"); /* 2024-05-01T12:34:56.123456Z */
+    CU_ASSERT_EQUAL(strlen(t), 27);
+    CU_ASSERT(t[4] == '-' && t[10] == 'T' && t[19] == '.' && t[26] == 'Z');
+    CU_ASSERT_STRING_EQUAL(get_str(full, "node"), "node-a");
+    CU_ASSERT_EQUAL(get_int(full, "pid"), getpid());
+    CU_ASSERT_STRING_EQUAL(get_str(full, "api"), "aws-xks");
+    CU_ASSERT_STRING_EQUAL(get_str(full, "op"), "encrypt");
+    CU_ASSERT_STRING_EQUAL(get_str(full, "key"), rec.key_uuid);
+    CU_ASSERT_STRING_EQUAL(get_str(full, "key_name"), "payroll");
+    CU_ASSERT_EQUAL(get_int(full, "version"), 3);
+    CU_ASSERT_STRING_EQUAL(get_str(full, "caller"), rec.caller);
+    CU_ASSERT_STRING_EQUAL(get_str(full, "request_id"), "req-1");
+    CU_ASSERT_STRING_EQUAL(get_str(full, "detail"), "CKM_AES_GCM");
+    CU_ASSERT_STRING_EQUAL(get_str(full, "result"), "0x0");
+    CU_ASSERT_STRING_EQUAL(get_str(full, "ok"), "true");
+    CU_ASSERT_EQUAL(get_int(full, "latency_us"), 1234);
+    CU_ASSERT_STRING_EQUAL(get_str(full, "prev"), get_str(open, "hash"));
+    /* A failure: its CK_RV in hex, ok false, absent strings and version 0 omitted. */
+    CU_ASSERT_STRING_EQUAL(get_str(fail, "result"), "0x68");
+    CU_ASSERT_STRING_EQUAL(get_str(fail, "ok"), "false");
+    CU_ASSERT_PTR_NULL(get_str(fail, "key"));
+    CU_ASSERT_PTR_NULL(get_str(fail, "caller"));
+    CU_ASSERT_EQUAL(get_int(fail, "version"), -1);
+    CU_ASSERT_STRING_EQUAL(get_str(fail, "prev"), get_str(full, "hash"));
+    CU_ASSERT_STRING_EQUAL(get_str(close, "op"), "stream-close");
+    CU_ASSERT_EQUAL(get_int(close, "seq"), 4);
+
+    /* hash = SHA-256(prev bytes || the line up to ',"hash"'), recomputed independently. */
+    unsigned char prev[32];
+    hex_to_bytes(get_str(full, "prev"), prev, 32);
+    char *body = strdup(l.v[1]);
+    *strstr(body, ",\"prev\":") = '\0';
+    char *again = craft_line(body, prev);
+    CU_ASSERT_STRING_EQUAL(again, l.v[1]);
+    free(again);
+    free(body);
+
+    json_object_put(open);
+    json_object_put(full);
+    json_object_put(fail);
+    json_object_put(close);
+    lines_free(&l);
+}
+
+static void test_strings_are_escaped_and_round_trip_through_json_c(void)
+{
+    const char *caller = "he said \"hi\" \\ back\nnew\tline\r\x01\x1f end";
+    const char *request_id = "\x7f caf\xc3\xa9 \"\\\"";
+    struct hf_audit_record rec = {
+        .operation = "decrypt", .caller = caller, .request_id = request_id, .result = CKR_OK};
+    char path[PATH_MAX];
+
+    new_path(path, sizeof(path));
+    struct hf_audit *a = open_log(path);
+    CU_ASSERT_EQUAL(hf_audit_append(a, &rec, NULL), CKR_OK);
+    hf_audit_close(a);
+
+    struct lines l = lines_read(path);
+    CU_ASSERT_EQUAL_FATAL(l.n, 3);
+    for (const char *p = l.v[1]; *p != '\n'; p++)
+        CU_ASSERT((unsigned char)*p >= 0x20); /* one line: no raw control character */
+    CU_ASSERT_PTR_NOT_NULL(strstr(l.v[1], "\\u0001\\u001f"));
+    json_object *o = parse_line(l.v[1]);
+    CU_ASSERT_STRING_EQUAL(get_str(o, "caller"), caller);
+    CU_ASSERT_STRING_EQUAL(get_str(o, "request_id"), request_id);
+    json_object_put(o);
+    lines_free(&l);
+}
+
+static void test_a_record_longer_than_the_stack_buffer_is_written_whole(void)
+{
+    char path[PATH_MAX], *detail = malloc(5001);
+    struct hf_audit_verify_result res;
+
+    memset(detail, '"', 5000); /* escapes to 10000 bytes */
+    detail[5000] = '\0';
+    struct hf_audit_record rec = {.operation = "x", .detail = detail, .result = CKR_OK};
+    new_path(path, sizeof(path));
+    struct hf_audit *a = open_log(path);
+    CU_ASSERT_EQUAL(hf_audit_append(a, &rec, NULL), CKR_OK);
+    hf_audit_close(a);
+    struct lines l = lines_read(path);
+    CU_ASSERT_EQUAL_FATAL(l.n, 3);
+    json_object *o = parse_line(l.v[1]);
+    CU_ASSERT_STRING_EQUAL(get_str(o, "detail"), detail);
+    json_object_put(o);
+    lines_free(&l);
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, 3);
+    free(detail);
+}
+
+static void test_success_events_off_skips_successes_but_records_failures(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_config cfg;
+    struct hf_audit_record ok = {.operation = "encrypt", .result = CKR_OK};
+    struct hf_audit_record no = {.operation = "encrypt", .result = CKR_KEY_HANDLE_INVALID};
+    struct hf_audit_verify_result res;
+    struct hf_audit *a = NULL;
+    uint64_t seq = 99;
+
+    new_path(path, sizeof(path));
+    cfg = config_for(path);
+    cfg.success_events = false;
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    CU_ASSERT_EQUAL(hf_audit_append(a, &ok, &seq), CKR_OK);
+    CU_ASSERT_EQUAL(seq, 1); /* nothing written: the last seq, the stream-open's */
+    CU_ASSERT_EQUAL(hf_audit_append(a, &no, &seq), CKR_OK);
+    CU_ASSERT_EQUAL(seq, 2);
+    CU_ASSERT_EQUAL(hf_audit_append(a, &ok, &seq), CKR_OK);
+    CU_ASSERT_EQUAL(seq, 2);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, seq), CKR_OK);
+    hf_audit_close(a);
+
+    struct lines l = lines_read(path);
+    CU_ASSERT_EQUAL_FATAL(l.n, 3); /* stream-open, the failure, stream-close */
+    json_object *o = parse_line(l.v[1]);
+    CU_ASSERT_STRING_EQUAL(get_str(o, "result"), "0x60");
+    json_object_put(o);
+    lines_free(&l);
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+}
+
+/* ---- verification ---- */
+
+static void test_verify_passes_with_several_streams_and_a_forked_child(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_verify_result res;
+    int status = -1;
+
+    new_path(path, sizeof(path));
+    struct hf_audit *a = open_log(path), *b = open_log(path); /* two streams, one process */
+    for (int i = 0; i < 5; i++) {
+        append_op(a, "encrypt", "alice", CKR_OK);
+        append_op(b, "decrypt", "bob", CKR_OK);
+    }
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        struct hf_audit_record rec = {.operation = "sign", .result = CKR_OK};
+        struct hf_audit *c = NULL;
+        int ok = 1;
+        child_abandoned[0] = a;
+        child_abandoned[1] = b;
+        hf_audit_abandon(a);
+        hf_audit_abandon(b);
+        ok &= hf_audit_append(a, &rec, NULL) == CKR_HF_AUDIT_FAILED; /* not the parent's */
+        ok &= hf_audit_open(&(struct hf_audit_config){.path = path, .success_events = true}, &c) ==
+              CKR_OK;
+        for (int i = 0; i < 3 && c; i++)
+            ok &= hf_audit_append(c, &rec, NULL) == CKR_OK;
+        hf_audit_close(c);
+        _exit(ok ? 0 : 1);
+    }
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    append_op(a, "encrypt", "alice", CKR_OK);
+    append_op(b, "decrypt", "bob", CKR_FUNCTION_FAILED);
+    hf_audit_close(b);
+    hf_audit_close(a);
+
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.streams, 3);
+    CU_ASSERT_EQUAL(res.records, 2 * (1 + 6 + 1) + (1 + 3 + 1));
+    CU_ASSERT_EQUAL(res.bad_line, 0);
+}
+
+/* Two interleaved streams, 2 x (open + 4 + close) = 12 lines:
+ * 1 a-open, 2 b-open, 3 a2, 4 b2, 5 a3, 6 b3, ... 11 a-close, 12 b-close. */
+static struct lines good_file(char *path, size_t len)
+{
+    new_path(path, len);
+    struct hf_audit *a = open_log(path), *b = open_log(path);
+    for (int i = 0; i < 4; i++) {
+        append_op(a, "encrypt", "alice", CKR_OK);
+        append_op(b, "decrypt", "bob", CKR_OK);
+    }
+    hf_audit_close(a);
+    hf_audit_close(b);
+    struct lines l = lines_read(path);
+    CU_ASSERT_EQUAL_FATAL(l.n, 12);
+    return l;
+}
+
+static void expect_bad_line(const char *path, uint64_t line, const char *reason_part)
+{
+    struct hf_audit_verify_result res;
+
+    CU_ASSERT_EQUAL(hf_audit_verify(path, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(res.bad_line, line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, reason_part));
+    if (res.bad_line != line || !strstr(res.reason, reason_part))
+        fprintf(stderr, "\n    got line %llu: %s\n", (unsigned long long)res.bad_line, res.reason);
+}
+
+static void test_verify_fails_on_an_altered_record(void)
+{
+    char path[PATH_MAX];
+    struct lines l = good_file(path, sizeof(path));
+
+    *strstr(l.v[4], "alice") = 'A'; /* line 5: still JSON, one char changed */
+    lines_write(path, &l);
+    expect_bad_line(path, 5, "hash does not match");
+    lines_free(&l);
+}
+
+static void test_verify_fails_on_a_line_that_is_not_json(void)
+{
+    char path[PATH_MAX];
+    struct lines l = good_file(path, sizeof(path));
+
+    l.v[5][0] = '['; /* line 6 */
+    lines_write(path, &l);
+    expect_bad_line(path, 6, "not a JSON record");
+    lines_free(&l);
+
+    l = good_file(path, sizeof(path));
+    l.v[11][0] = 'X'; /* the last line, whole with its newline: not torn, damaged */
+    lines_write(path, &l);
+    expect_bad_line(path, 12, "not a JSON record");
+    lines_free(&l);
+}
+
+static void test_verify_fails_on_a_deleted_record(void)
+{
+    char path[PATH_MAX];
+    struct lines l = good_file(path, sizeof(path));
+
+    free(l.v[4]); /* a3 (line 5): a4, now on line 6, follows a2 */
+    l.v[4] = NULL;
+    lines_write(path, &l);
+    expect_bad_line(path, 6, "missing or out of order");
+    lines_free(&l);
+}
+
+static void test_verify_fails_on_a_deleted_stream_open(void)
+{
+    char path[PATH_MAX];
+    struct lines l = good_file(path, sizeof(path));
+
+    free(l.v[1]); /* b-open: b2, now line 3, belongs to no stream */
+    l.v[1] = NULL;
+    lines_write(path, &l);
+    expect_bad_line(path, 3, "never opened");
+    lines_free(&l);
+}
+
+static void test_verify_fails_on_reordered_records(void)
+{
+    char path[PATH_MAX];
+    struct lines l = good_file(path, sizeof(path));
+    char *tmp = l.v[2]; /* swap a2 (line 3) and a3 (line 5) */
+
+    l.v[2] = l.v[4];
+    l.v[4] = tmp;
+    lines_write(path, &l);
+    expect_bad_line(path, 3, "missing or out of order");
+    lines_free(&l);
+}
+
+static void test_verify_fails_on_a_stream_open_with_a_bogus_prev(void)
+{
+    char path[PATH_MAX];
+    unsigned char bogus[32], zero[32] = {0};
+    struct lines l = good_file(path, sizeof(path));
+    FILE *f;
+
+    for (int i = 0; i < 32; i++)
+        bogus[i] = (unsigned char)(i * 7 + 1);
+    /* Correctly hashed, but naming a record that is not in the file. */
+    char *line =
+        craft_line("{\"seq\":1,\"stream\":\"0123456789abcdef\",\"op\":\"stream-open\"", bogus);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(path, "a"));
+    fputs(line, f);
+    fclose(f);
+    expect_bad_line(path, 13, "names no earlier record");
+    free(line);
+
+    /* The zero hash is only for the file's first record. */
+    lines_write(path, &l);
+    line = craft_line("{\"seq\":1,\"stream\":\"0123456789abcdef\",\"op\":\"stream-open\"", zero);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(path, "a"));
+    fputs(line, f);
+    fclose(f);
+    expect_bad_line(path, 13, "names no earlier record");
+    free(line);
+    lines_free(&l);
+}
+
+static void test_verify_fails_on_a_record_after_stream_close(void)
+{
+    char path[PATH_MAX];
+    unsigned char prev[32];
+    struct lines l = good_file(path, sizeof(path));
+    json_object *close = parse_line(l.v[10]); /* a-close */
+    char body[256];
+    FILE *f;
+
+    hex_to_bytes(get_str(close, "hash"), prev, 32);
+    snprintf(body, sizeof(body), "{\"seq\":%lld,\"stream\":\"%s\",\"op\":\"encrypt\"",
+             (long long)get_int(close, "seq") + 1, get_str(close, "stream"));
+    char *line = craft_line(body, prev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(path, "a"));
+    fputs(line, f);
+    fclose(f);
+    expect_bad_line(path, 13, "after its stream's stream-close");
+    free(line);
+    json_object_put(close);
+    lines_free(&l);
+}
+
+static void test_verify_tolerates_a_torn_last_line(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_verify_result res;
+    struct lines l = good_file(path, sizeof(path));
+    FILE *f;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(path, "a"));
+    fwrite(l.v[4], 1, 40, f); /* a killed writer's first 40 bytes, no newline */
+    fclose(f);
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, 12);
+    CU_ASSERT_EQUAL(res.bad_line, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "line 13: torn"));
+    lines_free(&l);
+}
+
+static void test_a_record_glued_to_a_torn_line_still_verifies(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_verify_result res;
+    struct lines l = good_file(path, sizeof(path));
+    FILE *f;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(path, "a"));
+    fwrite(l.v[4], 1, 100, f);
+    fclose(f);
+    /* The next opener appends right after the torn bytes, and names the last whole record. */
+    struct hf_audit *a = open_log(path);
+    append_op(a, "encrypt", "carol", CKR_OK);
+    hf_audit_close(a);
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, 12 + 3);
+    CU_ASSERT_EQUAL(res.streams, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "line 13: torn"));
+    lines_free(&l);
+}
+
+/* ---- durability ---- */
+
+static void test_wait_durable_returns_once_the_record_is_synced(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_config cfg;
+    struct hf_audit *a = NULL;
+
+    new_path(path, sizeof(path));
+    cfg = config_for(path);
+    cfg.sync_interval_ms = 60000; /* only a waiter can make the writer sync before close */
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    uint64_t seq = append_op(a, "encrypt", "alice", CKR_OK);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, seq), CKR_OK);
+    CU_ASSERT(hf_audit_durable_seq(a) >= seq);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, 0), CKR_OK);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, seq + 1), CKR_ARGUMENTS_BAD); /* never written */
+    hf_audit_close(a);
+}
+
+static void test_the_writer_syncs_within_the_interval_without_a_waiter(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit *a;
+    struct timespec pause = {0, 2000000};
+
+    new_path(path, sizeof(path));
+    a = open_log(path); /* 5 ms interval */
+    uint64_t seq = append_op(a, "encrypt", "alice", CKR_OK);
+    for (int i = 0; i < 2500 && hf_audit_durable_seq(a) < seq; i++)
+        nanosleep(&pause, NULL);
+    CU_ASSERT(hf_audit_durable_seq(a) >= seq);
+    hf_audit_close(a);
+}
+
+struct notified {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int calls;
+    pthread_t thread;
+};
+
+static void on_durable(void *arg)
+{
+    struct notified *n = arg;
+    pthread_mutex_lock(&n->lock);
+    n->calls++;
+    n->thread = pthread_self();
+    pthread_cond_signal(&n->cond);
+    pthread_mutex_unlock(&n->lock);
+}
+
+static void wait_called(struct notified *n, int calls)
+{
+    struct timespec deadline;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    pthread_mutex_lock(&n->lock);
+    while (n->calls < calls && pthread_cond_timedwait(&n->cond, &n->lock, &deadline) == 0) {
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
+static void test_notify_runs_on_the_writer_or_at_once_when_durable(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_config cfg;
+    struct hf_audit *a = NULL;
+    struct notified n = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+    new_path(path, sizeof(path));
+    cfg = config_for(path);
+    cfg.sync_interval_ms = 60000;
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    uint64_t seq = append_op(a, "encrypt", "alice", CKR_OK);
+    CU_ASSERT(hf_audit_durable_seq(a) < seq); /* nobody asked yet, interval a minute */
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(a, seq, on_durable, &n), CKR_OK);
+    wait_called(&n, 1);
+    pthread_mutex_lock(&n.lock);
+    CU_ASSERT_EQUAL(n.calls, 1);
+    CU_ASSERT_FALSE(pthread_equal(n.thread, pthread_self())); /* the writer's thread */
+    pthread_mutex_unlock(&n.lock);
+    CU_ASSERT(hf_audit_durable_seq(a) >= seq);
+
+    /* Already durable: called before notify returns, on this thread. */
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(a, seq, on_durable, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n.calls, 2);
+    CU_ASSERT_TRUE(pthread_equal(n.thread, pthread_self()));
+    /* A seq never written would never fire. */
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(a, seq + 5, on_durable, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(n.calls, 2);
+    hf_audit_close(a);
+    pthread_mutex_destroy(&n.lock);
+    pthread_cond_destroy(&n.cond);
+}
+
+#define GROUP_THREADS 4
+#define GROUP_APPENDS 2000
+
+struct appender {
+    struct hf_audit *audit;
+    uint64_t seqs[GROUP_APPENDS];
+    int errors;
+};
+
+static void *appender_main(void *arg)
+{
+    struct appender *ap = arg;
+    struct hf_audit_record rec = {.api = "pkcs11", .operation = "encrypt", .result = CKR_OK};
+
+    for (int i = 0; i < GROUP_APPENDS; i++) {
+        if (hf_audit_append(ap->audit, &rec, &ap->seqs[i]) != CKR_OK) ap->errors++;
+        /* Some callers wait for durability, as the gateway does: they share the syncs. */
+        if (i % 50 == 0 && hf_audit_wait_durable(ap->audit, ap->seqs[i]) != CKR_OK) ap->errors++;
+    }
+    return NULL;
+}
+
+static void test_group_commit_many_threads_one_chain(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_verify_result res;
+    struct appender *ap = calloc(GROUP_THREADS, sizeof(*ap));
+    pthread_t th[GROUP_THREADS];
+    const uint64_t total = GROUP_THREADS * GROUP_APPENDS + 1; /* + stream-open */
+    unsigned char *seen = calloc(total + 2, 1);
+    uint64_t dupes = 0, out_of_range = 0;
+
+    new_path(path, sizeof(path));
+    struct hf_audit *a = open_log(path);
+    for (int t = 0; t < GROUP_THREADS; t++) {
+        ap[t].audit = a;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[t], NULL, appender_main, &ap[t]), 0);
+    }
+    for (int t = 0; t < GROUP_THREADS; t++)
+        pthread_join(th[t], NULL);
+    for (int t = 0; t < GROUP_THREADS; t++) {
+        CU_ASSERT_EQUAL(ap[t].errors, 0);
+        for (int i = 0; i < GROUP_APPENDS; i++) {
+            uint64_t s = ap[t].seqs[i];
+            if (s < 2 || s > total)
+                out_of_range++;
+            else if (seen[s]++)
+                dupes++;
+        }
+    }
+    CU_ASSERT_EQUAL(dupes, 0);
+    CU_ASSERT_EQUAL(out_of_range, 0); /* with no dupes: every seq 2..total handed out once */
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, total), CKR_OK);
+    CU_ASSERT_EQUAL(hf_audit_durable_seq(a), total);
+    hf_audit_close(a);
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK); /* every seq present, in order, chained */
+    CU_ASSERT_EQUAL(res.records, total + 1);
+    CU_ASSERT_EQUAL(res.streams, 1);
+    free(seen);
+    free(ap);
+}
+
+/* ---- write failure ---- */
+
+static void test_a_log_that_cannot_be_written_fails_open(void)
+{
+    struct hf_audit_config cfg = config_for("/dev/full"); /* every write: ENOSPC */
+    struct hf_audit *a = NULL;
+
+    CU_ASSERT_EQUAL(hf_audit_open(&cfg, &a), CKR_HF_AUDIT_FAILED);
+    CU_ASSERT_PTR_NULL(a);
+}
+
+static void test_a_write_failure_stops_every_later_append(void)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    struct rlimit old, small;
+    struct hf_audit_verify_result res;
+    struct hf_audit_record rec = {.operation = "encrypt", .caller = "alice", .result = CKR_OK};
+    struct notified n = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    CK_RV rv = CKR_OK;
+    uint64_t seq = 0, last_ok = 0;
+    int appended = 0;
+
+    new_path(path, sizeof(path));
+    struct hf_audit *a = open_log(path);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, 1), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+    /* A full disk without root: past RLIMIT_FSIZE, write() fails with EFBIG (after a short
+     * write), and SIGXFSZ is ignored so that the process survives it. */
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    getrlimit(RLIMIT_FSIZE, &old);
+    small = old;
+    small.rlim_cur = (rlim_t)st.st_size + 1000;
+    CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_FSIZE, &small), 0);
+    while (appended < 100 && (rv = hf_audit_append(a, &rec, &seq)) == CKR_OK) {
+        appended++;
+        last_ok = seq;
+    }
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, old_handler);
+
+    CU_ASSERT(appended > 0 && appended < 100);
+    CU_ASSERT_EQUAL(rv, CKR_HF_AUDIT_FAILED);
+    CU_ASSERT_TRUE(hf_audit_is_failed(a));
+    /* The disk has room again: the log stays failed, failures included. */
+    CU_ASSERT_EQUAL(hf_audit_append(a, &rec, &seq), CKR_HF_AUDIT_FAILED);
+    rec.result = CKR_FUNCTION_FAILED;
+    CU_ASSERT_EQUAL(hf_audit_append(a, &rec, &seq), CKR_HF_AUDIT_FAILED);
+    /* The records whose append returned CKR_OK were recorded: they still become durable. */
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, last_ok), CKR_OK);
+    CU_ASSERT(hf_audit_durable_seq(a) >= last_ok);
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(a, last_ok, on_durable, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n.calls, 1);
+    hf_audit_close(a);
+    /* What reached the file is a valid chain ending in the torn record. */
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, (uint64_t)appended + 1);
+    struct lines l = lines_read(path);
+    if (l.n > 0 && !strchr(l.v[l.n - 1], '\n')) /* the failing write was a short one */
+        CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "torn"));
+    lines_free(&l);
+}
+
+static void test_a_sync_failure_fails_waiters_and_runs_callbacks(void)
+{
+    char path[PATH_MAX];
+    struct hf_audit_config cfg;
+    struct hf_audit *a = NULL;
+    struct notified n = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+    /* A FIFO takes writes (into the pipe buffer) but fdatasync() on it fails with EINVAL. */
+    new_path(path, sizeof(path));
+    CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+    cfg = config_for(path);
+    cfg.sync_interval_ms = 60000;
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    uint64_t seq = append_op(a, "encrypt", "alice", CKR_OK);
+    CU_ASSERT_FALSE(hf_audit_is_failed(a));
+    /* The callback still runs, so that nobody waits for ever on a record that will never be
+     * durable; the waiter learns why. */
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(a, seq, on_durable, &n), CKR_OK);
+    wait_called(&n, 1);
+    CU_ASSERT_EQUAL(n.calls, 1);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, seq), CKR_HF_AUDIT_FAILED);
+    CU_ASSERT(hf_audit_durable_seq(a) < seq);
+    CU_ASSERT_TRUE(hf_audit_is_failed(a));
+    struct hf_audit_record rec = {.operation = "encrypt", .result = CKR_FUNCTION_FAILED};
+    CU_ASSERT_EQUAL(hf_audit_append(a, &rec, NULL), CKR_HF_AUDIT_FAILED);
+    CU_ASSERT_EQUAL(hf_audit_notify_durable(a, seq, on_durable, &n), CKR_HF_AUDIT_FAILED);
+    CU_ASSERT_EQUAL(n.calls, 1);
+    hf_audit_close(a);
+    pthread_mutex_destroy(&n.lock);
+    pthread_cond_destroy(&n.cond);
+}
+
+static CU_TestInfo format_tests[] = {
+    {"open creates the file 0600", test_open_creates_the_file_0600},
+    {"open and calls reject bad arguments", test_open_and_calls_reject_bad_arguments},
+    {"records are JSON lines with the documented members",
+     test_records_are_json_lines_with_the_documented_members},
+    {"strings are escaped and round-trip through json-c",
+     test_strings_are_escaped_and_round_trip_through_json_c},
+    {"a record longer than the stack buffer is written whole",
+     test_a_record_longer_than_the_stack_buffer_is_written_whole},
+    {"success events off skips successes but records failures",
+     test_success_events_off_skips_successes_but_records_failures},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo verify_tests[] = {
+    {"verify passes with several streams and a forked child",
+     test_verify_passes_with_several_streams_and_a_forked_child},
+    {"verify of a missing file fails with a reason",
+     test_verify_of_a_missing_file_fails_with_a_reason},
+    {"verify fails on an altered record", test_verify_fails_on_an_altered_record},
+    {"verify fails on a line that is not JSON", test_verify_fails_on_a_line_that_is_not_json},
+    {"verify fails on a deleted record", test_verify_fails_on_a_deleted_record},
+    {"verify fails on a deleted stream-open", test_verify_fails_on_a_deleted_stream_open},
+    {"verify fails on reordered records", test_verify_fails_on_reordered_records},
+    {"verify fails on a stream-open with a bogus prev",
+     test_verify_fails_on_a_stream_open_with_a_bogus_prev},
+    {"verify fails on a record after stream-close",
+     test_verify_fails_on_a_record_after_stream_close},
+    {"verify tolerates a torn last line", test_verify_tolerates_a_torn_last_line},
+    {"a record glued to a torn line still verifies",
+     test_a_record_glued_to_a_torn_line_still_verifies},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo durability_tests[] = {
+    {"wait durable returns once the record is synced",
+     test_wait_durable_returns_once_the_record_is_synced},
+    {"the writer syncs within the interval without a waiter",
+     test_the_writer_syncs_within_the_interval_without_a_waiter},
+    {"notify runs on the writer, or at once when durable",
+     test_notify_runs_on_the_writer_or_at_once_when_durable},
+    {"group commit: 4 threads x 2000 appends, one chain", test_group_commit_many_threads_one_chain},
+    {"a log that cannot be written fails open", test_a_log_that_cannot_be_written_fails_open},
+    {"a write failure stops every later append", test_a_write_failure_stops_every_later_append},
+    {"a sync failure fails waiters and runs callbacks",
+     test_a_sync_failure_fails_waiters_and_runs_callbacks},
+    CU_TEST_INFO_NULL,
+};
 
 int main(void)
 {
-    static CU_SuiteInfo suites[] = {CU_SUITE_INFO_NULL};
+    static CU_SuiteInfo suites[] = {
+        {"audit format", suite_init, suite_clean, NULL, NULL, format_tests},
+        {"audit verify", suite_init, suite_clean, NULL, NULL, verify_tests},
+        {"audit durability", suite_init, suite_clean, NULL, NULL, durability_tests},
+        CU_SUITE_INFO_NULL,
+    };
     return hf_test_run(suites);
 }

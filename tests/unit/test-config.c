@@ -206,9 +206,8 @@ static void test_store_locators_keep_their_scheme(void)
                           CKR_OK);
     CU_ASSERT_STRING_EQUAL(cfg.store_path, "sqlite:/st/h.db");
     hf_config_free(&cfg);
-    CU_ASSERT_EQUAL_FATAL(conf_load("[store]\npath = postgresql://db/holdfast\n", &cfg, err,
-                                    sizeof(err)),
-                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        conf_load("[store]\npath = postgresql://db/holdfast\n", &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_STRING_EQUAL(cfg.store_path, "postgresql://db/holdfast");
     hf_config_free(&cfg);
 }
@@ -248,8 +247,7 @@ static void test_missing_pin_file_fails_only_on_resolve(void)
     struct hf_config cfg;
     char err[256] = "";
 
-    CU_ASSERT_EQUAL_FATAL(conf_load("[hsm]\npin_file = /nonexistent/pin\n", &cfg, err,
-                                    sizeof(err)),
+    CU_ASSERT_EQUAL_FATAL(conf_load("[hsm]\npin_file = /nonexistent/pin\n", &cfg, err, sizeof(err)),
                           CKR_OK);
     CU_ASSERT_PTR_NULL(cfg.hsm_pin);
     CU_ASSERT_EQUAL(hf_config_resolve_pin(&cfg, err, sizeof(err)), CKR_ARGUMENTS_BAD);
@@ -383,14 +381,67 @@ static void test_softhsm2_conf_only_for_softhsm(void)
     struct hf_config cfg;
     char err[256] = "";
 
-    CU_ASSERT_EQUAL_FATAL(conf_load("[hsm]\nmodule = /opt/vendor/libcknfast.so\n", &cfg, err,
-                                    sizeof(err)),
-                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        conf_load("[hsm]\nmodule = /opt/vendor/libcknfast.so\n", &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_PTR_NULL(cfg.softhsm2_conf);
     hf_config_free(&cfg);
     CU_ASSERT_EQUAL_FATAL(conf_load("[hsm]\nsofthsm2_conf =\n", &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_PTR_NULL(cfg.softhsm2_conf);
     hf_config_free(&cfg);
+}
+
+/* conf/holdfast.conf.sample, with every key uncommented (but the two PIN sources that exclude
+ * pin_file), loads and matches the built-in defaults: the sample cannot drift from the code. */
+static void test_sample_documents_the_defaults(void)
+{
+    const char *top = getenv("top_srcdir");
+    char sample[PATH_MAX], line[512], key[64];
+    struct hf_config cfg, def;
+    char err[256] = "";
+    FILE *in, *out;
+    int keys = 0, skipped = 0;
+
+    if (top == NULL) {
+        fprintf(stderr, "(top_srcdir not set: run through make check) ");
+        return;
+    }
+    snprintf(sample, sizeof(sample), "%s/conf/holdfast.conf.sample", top);
+    in = fopen(sample, "r");
+    out = fopen(conf_path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    while (fgets(line, sizeof(line), in) != NULL) {
+        bool is_key = sscanf(line, ";%63[a-z_0-9] =", key) == 1;
+
+        if (is_key && strcmp(key, "pin") != 0 && strcmp(key, "pin_env") != 0) {
+            fputs(line + 1, out);
+            keys++;
+        } else {
+            skipped += is_key;
+            fputs(line, out);
+        }
+    }
+    fclose(in);
+    fclose(out);
+    /* Every key of config.h is documented. */
+    CU_ASSERT_EQUAL(keys, 14);
+    CU_ASSERT_EQUAL(skipped, 2);
+    CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(cfg.state_dir, def.state_dir);
+    CU_ASSERT_STRING_EQUAL(cfg.token_label, def.token_label);
+    CU_ASSERT_STRING_EQUAL(cfg.store_path, def.store_path);
+    CU_ASSERT_STRING_EQUAL(cfg.hsm_token, def.hsm_token);
+    CU_ASSERT_STRING_EQUAL(cfg.hsm_pin_file, def.hsm_pin_file);
+    CU_ASSERT_STRING_EQUAL(cfg.hsm_so_pin_file, def.hsm_so_pin_file);
+    CU_ASSERT_STRING_EQUAL(cfg.softhsm2_conf, def.softhsm2_conf);
+    CU_ASSERT_STRING_EQUAL(cfg.kek_label, def.kek_label);
+    CU_ASSERT_STRING_EQUAL(cfg.audit_path, def.audit_path);
+    CU_ASSERT_EQUAL(cfg.audit_sync_interval_ms, def.audit_sync_interval_ms);
+    CU_ASSERT_EQUAL(cfg.audit_success_events, def.audit_success_events);
+    CU_ASSERT_EQUAL(cfg.cache_max_keys, def.cache_max_keys);
+    hf_config_free(&cfg);
+    hf_config_free(&def);
 }
 
 static void test_free_tolerates_null_and_twice(void)
@@ -406,10 +457,12 @@ static void test_free_tolerates_null_and_twice(void)
 
 static CU_TestInfo config_tests[] = {
     {"defaults live under the state dir", test_defaults_live_under_the_state_dir},
-    {"default state dir follows HOLDFAST_STATE_DIR", test_default_state_dir_follows_the_environment},
+    {"default state dir follows HOLDFAST_STATE_DIR",
+     test_default_state_dir_follows_the_environment},
     {"default path follows HOLDFAST_CONF", test_default_path_follows_holdfast_conf},
     {"every key is read", test_every_key_is_read},
-    {"relative paths are taken from the state dir", test_relative_paths_are_taken_from_the_state_dir},
+    {"relative paths are taken from the state dir",
+     test_relative_paths_are_taken_from_the_state_dir},
     {"relative state dir is taken from the file's directory",
      test_relative_state_dir_is_taken_from_the_file_directory},
     {"store locators keep their scheme", test_store_locators_keep_their_scheme},
@@ -431,6 +484,7 @@ static CU_TestInfo config_tests[] = {
     {"over-long line is refused", test_over_long_line_is_refused},
     {"missing file and NULL arguments are refused", test_missing_file_is_refused},
     {"softhsm2_conf only for SoftHSMv2", test_softhsm2_conf_only_for_softhsm},
+    {"the sample documents the defaults", test_sample_documents_the_defaults},
     {"free tolerates NULL and a second call", test_free_tolerates_null_and_twice},
     CU_TEST_INFO_NULL,
 };

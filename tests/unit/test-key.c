@@ -145,7 +145,7 @@ static void test_uuid_generate_is_lowercase_v4_and_unique(void)
     CU_ASSERT_EQUAL(strlen(a), HF_UUID_LEN);
     CU_ASSERT_TRUE(hf_uuid_is_valid(a));
     CU_ASSERT_STRING_NOT_EQUAL(a, b);
-    CU_ASSERT_EQUAL(a[14], '4'); /* version 4 */
+    CU_ASSERT_EQUAL(a[14], '4');                   /* version 4 */
     CU_ASSERT_PTR_NOT_NULL(strchr("89ab", a[19])); /* RFC 4122 variant */
     for (size_t i = 0; i < HF_UUID_LEN; i++)
         CU_ASSERT_FALSE(a[i] >= 'A' && a[i] <= 'Z');
@@ -172,10 +172,12 @@ static void test_alg_spec_parse_accepts_spellings(void)
         enum hf_alg alg;
         unsigned bits;
     } ok[] = {
-        {"AES-256", HF_ALG_AES, 256}, {"aes128", HF_ALG_AES, 128},   {"AES_192", HF_ALG_AES, 192},
-        {"RSA-3072", HF_ALG_RSA, 3072}, {"rsa2048", HF_ALG_RSA, 2048}, {"RSA-4096", HF_ALG_RSA, 4096},
-        {"EC-P256", HF_ALG_EC, 256},  {"ec-p384", HF_ALG_EC, 384},   {"P-256", HF_ALG_EC, 256},
-        {"p384", HF_ALG_EC, 384},     {"EC-256", HF_ALG_EC, 256},
+        {"AES-256", HF_ALG_AES, 256},  {"aes128", HF_ALG_AES, 128},
+        {"AES_192", HF_ALG_AES, 192},  {"RSA-3072", HF_ALG_RSA, 3072},
+        {"rsa2048", HF_ALG_RSA, 2048}, {"RSA-4096", HF_ALG_RSA, 4096},
+        {"EC-P256", HF_ALG_EC, 256},   {"ec-p384", HF_ALG_EC, 384},
+        {"P-256", HF_ALG_EC, 256},     {"p384", HF_ALG_EC, 384},
+        {"EC-256", HF_ALG_EC, 256},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         enum hf_alg alg = 0;
@@ -188,9 +190,9 @@ static void test_alg_spec_parse_accepts_spellings(void)
 
 static void test_alg_spec_parse_rejects_bad_specs(void)
 {
-    static const char *const bad[] = {"",        "AES",      "AES-",     "AES-512", "AES-256x",
-                                      "RSA-1024", "RSA-P2048", "EC-P521", "DES-56",  "256",
-                                      "AES--256", "-256",     "AES-+256", "P-",      "RSA-99999999999"};
+    static const char *const bad[] = {
+        "",       "AES", "AES-",     "AES-512", "AES-256x", "RSA-1024", "RSA-P2048",      "EC-P521",
+        "DES-56", "256", "AES--256", "-256",    "AES-+256", "P-",       "RSA-99999999999"};
     enum hf_alg alg = HF_ALG_AES;
     unsigned bits = 7;
 

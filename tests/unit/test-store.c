@@ -1,8 +1,1101 @@
 #include "hf-build.h"
+
 #include "harness.h"
+#include "pkcs11/core/store.h"
+
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char test_dir[512]; /* short enough that every path built from it fits */
+static char db_path[PATH_MAX];
+static struct hf_store *store;
+static int db_counter;
+
+/* ---- fixtures ---- */
+
+static int suite_init(void)
+{
+    snprintf(test_dir, sizeof(test_dir), "%s/hf-test-store-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(test_dir) ? 0 : -1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int suite_cleanup(void)
+{
+    return nftw(test_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Every test gets a fresh database file. */
+static void test_setup(void)
+{
+    snprintf(db_path, sizeof(db_path), "%s/store-%d.db", test_dir, ++db_counter);
+    store = NULL;
+    if (hf_store_open(db_path, &store) != CKR_OK) store = NULL;
+}
+
+static void test_teardown(void)
+{
+    hf_store_close(store);
+    store = NULL;
+}
+
+static const unsigned char wrapped_pattern[] = "\x9a\x1f WRAPPED-KEY-MATERIAL-0123456789 \x7e\xc3";
+
+/* A key named name with uuid, labels env=test, and its first version in *v1. */
+static void key_make(struct hf_key *key, struct hf_key_version *v1, const char *name)
+{
+    memset(key, 0, sizeof(*key));
+    memset(v1, 0, sizeof(*v1));
+    hf_uuid_generate(key->uuid);
+    key->name = strdup(name);
+    key->alg = HF_ALG_AES;
+    key->bits = 256;
+    key->usage = hf_usage_default(HF_ALG_AES);
+    key->state = HF_STATE_ACTIVE;
+    key->owner = strdup("alice");
+    key->source = strdup("local");
+    key->created = key->updated = 1700000000;
+    hf_key_label_set(key, "env", "test");
+    hf_uuid_generate(v1->uuid);
+    v1->state = HF_STATE_ACTIVE;
+    v1->created = 1700000000;
+    v1->kek_label = strdup("root-kek");
+    v1->wrapped = malloc(sizeof(wrapped_pattern));
+    memcpy(v1->wrapped, wrapped_pattern, sizeof(wrapped_pattern));
+    v1->wrapped_len = sizeof(wrapped_pattern);
+}
+
+/* Inserts a key named name; its UUID goes to uuid_out (may be NULL). */
+static CK_RV key_add(const char *name, char *uuid_out)
+{
+    struct hf_key key;
+    struct hf_key_version v1;
+    CK_RV rv;
+
+    key_make(&key, &v1, name);
+    rv = hf_store_key_insert(store, &key, &v1);
+    if (uuid_out) strcpy(uuid_out, key.uuid);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v1);
+    return rv;
+}
+
+/* Rotation: inserts version number `version` of key_uuid. */
+static CK_RV version_add(struct hf_store *st, const char *key_uuid, unsigned version, int64_t *id)
+{
+    struct hf_key_version v = {.version = version, .state = HF_STATE_ACTIVE, .created = 1700000100};
+    CK_RV rv;
+
+    hf_uuid_generate(v.uuid);
+    strcpy(v.key_uuid, key_uuid);
+    v.wrapped = (unsigned char *)"rotated";
+    v.wrapped_len = 7;
+    rv = hf_store_version_insert(st, &v, 1700000100);
+    if (id) *id = v.id;
+    return rv;
+}
+
+/* Runs a scalar query on the file through a separate raw connection. */
+static long long raw_int(const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long v = -1;
+
+    if (sqlite3_open(db_path, &db) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static int raw_exec(const char *sql)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(db_path, &db);
+
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
+static bool file_contains(const char *path, const unsigned char *needle, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = NULL;
+    long len;
+    bool found = false;
+
+    if (!f) return false;
+    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)len)) && fread(buf, 1, (size_t)len, f) == (size_t)len)
+        found = memmem(buf, (size_t)len, needle, n) != NULL;
+    free(buf);
+    fclose(f);
+    return found;
+}
+
+static unsigned file_mode(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 ? (unsigned)(sb.st_mode & 07777) : 0xffff;
+}
+
+/* ---- open, schema, durability settings ---- */
+
+static void test_open_creates_0600_file_in_wal_mode(void)
+{
+    char side[PATH_MAX + 8];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(key_add("k1", NULL), CKR_OK); /* makes the -wal and -shm files */
+    CU_ASSERT_EQUAL(file_mode(db_path), 0600);
+    snprintf(side, sizeof(side), "%s-wal", db_path);
+    CU_ASSERT_EQUAL(file_mode(side), 0600);
+    snprintf(side, sizeof(side), "%s-shm", db_path);
+    CU_ASSERT_EQUAL(file_mode(side), 0600);
+    /* WAL is persistent in the file header: a fresh connection sees it. */
+    {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        CU_ASSERT_EQUAL_FATAL(sqlite3_open(db_path, &db), SQLITE_OK);
+        CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
+                              SQLITE_OK);
+        CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+        CU_ASSERT_STRING_EQUAL(sqlite3_column_text(st, 0), "wal");
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+}
+
+static void test_open_accepts_sqlite_prefix_and_rejects_postgresql(void)
+{
+    char loc[PATH_MAX + 16];
+    struct hf_store *other = NULL;
+
+    snprintf(loc, sizeof(loc), "sqlite:%s/prefixed.db", test_dir);
+    CU_ASSERT_EQUAL(hf_store_open(loc, &other), CKR_OK);
+    hf_store_close(other);
+    other = NULL;
+    snprintf(loc, sizeof(loc), "%s/prefixed.db", test_dir);
+    CU_ASSERT_EQUAL(file_mode(loc), 0600);
+    CU_ASSERT_EQUAL(hf_store_open("postgresql://db.example/holdfast", &other),
+                    CKR_FUNCTION_NOT_SUPPORTED);
+    CU_ASSERT_PTR_NULL(other);
+    CU_ASSERT_EQUAL(hf_store_open("sqlite:", &other), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_open("", &other), CKR_ARGUMENTS_BAD);
+}
+
+static void test_open_in_missing_directory_fails_cleanly(void)
+{
+    char loc[PATH_MAX + 16];
+    struct hf_store *other = NULL;
+
+    snprintf(loc, sizeof(loc), "%s/no/such/dir.db", test_dir);
+    CU_ASSERT_EQUAL(hf_store_open(loc, &other), CKR_DEVICE_ERROR);
+    CU_ASSERT_PTR_NULL(other);
+}
+
+static void test_reopen_keeps_data(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct hf_key key = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(key_add("kept", uuid), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_meta_set(store, "serial", "42"), CKR_OK);
+    hf_store_close(store);
+    store = NULL;
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &store), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, "kept", &key), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(key.uuid, uuid);
+    hf_key_clear(&key);
+}
+
+static void test_schema_version_is_current(void)
+{
+    int v = -1;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_TRUE(hf_store_schema_version_current() >= 1);
+    CU_ASSERT_EQUAL(hf_store_schema_version(store, &v), CKR_OK);
+    CU_ASSERT_EQUAL(v, hf_store_schema_version_current());
+    CU_ASSERT_EQUAL(raw_int("SELECT version FROM schema_version"),
+                    hf_store_schema_version_current());
+}
+
+static void test_newer_schema_is_refused(void)
+{
+    struct hf_store *other = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(raw_exec("UPDATE schema_version SET version = 999"), SQLITE_OK);
+    CU_ASSERT_EQUAL(hf_store_open(db_path, &other), CKR_DEVICE_ERROR);
+    CU_ASSERT_PTR_NULL(other);
+}
+
+static void test_durability_pragmas_are_set(void)
+{
+    /* foreign keys on: a version of a key that does not exist is refused. */
+    char uuid[HF_UUID_LEN + 1];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    hf_uuid_generate(uuid);
+    CU_ASSERT_EQUAL(version_add(store, uuid, 2, NULL), CKR_KEY_HANDLE_INVALID);
+}
+
+/* ---- keys ---- */
+
+static void test_key_insert_then_get_by_name_and_uuid(void)
+{
+    struct hf_key key, got = {0};
+    struct hf_key_version v1;
+    char upper[HF_UUID_LEN + 1];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    key_make(&key, &v1, "payments");
+    key.exportable = true;
+    hf_key_label_set(&key, "app", "pay");
+    v1.key_uuid[0] = '\0';
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_insert(store, &key, &v1), CKR_OK);
+    CU_ASSERT_TRUE(v1.id > 0);
+    CU_ASSERT_EQUAL(v1.version, 1);
+    CU_ASSERT_STRING_EQUAL(v1.key_uuid, key.uuid);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, "payments", &got), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(got.uuid, key.uuid);
+    CU_ASSERT_STRING_EQUAL(got.name, "payments");
+    CU_ASSERT_EQUAL(got.alg, HF_ALG_AES);
+    CU_ASSERT_EQUAL(got.bits, 256);
+    CU_ASSERT_EQUAL(got.usage, key.usage);
+    CU_ASSERT_EQUAL(got.state, HF_STATE_ACTIVE);
+    CU_ASSERT_STRING_EQUAL(got.owner, "alice");
+    CU_ASSERT_STRING_EQUAL(got.source, "local");
+    CU_ASSERT_TRUE(got.exportable);
+    CU_ASSERT_EQUAL(got.created, 1700000000);
+    CU_ASSERT_EQUAL(got.current_version, 1);
+    CU_ASSERT_EQUAL_FATAL(got.n_labels, 2);
+    CU_ASSERT_STRING_EQUAL(got.labels[0].name, "app"); /* sorted */
+    CU_ASSERT_STRING_EQUAL(hf_key_label_get(&got, "env"), "test");
+    hf_key_clear(&got);
+
+    for (int i = 0; i <= HF_UUID_LEN; i++)
+        upper[i] =
+            (char)(key.uuid[i] >= 'a' && key.uuid[i] <= 'f' ? key.uuid[i] - 32 : key.uuid[i]);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, upper, &got), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(got.name, "payments");
+    hf_key_clear(&got);
+
+    CU_ASSERT_EQUAL(hf_store_key_get(store, "nope", &got), CKR_KEY_HANDLE_INVALID);
+    hf_uuid_generate(upper);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, upper, &got), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_PTR_NULL(got.name); /* out untouched on failure */
+    hf_key_clear(&key);
+    hf_key_version_clear(&v1);
+}
+
+static void test_duplicate_name_rejected_and_nothing_written(void)
+{
+    struct hf_key key, got = {0};
+    struct hf_key_version v1, v;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(key_add("dup", NULL), CKR_OK);
+    key_make(&key, &v1, "dup");
+    CU_ASSERT_EQUAL(hf_store_key_insert(store, &key, &v1), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(v1.id, 0);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, key.uuid, &got), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_version_find_by_uuid(store, v1.uuid, &v), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM keys"), 1);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM key_versions"), 1);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM key_labels"), 1);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v1);
+}
+
+static void test_failed_transaction_leaves_no_key_row(void)
+{
+    struct hf_key key, first = {0};
+    struct hf_key_version v1, first_v = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(key_add("first", NULL), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, "first", &first), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_version_find(store, first.uuid, 1, &first_v), CKR_OK);
+    /* The key row and labels go in first; the version insert then fails on its UUID. */
+    key_make(&key, &v1, "second");
+    strcpy(v1.uuid, first_v.uuid);
+    CU_ASSERT_EQUAL(hf_store_key_insert(store, &key, &v1), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, "second", &first), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM keys"), 1);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM key_labels"), 1);
+    /* And the store still works afterwards (no transaction left open). */
+    CU_ASSERT_EQUAL(key_add("third", NULL), CKR_OK);
+    hf_key_clear(&first);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v1);
+    hf_key_version_clear(&first_v);
+}
+
+static void test_key_insert_rejects_invalid_content(void)
+{
+    struct hf_key key;
+    struct hf_key_version v1;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    key_make(&key, &v1, "bad name");
+    CU_ASSERT_EQUAL(hf_store_key_insert(store, &key, &v1), CKR_ATTRIBUTE_VALUE_INVALID);
+    free(key.name);
+    key.name = strdup("ok");
+    key.bits = 100;
+    CU_ASSERT_EQUAL(hf_store_key_insert(store, &key, &v1), CKR_ATTRIBUTE_VALUE_INVALID);
+    key.bits = 256;
+    strcpy(key.uuid, "not-a-uuid");
+    CU_ASSERT_EQUAL(hf_store_key_insert(store, &key, &v1), CKR_ATTRIBUTE_VALUE_INVALID);
+    hf_uuid_generate(key.uuid);
+    key.state = 9;
+    CU_ASSERT_EQUAL(hf_store_key_insert(store, &key, &v1), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM keys"), 0);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v1);
+}
+
+static void test_key_list_is_sorted_by_name(void)
+{
+    static const char *const names[] = {"charlie", "alpha", "bravo", "Zulu"};
+    struct hf_key *keys = NULL;
+    size_t n = 99;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(hf_store_key_list(store, &keys, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    free(keys);
+    for (size_t i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(key_add(names[i], NULL), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_list(store, &keys, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    CU_ASSERT_STRING_EQUAL(keys[0].name, "Zulu"); /* byte order: upper case first */
+    CU_ASSERT_STRING_EQUAL(keys[1].name, "alpha");
+    CU_ASSERT_STRING_EQUAL(keys[2].name, "bravo");
+    CU_ASSERT_STRING_EQUAL(keys[3].name, "charlie");
+    CU_ASSERT_STRING_EQUAL(hf_key_label_get(&keys[2], "env"), "test");
+    for (size_t i = 0; i < n; i++)
+        hf_key_clear(&keys[i]);
+    free(keys);
+}
+
+static void test_key_update_writes_labels_state_and_name(void)
+{
+    struct hf_key key = {0}, got = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(key_add("old-name", NULL), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, "old-name", &key), CKR_OK);
+    free(key.name);
+    key.name = strdup("new-name");
+    key.state = HF_STATE_DEACTIVATED;
+    key.usage = HF_USAGE_DECRYPT;
+    key.exportable = true;
+    key.updated = 1800000000;
+    hf_key_label_set(&key, "env", NULL);
+    hf_key_label_set(&key, "team", "blue");
+    CU_ASSERT_EQUAL(hf_store_key_update(store, &key), CKR_OK);
+
+    CU_ASSERT_EQUAL(hf_store_key_get(store, "old-name", &got), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, key.uuid, &got), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(got.name, "new-name");
+    CU_ASSERT_EQUAL(got.state, HF_STATE_DEACTIVATED);
+    CU_ASSERT_EQUAL(got.usage, HF_USAGE_DECRYPT);
+    CU_ASSERT_TRUE(got.exportable);
+    CU_ASSERT_EQUAL(got.updated, 1800000000);
+    CU_ASSERT_EQUAL(got.created, 1700000000); /* not written by update */
+    CU_ASSERT_EQUAL_FATAL(got.n_labels, 1);
+    CU_ASSERT_STRING_EQUAL(got.labels[0].name, "team");
+    CU_ASSERT_STRING_EQUAL(got.labels[0].value, "blue");
+    hf_key_clear(&got);
+    hf_key_clear(&key);
+}
+
+static void test_key_update_conflict_changes_nothing(void)
+{
+    struct hf_key key = {0}, got = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(key_add("one", NULL), CKR_OK);
+    CU_ASSERT_EQUAL(key_add("two", NULL), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, "one", &key), CKR_OK);
+    free(key.name);
+    key.name = strdup("two");
+    hf_key_label_set(&key, "extra", "x");
+    CU_ASSERT_EQUAL(hf_store_key_update(store, &key), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, key.uuid, &got), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(got.name, "one");
+    CU_ASSERT_EQUAL(got.n_labels, 1);
+    hf_key_clear(&got);
+
+    hf_uuid_generate(key.uuid); /* a key that does not exist */
+    free(key.name);
+    key.name = strdup("ghost");
+    CU_ASSERT_EQUAL(hf_store_key_update(store, &key), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM key_labels"), 2);
+    hf_key_clear(&key);
+}
+
+/* ---- versions ---- */
+
+static void test_rotation_increments_current_version(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct hf_key key = {0};
+    struct hf_key_version cur = {0};
+    int64_t id2 = 0, id3 = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("rot", uuid), CKR_OK);
+    CU_ASSERT_EQUAL(version_add(store, uuid, 2, &id2), CKR_OK);
+    CU_ASSERT_EQUAL(version_add(store, uuid, 3, &id3), CKR_OK);
+    CU_ASSERT_TRUE(id3 > id2);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, uuid, &key), CKR_OK);
+    CU_ASSERT_EQUAL(key.current_version, 3);
+    CU_ASSERT_EQUAL(key.updated, 1700000100);
+    CU_ASSERT_EQUAL(hf_store_version_find(store, uuid, 0, &cur), CKR_OK);
+    CU_ASSERT_EQUAL(cur.version, 3);
+    CU_ASSERT_EQUAL(cur.id, id3);
+    hf_key_version_clear(&cur);
+    hf_key_clear(&key);
+}
+
+static void test_rotation_from_a_stale_version_loses(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct hf_store *other = NULL;
+    struct hf_key key = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("race", uuid), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &other), CKR_OK);
+    /* Both saw current_version 1; the second connection's rotation to 2 must lose. */
+    CU_ASSERT_EQUAL(version_add(store, uuid, 2, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(version_add(other, uuid, 2, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(version_add(other, uuid, 4, NULL), CKR_ATTRIBUTE_VALUE_INVALID); /* a gap */
+    CU_ASSERT_EQUAL(version_add(other, uuid, 1, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM key_versions"), 2);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(other, uuid, &key), CKR_OK);
+    CU_ASSERT_EQUAL(key.current_version, 2);
+    hf_key_clear(&key);
+    hf_uuid_generate(uuid);
+    CU_ASSERT_EQUAL(version_add(other, uuid, 2, NULL), CKR_KEY_HANDLE_INVALID);
+    hf_store_close(other);
+}
+
+struct rotator {
+    const char *uuid;
+    int wins;
+    int errors;
+};
+
+static void *rotate_many(void *arg)
+{
+    struct rotator *r = arg;
+    struct hf_store *own = NULL;
+
+    if (hf_store_open(db_path, &own) != CKR_OK) {
+        r->errors++;
+        return NULL;
+    }
+    for (int i = 0; i < 20; i++) {
+        struct hf_key key = {0};
+        if (hf_store_key_get(own, r->uuid, &key) != CKR_OK) {
+            r->errors++;
+            continue;
+        }
+        CK_RV rv = version_add(own, r->uuid, key.current_version + 1, NULL);
+        if (rv == CKR_OK)
+            r->wins++;
+        else if (rv != CKR_ATTRIBUTE_VALUE_INVALID)
+            r->errors++;
+        hf_key_clear(&key);
+    }
+    hf_store_close(own);
+    return NULL;
+}
+
+static void test_concurrent_rotations_keep_versions_contiguous(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct rotator r[3] = {{uuid, 0, 0}, {uuid, 0, 0}, {uuid, 0, 0}};
+    pthread_t t[3];
+    struct hf_key_version *vs = NULL;
+    size_t n = 0;
+    int wins = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("contended", uuid), CKR_OK);
+    for (int i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, rotate_many, &r[i]);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(r[i].errors, 0);
+        wins += r[i].wins;
+    }
+    CU_ASSERT_EQUAL_FATAL(hf_store_version_list(store, uuid, &vs, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, (size_t)wins + 1);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(vs[i].version, i + 1);
+        hf_key_version_clear(&vs[i]);
+    }
+    free(vs);
+}
+
+struct sharer {
+    int base;
+    int errors;
+};
+
+static void *share_store(void *arg)
+{
+    struct sharer *sh = arg;
+    char name[32], uuid[HF_UUID_LEN + 1];
+
+    for (int i = 0; i < 25; i++) {
+        struct hf_key key = {0};
+        snprintf(name, sizeof(name), "t%d-%02d", sh->base, i);
+        if (key_add(name, uuid) != CKR_OK) sh->errors++;
+        if (hf_store_key_get(store, name, &key) != CKR_OK || strcmp(key.uuid, uuid) != 0)
+            sh->errors++;
+        if (version_add(store, uuid, 2, NULL) != CKR_OK) sh->errors++;
+        hf_key_clear(&key);
+    }
+    return NULL;
+}
+
+static void test_threads_share_one_store(void)
+{
+    struct sharer sh[4] = {{0, 0}, {1, 0}, {2, 0}, {3, 0}};
+    pthread_t t[4];
+    struct hf_key *keys = NULL;
+    size_t n = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, share_store, &sh[i]);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(sh[i].errors, 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_list(store, &keys, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 100);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(keys[i].current_version, 2);
+        hf_key_clear(&keys[i]);
+    }
+    free(keys);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM key_versions"), 200);
+}
+
+static void test_version_lookups(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct hf_key_version v1 = {0}, v = {0}, *vs = NULL;
+    size_t n = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("lookup", uuid), CKR_OK);
+    CU_ASSERT_EQUAL(version_add(store, uuid, 2, NULL), CKR_OK);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_version_find(store, uuid, 1, &v1), CKR_OK);
+    CU_ASSERT_EQUAL(v1.version, 1);
+    CU_ASSERT_STRING_EQUAL(v1.key_uuid, uuid);
+    CU_ASSERT_STRING_EQUAL(v1.kek_label, "root-kek");
+    CU_ASSERT_EQUAL(v1.state, HF_STATE_ACTIVE);
+    CU_ASSERT_EQUAL_FATAL(v1.wrapped_len, sizeof(wrapped_pattern));
+    CU_ASSERT_EQUAL(memcmp(v1.wrapped, wrapped_pattern, sizeof(wrapped_pattern)), 0);
+    CU_ASSERT_PTR_NULL(v1.public_der);
+
+    CU_ASSERT_EQUAL(hf_store_version_get(store, v1.id, &v), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v.uuid, v1.uuid);
+    hf_key_version_clear(&v);
+    CU_ASSERT_EQUAL(hf_store_version_find_by_uuid(store, v1.uuid, &v), CKR_OK);
+    CU_ASSERT_EQUAL(v.id, v1.id);
+    hf_key_version_clear(&v);
+    CU_ASSERT_EQUAL(hf_store_version_find(store, uuid, 0, &v), CKR_OK);
+    CU_ASSERT_EQUAL(v.version, 2);
+    hf_key_version_clear(&v);
+
+    CU_ASSERT_EQUAL(hf_store_version_find(store, uuid, 3, &v), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_version_get(store, 999999, &v), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_version_find_by_uuid(store, uuid, &v), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_version_find(store, "ghost", 0, &v), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_PTR_NULL(v.kek_label);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_version_list(store, uuid, &vs, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_EQUAL(vs[0].version, 1); /* oldest first */
+    CU_ASSERT_EQUAL(vs[1].version, 2);
+    for (size_t i = 0; i < n; i++)
+        hf_key_version_clear(&vs[i]);
+    free(vs);
+    vs = NULL;
+    CU_ASSERT_EQUAL(hf_store_version_list(store, "unknown", &vs, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    free(vs);
+    hf_key_version_clear(&v1);
+}
+
+static void test_version_ids_are_never_reused(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    int64_t id2 = 0, id3 = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("ids", uuid), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(version_add(store, uuid, 2, &id2), CKR_OK);
+    /* Remove the newest row behind the store's back: its id must still not come back. */
+    CU_ASSERT_EQUAL(raw_exec("DELETE FROM key_versions WHERE version = 2;"
+                             "UPDATE keys SET current_version = 1"),
+                    SQLITE_OK);
+    CU_ASSERT_EQUAL_FATAL(version_add(store, uuid, 2, &id3), CKR_OK);
+    CU_ASSERT_TRUE(id3 > id2);
+}
+
+struct each_seen {
+    int calls;
+    int stop_after;
+    int64_t last_id;
+    bool ordered;
+    bool keys_match;
+};
+
+static CK_RV each_cb(const struct hf_key *key, const struct hf_key_version *v, void *arg)
+{
+    struct each_seen *seen = arg;
+
+    if (v->id <= seen->last_id) seen->ordered = false;
+    if (strcmp(key->uuid, v->key_uuid) != 0 || !key->name) seen->keys_match = false;
+    seen->last_id = v->id;
+    if (++seen->calls == seen->stop_after) return CKR_CANCEL;
+    return CKR_OK;
+}
+
+static void test_version_each_visits_all_in_id_order_and_stops_early(void)
+{
+    char a[HF_UUID_LEN + 1], b[HF_UUID_LEN + 1];
+    struct each_seen seen = {0, 0, 0, true, true};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("a", a), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(key_add("b", b), CKR_OK);
+    CU_ASSERT_EQUAL(version_add(store, a, 2, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(version_add(store, b, 2, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_key_destroy(store, b, 1700000200), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_version_each(store, each_cb, &seen), CKR_OK);
+    CU_ASSERT_EQUAL(seen.calls, 4); /* destroyed versions too */
+    CU_ASSERT_TRUE(seen.ordered);
+    CU_ASSERT_TRUE(seen.keys_match);
+
+    memset(&seen, 0, sizeof(seen));
+    seen.stop_after = 2;
+    CU_ASSERT_EQUAL(hf_store_version_each(store, each_cb, &seen), CKR_CANCEL);
+    CU_ASSERT_EQUAL(seen.calls, 2);
+}
+
+static CK_RV each_calls_store(const struct hf_key *key, const struct hf_key_version *v, void *arg)
+{
+    struct hf_key k = {0};
+    CK_RV rv = hf_store_key_get(arg, key->uuid, &k); /* must not deadlock */
+
+    hf_key_clear(&k);
+    return rv;
+}
+
+static void test_version_each_callback_may_use_the_store(void)
+{
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("reentrant", NULL), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_version_each(store, each_calls_store, store), CKR_OK);
+}
+
+static void test_destroy_erases_wrapped_material(void)
+{
+    char uuid[HF_UUID_LEN + 1], side[PATH_MAX + 8];
+    struct hf_key key = {0};
+    struct hf_key_version *vs = NULL;
+    size_t n = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("doomed", uuid), CKR_OK);
+    CU_ASSERT_EQUAL(version_add(store, uuid, 2, NULL), CKR_OK);
+    snprintf(side, sizeof(side), "%s-wal", db_path);
+    CU_ASSERT_TRUE(file_contains(side, wrapped_pattern, sizeof(wrapped_pattern) - 1) ||
+                   file_contains(db_path, wrapped_pattern, sizeof(wrapped_pattern) - 1));
+
+    CU_ASSERT_EQUAL(hf_store_key_destroy(store, uuid, 1700000300), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_get(store, uuid, &key), CKR_OK);
+    CU_ASSERT_EQUAL(key.state, HF_STATE_DESTROYED);
+    CU_ASSERT_EQUAL(key.updated, 1700000300);
+    CU_ASSERT_EQUAL_FATAL(hf_store_version_list(store, uuid, &vs, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(vs[i].state, HF_STATE_DESTROYED);
+        CU_ASSERT_PTR_NULL(vs[i].wrapped);
+        CU_ASSERT_EQUAL(vs[i].wrapped_len, 0);
+        hf_key_version_clear(&vs[i]);
+    }
+    free(vs);
+    /* Not in the database file, nor in the WAL: secure_delete plus the truncating checkpoint. */
+    CU_ASSERT_FALSE(file_contains(db_path, wrapped_pattern, sizeof(wrapped_pattern) - 1));
+    CU_ASSERT_FALSE(file_contains(side, wrapped_pattern, sizeof(wrapped_pattern) - 1));
+    /* A destroyed key cannot be rotated back to life. */
+    CU_ASSERT_EQUAL(version_add(store, uuid, 3, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    hf_uuid_generate(uuid);
+    CU_ASSERT_EQUAL(hf_store_key_destroy(store, uuid, 0), CKR_KEY_HANDLE_INVALID);
+    hf_key_clear(&key);
+}
+
+static void test_destroy_erases_large_material_on_overflow_pages(void)
+{
+    /* Wrapped RSA-4096 material is ~2.4 kB: it spills onto overflow pages, which a destroy frees
+     * rather than rewrites. secure_delete must zero them. */
+    enum { LEN = 3000 };
+    struct hf_key key;
+    struct hf_key_version v1;
+    char side[PATH_MAX + 8];
+    unsigned char *big = malloc(LEN);
+    uint32_t x = 12345;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    for (size_t i = 0; i < LEN; i++)
+        big[i] = (unsigned char)((x = x * 1103515245u + 12345u) >> 24);
+    key_make(&key, &v1, "big");
+    free(v1.wrapped);
+    v1.wrapped = malloc(LEN);
+    memcpy(v1.wrapped, big, LEN);
+    v1.wrapped_len = LEN;
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_insert(store, &key, &v1), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_key_destroy(store, key.uuid, 1700000300), CKR_OK);
+    snprintf(side, sizeof(side), "%s-wal", db_path);
+    for (size_t off = 0; off + 32 <= LEN; off += 484) {
+        CU_ASSERT_FALSE(file_contains(db_path, big + off, 32));
+        CU_ASSERT_FALSE(file_contains(side, big + off, 32));
+    }
+    free(big);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v1);
+}
+
+/* ---- links ---- */
+
+static struct hf_link link_of(const char *type, const char *ext_id, const char *key_uuid)
+{
+    struct hf_link l = {.created = 1700000000, .updated = 1700000000};
+
+    l.type = (char *)type;
+    l.ext_id = (char *)ext_id;
+    strcpy(l.key_uuid, key_uuid);
+    return l;
+}
+
+static void test_links_insert_get_block_unblock_delete(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct hf_link l, got = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("linked", uuid), CKR_OK);
+    l = link_of("aws-xks", "xks-1", uuid);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_OK);
+    CU_ASSERT_TRUE(l.id > 0);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_get(store, "aws-xks", "xks-1", &got), CKR_OK);
+    CU_ASSERT_EQUAL(got.id, l.id);
+    CU_ASSERT_STRING_EQUAL(got.key_uuid, uuid);
+    CU_ASSERT_FALSE(got.blocked);
+    hf_link_clear(&got);
+
+    CU_ASSERT_EQUAL(hf_store_link_set_blocked(store, "aws-xks", "xks-1", true, 1700000500), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_get(store, "aws-xks", "xks-1", &got), CKR_OK);
+    CU_ASSERT_TRUE(got.blocked);
+    CU_ASSERT_EQUAL(got.updated, 1700000500);
+    CU_ASSERT_EQUAL(got.created, 1700000000);
+    hf_link_clear(&got);
+    CU_ASSERT_EQUAL(hf_store_link_set_blocked(store, "aws-xks", "xks-1", false, 1700000600),
+                    CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_get(store, "aws-xks", "xks-1", &got), CKR_OK);
+    CU_ASSERT_FALSE(got.blocked);
+    hf_link_clear(&got);
+
+    CU_ASSERT_EQUAL(hf_store_link_delete(store, "aws-xks", "xks-1"), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_link_get(store, "aws-xks", "xks-1", &got), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_link_delete(store, "aws-xks", "xks-1"), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_link_set_blocked(store, "aws-xks", "xks-1", true, 0),
+                    CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_PTR_NULL(got.type);
+}
+
+static void test_links_duplicate_and_unknown_key_rejected(void)
+{
+    char uuid[HF_UUID_LEN + 1], ghost[HF_UUID_LEN + 1];
+    struct hf_link l;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("linked", uuid), CKR_OK);
+    l = link_of("oci", "ocid1.key", uuid);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_OK);
+    l = link_of("oci", "ocid1.key", uuid);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(l.id, 0);
+    l = link_of("sap", "ocid1.key", uuid); /* same ext_id, other type: fine */
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_OK);
+    hf_uuid_generate(ghost);
+    l = link_of("oci", "other", ghost);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_KEY_HANDLE_INVALID);
+    l = link_of("", "x", uuid);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM links"), 2);
+}
+
+static void test_links_list_sorted_and_filtered_by_key(void)
+{
+    char a[HF_UUID_LEN + 1], b[HF_UUID_LEN + 1];
+    struct hf_link l, *links = NULL;
+    size_t n = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("a", a), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(key_add("b", b), CKR_OK);
+    l = link_of("sap", "2", a);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_OK);
+    l = link_of("gcp-ekm", "z", b);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_OK);
+    l = link_of("sap", "1", a);
+    CU_ASSERT_EQUAL(hf_store_link_insert(store, &l), CKR_OK);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_list(store, NULL, &links, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT_STRING_EQUAL(links[0].type, "gcp-ekm");
+    CU_ASSERT_STRING_EQUAL(links[1].ext_id, "1");
+    CU_ASSERT_STRING_EQUAL(links[2].ext_id, "2");
+    for (size_t i = 0; i < n; i++)
+        hf_link_clear(&links[i]);
+    free(links);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_list(store, a, &links, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(links[0].key_uuid, a);
+    CU_ASSERT_STRING_EQUAL(links[1].key_uuid, a);
+    for (size_t i = 0; i < n; i++)
+        hf_link_clear(&links[i]);
+    free(links);
+}
+
+/* ---- meta ---- */
+
+static void test_meta_set_get_overwrite(void)
+{
+    char *v = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(hf_store_meta_get(store, "serial", &v), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_PTR_NULL(v);
+    CU_ASSERT_EQUAL(hf_store_meta_set(store, "serial", "0001"), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_meta_get(store, "serial", &v), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v, "0001");
+    free(v);
+    CU_ASSERT_EQUAL(hf_store_meta_set(store, "serial", ""), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_meta_get(store, "serial", &v), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v, "");
+    free(v);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM meta"), 1);
+}
+
+/* ---- data version ---- */
+
+static void test_data_version_moves_on_any_commit(void)
+{
+    struct hf_store *other = NULL;
+    uint64_t v0, v1, v2, v3, v4;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &other), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v0), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v1), CKR_OK);
+    CU_ASSERT_EQUAL(v0, v1);                                     /* nothing committed */
+    CU_ASSERT_EQUAL(hf_store_meta_set(other, "x", "1"), CKR_OK); /* another connection */
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v2), CKR_OK);
+    CU_ASSERT_NOT_EQUAL(v2, v1);
+    CU_ASSERT_EQUAL(hf_store_meta_set(store, "x", "2"), CKR_OK); /* this connection */
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v3), CKR_OK);
+    CU_ASSERT_NOT_EQUAL(v3, v2);
+    CU_ASSERT_EQUAL(key_add("k", NULL), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v4), CKR_OK);
+    CU_ASSERT_NOT_EQUAL(v4, v3);
+    /* A failed change commits nothing, so the value stays put. */
+    CU_ASSERT_EQUAL(key_add("k", NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v0), CKR_OK);
+    CU_ASSERT_EQUAL(v0, v4);
+    hf_store_close(other);
+}
+
+/* ---- bad arguments ---- */
+
+static CK_RV each_nop(const struct hf_key *key, const struct hf_key_version *v, void *arg)
+{
+    return CKR_OK;
+}
+
+static void test_null_arguments_are_refused(void)
+{
+    struct hf_store *s = store;
+    struct hf_key key = {0}, *keys;
+    struct hf_key_version v = {0}, *vs;
+    struct hf_link l = {0}, *ls;
+    char uuid[HF_UUID_LEN + 1], *val;
+    size_t n;
+    int ver;
+    uint64_t dv;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    hf_uuid_generate(uuid);
+    CU_ASSERT_EQUAL(hf_store_open(NULL, &s), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_open(db_path, NULL), CKR_ARGUMENTS_BAD);
+    hf_store_close(NULL);
+    CU_ASSERT_EQUAL(hf_store_schema_version(NULL, &ver), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_schema_version(s, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_data_version(NULL, &dv), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_data_version(s, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_insert(NULL, &key, &v), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_insert(s, NULL, &v), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_insert(s, &key, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_insert(s, &key, &v), CKR_ARGUMENTS_BAD); /* name NULL */
+    CU_ASSERT_EQUAL(hf_store_key_get(NULL, "k", &key), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_get(s, NULL, &key), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_get(s, "k", NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_list(NULL, &keys, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_list(s, NULL, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_list(s, &keys, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_update(NULL, &key), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_update(s, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_destroy(NULL, uuid, 0), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_key_destroy(s, NULL, 0), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_insert(NULL, &v, 0), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_insert(s, NULL, 0), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_get(NULL, 1, &v), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_get(s, 1, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_find(NULL, uuid, 0, &v), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_find(s, NULL, 0, &v), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_find(s, uuid, 0, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_find_by_uuid(NULL, uuid, &v), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_find_by_uuid(s, NULL, &v), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_find_by_uuid(s, uuid, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_list(NULL, uuid, &vs, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_list(s, NULL, &vs, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_list(s, uuid, NULL, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_list(s, uuid, &vs, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_each(NULL, each_nop, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_version_each(s, NULL, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_insert(NULL, &l), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_insert(s, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_insert(s, &l), CKR_ARGUMENTS_BAD); /* type NULL */
+    CU_ASSERT_EQUAL(hf_store_link_get(NULL, "t", "e", &l), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_get(s, NULL, "e", &l), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_get(s, "t", NULL, &l), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_get(s, "t", "e", NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_set_blocked(NULL, "t", "e", true, 0), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_set_blocked(s, NULL, "e", true, 0), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_set_blocked(s, "t", NULL, true, 0), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_delete(NULL, "t", "e"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_delete(s, NULL, "e"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_delete(s, "t", NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_list(NULL, NULL, &ls, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_list(s, NULL, NULL, &n), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_list(s, NULL, &ls, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_meta_get(NULL, "n", &val), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_meta_get(s, NULL, &val), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_meta_get(s, "n", NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_meta_set(NULL, "n", "v"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_meta_set(s, NULL, "v"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_meta_set(s, "n", NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM keys"), 0);
+}
+
+#define T(name, fn)                                                                                \
+    {                                                                                              \
+        name, fn                                                                                   \
+    }
+static CU_TestInfo open_tests[] = {
+    T("open creates 0600 file in WAL mode", test_open_creates_0600_file_in_wal_mode),
+    T("open accepts sqlite: prefix, rejects postgresql",
+      test_open_accepts_sqlite_prefix_and_rejects_postgresql),
+    T("open in missing directory fails cleanly", test_open_in_missing_directory_fails_cleanly),
+    T("reopen keeps data", test_reopen_keeps_data),
+    T("schema version is current", test_schema_version_is_current),
+    T("newer schema is refused", test_newer_schema_is_refused),
+    T("foreign keys are enforced", test_durability_pragmas_are_set),
+    T("data version moves on any commit", test_data_version_moves_on_any_commit),
+    T("NULL arguments are refused", test_null_arguments_are_refused),
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo key_tests[] = {
+    T("insert then get by name and uuid", test_key_insert_then_get_by_name_and_uuid),
+    T("duplicate name rejected, nothing written", test_duplicate_name_rejected_and_nothing_written),
+    T("failed transaction leaves no key row", test_failed_transaction_leaves_no_key_row),
+    T("insert rejects invalid content", test_key_insert_rejects_invalid_content),
+    T("list is sorted by name", test_key_list_is_sorted_by_name),
+    T("update writes labels, state and name", test_key_update_writes_labels_state_and_name),
+    T("update conflict changes nothing", test_key_update_conflict_changes_nothing),
+    T("destroy erases wrapped material", test_destroy_erases_wrapped_material),
+    T("destroy erases large material on overflow pages",
+      test_destroy_erases_large_material_on_overflow_pages),
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo version_tests[] = {
+    T("rotation increments current version", test_rotation_increments_current_version),
+    T("rotation from a stale version loses", test_rotation_from_a_stale_version_loses),
+    T("concurrent rotations keep versions contiguous",
+      test_concurrent_rotations_keep_versions_contiguous),
+    T("threads share one store", test_threads_share_one_store),
+    T("version lookups", test_version_lookups),
+    T("version ids are never reused", test_version_ids_are_never_reused),
+    T("version each visits all in id order, stops early",
+      test_version_each_visits_all_in_id_order_and_stops_early),
+    T("version each callback may use the store", test_version_each_callback_may_use_the_store),
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo link_meta_tests[] = {
+    T("links insert, get, block, unblock, delete", test_links_insert_get_block_unblock_delete),
+    T("links duplicate and unknown key rejected", test_links_duplicate_and_unknown_key_rejected),
+    T("links list sorted and filtered by key", test_links_list_sorted_and_filtered_by_key),
+    T("meta set, get, overwrite", test_meta_set_get_overwrite),
+    CU_TEST_INFO_NULL,
+};
 
 int main(void)
 {
-    static CU_SuiteInfo suites[] = {CU_SUITE_INFO_NULL};
+    static CU_SuiteInfo suites[] = {
+        {"store open", suite_init, suite_cleanup, test_setup, test_teardown, open_tests},
+        {"store keys", suite_init, suite_cleanup, test_setup, test_teardown, key_tests},
+        {"store versions", suite_init, suite_cleanup, test_setup, test_teardown, version_tests},
+        {"store links and meta", suite_init, suite_cleanup, test_setup, test_teardown,
+         link_meta_tests},
+        CU_SUITE_INFO_NULL,
+    };
     return hf_test_run(suites);
 }

@@ -1,0 +1,113 @@
+# Shared helpers for tests/integration/*.sh. POSIX sh; each script starts with
+#     . "${top_srcdir:-.}/tests/integration/lib.sh"
+#
+# From `make check` (AM_TESTS_ENVIRONMENT in Makefile.am): top_srcdir, top_builddir, HF_CLI (the
+# holdfast binary), HF_MODULE (holdfast-pkcs11.so), SOFTHSM_MODULE. Run by hand from the build
+# directory, the same defaults apply. Exit codes follow automake: 0 pass, 1 fail, 77 skip.
+#
+#   hf_tmpdir            HF_TMP: a fresh temp dir, removed on exit (kept if HF_KEEP_TMP=1)
+#   hf_on_exit CMD       run CMD on exit (latest first)
+#   hf_skip REASON       print the reason, exit 77
+#   hf_fail MESSAGE      print the message, exit 1
+#   hf_expect_exit CODE CMD...   run CMD; fail unless it exits CODE. Its output stays in
+#                        $HF_OUT and $HF_ERR (files) for further checks.
+#   hf_free_port         print a TCP port free on 127.0.0.1
+#   hf_store_setup       an initialised key store of its own: HF_TMP, HOLDFAST_CONF and
+#                        HOLDFAST_STATE_DIR exported, HF_USER_PIN and HF_SO_PIN set
+#   HF_SANITIZED         non-empty when the build uses ASan/UBSan/TSan
+
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+HF_CLI=${HF_CLI:-$top_builddir/pkcs11/tool/holdfast}
+HF_MODULE=${HF_MODULE:-$top_builddir/pkcs11/module/.libs/holdfast-pkcs11.so}
+SOFTHSM_MODULE=${SOFTHSM_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
+export top_srcdir top_builddir HF_CLI HF_MODULE SOFTHSM_MODULE
+
+# Sanitizer builds are slow and incompatible with valgrind: scripts may scale down or skip.
+HF_SANITIZED=${HF_SANITIZED:-$(sed -n 's/^HF_CFLAGS = .*-fsanitize=.*/yes/p' \
+    "$top_builddir/Makefile" 2>/dev/null)}
+export HF_SANITIZED
+
+_hf_exit_cmds=""
+_hf_cleanup() {
+    # Latest registration first, like a stack of destructors; a failing command does not stop
+    # the others.
+    eval "$_hf_exit_cmds"
+}
+trap '_hf_cleanup' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+hf_on_exit() {
+    _hf_exit_cmds="$1 || true; $_hf_exit_cmds"
+}
+
+hf_skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+hf_fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+hf_tmpdir() {
+    [ -n "$HF_TMP" ] && [ -d "$HF_TMP" ] && return 0
+    HF_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hf-test.XXXXXX") || hf_fail "mktemp -d failed"
+    export HF_TMP
+    if [ "${HF_KEEP_TMP:-0}" = 1 ]; then
+        echo "temp dir kept: $HF_TMP"
+    else
+        hf_on_exit "rm -rf '$HF_TMP'"
+    fi
+}
+
+hf_expect_exit() {
+    _hf_want=$1
+    shift
+    hf_tmpdir
+    HF_OUT="$HF_TMP/last.out"
+    HF_ERR="$HF_TMP/last.err"
+    "$@" >"$HF_OUT" 2>"$HF_ERR"
+    _hf_got=$?
+    if [ "$_hf_got" -ne "$_hf_want" ]; then
+        echo "--- stdout:" >&2; cat "$HF_OUT" >&2
+        echo "--- stderr:" >&2; cat "$HF_ERR" >&2
+        hf_fail "expected exit $_hf_want, got $_hf_got: $*"
+    fi
+    return 0
+}
+
+hf_free_port() {
+    # The kernel picks an unused port; it stays free unless someone races us for it.
+    if command -v python3 >/dev/null; then
+        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+        return
+    fi
+    # Otherwise probe: a port nobody answers on (bash's /dev/tcp) is taken as free.
+    _hf_port=$(( 20000 + $$ % 20000 ))
+    while [ "$_hf_port" -lt 65000 ]; do
+        if ! bash -c "exec 3<>/dev/tcp/127.0.0.1/$_hf_port" 2>/dev/null; then
+            echo "$_hf_port"
+            return
+        fi
+        _hf_port=$((_hf_port + 1))
+    done
+    hf_fail "no free port on 127.0.0.1"
+}
+
+hf_store_setup() {
+    [ -x "$HF_CLI" ] || hf_skip "$HF_CLI not built"
+    [ -f "$SOFTHSM_MODULE" ] || hf_skip "SoftHSMv2 module $SOFTHSM_MODULE not installed"
+    hf_tmpdir
+    HOLDFAST_STATE_DIR="$HF_TMP/state"
+    # A config file of our own, so neither the CLI nor the module reads a system one.
+    HOLDFAST_CONF="$HF_TMP/holdfast.conf"
+    printf '[holdfast]\nstate_dir = %s\n' "$HOLDFAST_STATE_DIR" >"$HOLDFAST_CONF"
+    export HOLDFAST_STATE_DIR HOLDFAST_CONF
+    "$HF_CLI" init >"$HF_TMP/init.out" 2>&1 || { cat "$HF_TMP/init.out"; hf_fail "holdfast init failed"; }
+    HF_USER_PIN=$(cat "$HOLDFAST_STATE_DIR/token-user.pin") || hf_fail "init wrote no user PIN file"
+    HF_SO_PIN=$(cat "$HOLDFAST_STATE_DIR/token-so.pin") || hf_fail "init wrote no SO PIN file"
+    export HF_USER_PIN HF_SO_PIN
+}
