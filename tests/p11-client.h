@@ -5,6 +5,7 @@
 #define HF_TEST_P11_CLIENT_H
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ struct p11_client {
     void *dl;
     CK_FUNCTION_LIST *f;
     CK_SLOT_ID slot;
+    bool shared; /* another user in this process initialised the module: never finalise it */
 };
 
 static inline void p11_die(const char *what, CK_RV rv)
@@ -39,7 +41,10 @@ static inline void p11_client_load(struct p11_client *c, const char *module, con
     }
     get = (CK_C_GetFunctionList)dlsym(c->dl, "C_GetFunctionList");
     if (!get || get(&c->f) != CKR_OK) p11_die("C_GetFunctionList", CKR_GENERAL_ERROR);
-    if ((rv = c->f->C_Initialize(&args)) != CKR_OK) p11_die("C_Initialize", rv);
+    /* Holdfast's core may have initialised the same SoftHSMv2 library in this process. */
+    rv = c->f->C_Initialize(&args);
+    c->shared = rv == CKR_CRYPTOKI_ALREADY_INITIALIZED;
+    if (rv != CKR_OK && !c->shared) p11_die("C_Initialize", rv);
     if ((rv = c->f->C_GetSlotList(CK_TRUE, slots, &n)) != CKR_OK || n == 0)
         p11_die("C_GetSlotList", rv ? rv : CKR_TOKEN_NOT_PRESENT);
     c->slot = slots[0];
@@ -84,7 +89,7 @@ static inline CK_OBJECT_HANDLE p11_client_find(struct p11_client *c, CK_SESSION_
 
 static inline void p11_client_unload(struct p11_client *c)
 {
-    c->f->C_Finalize(NULL);
+    if (!c->shared) c->f->C_Finalize(NULL);
     /* Not dlclose'd: SoftHSMv2 registers atexit handlers that would then point nowhere. */
 }
 

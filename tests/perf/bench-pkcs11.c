@@ -33,6 +33,7 @@ struct target {
     CK_OBJECT_HANDLE aes, rsa_priv;
     unsigned char ct[512]; /* an OAEP ciphertext made with this target's public key */
     CK_ULONG ct_len;
+    CK_SESSION_HANDLE setup_session;
 };
 
 static struct target targets[2];
@@ -58,7 +59,15 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static CK_RSA_PKCS_OAEP_PARAMS oaep = {CKM_SHA_1, CKG_MGF1_SHA1, 0, NULL, 0};
+static CK_RSA_PKCS_OAEP_PARAMS oaep = {CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0};
+
+/* Prints the first failing return value, so a broken run says why. */
+static bool report(CK_RV rv)
+{
+    static atomic_bool told;
+    if (rv != CKR_OK && !atomic_exchange(&told, true)) fprintf(stderr, "CKR 0x%lx\n", rv);
+    return rv == CKR_OK;
+}
 
 static bool p11_op(struct target *t, CK_SESSION_HANDLE s, enum op op)
 {
@@ -70,12 +79,12 @@ static bool p11_op(struct target *t, CK_SESSION_HANDLE s, enum op op)
         CK_GCM_PARAMS gcm = {iv, sizeof(iv), 96, NULL, 0, 128};
         CK_MECHANISM m = {CKM_AES_GCM, &gcm, sizeof(gcm)};
         RAND_bytes(iv, sizeof(iv));
-        return f->C_EncryptInit(s, &m, t->aes) == CKR_OK &&
-               f->C_Encrypt(s, in, sizeof(in), out, &out_len) == CKR_OK && out_len == 48;
+        return report(f->C_EncryptInit(s, &m, t->aes)) &&
+               report(f->C_Encrypt(s, in, sizeof(in), out, &out_len)) && out_len == 48;
     }
     CK_MECHANISM m = {CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
-    return f->C_DecryptInit(s, &m, t->rsa_priv) == CKR_OK &&
-           f->C_Decrypt(s, t->ct, t->ct_len, out, &out_len) == CKR_OK && out_len == 32;
+    return report(f->C_DecryptInit(s, &m, t->rsa_priv)) &&
+           report(f->C_Decrypt(s, t->ct, t->ct_len, out, &out_len)) && out_len == 32;
 }
 
 static bool raw_op(EVP_CIPHER_CTX *cctx, EVP_PKEY_CTX *pctx, enum op op)
@@ -114,7 +123,8 @@ static void *worker_main(void *arg)
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         bool ok = w->impl == IMPL_OPENSSL ? raw_op(cctx, pctx, w->op)
                                           : p11_op(&targets[w->impl], s, w->op);
-        if (!ok) atomic_fetch_add(&errors, 1);
+        if (!ok && atomic_fetch_add(&errors, 1) == 0)
+            fprintf(stderr, "first error: %s, %s\n", impl_names[w->impl], op_names[w->op]);
         w->ops++;
     }
     if (s != CK_INVALID_HANDLE) targets[w->impl].client.f->C_CloseSession(s);
@@ -167,7 +177,8 @@ static void target_setup(struct target *t, const char *module, const char *token
     if ((rv = t->client.f->C_EncryptInit(s, &m, pub)) != CKR_OK ||
         (rv = t->client.f->C_Encrypt(s, msg, sizeof(msg), t->ct, &t->ct_len)) != CKR_OK)
         p11_die("RSA OAEP encrypt (setup)", rv);
-    t->client.f->C_CloseSession(s);
+    /* Kept open: SoftHSMv2 invalidates object handles when a slot's last session closes. */
+    t->setup_session = s;
 }
 
 static void raw_setup(void)
