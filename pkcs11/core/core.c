@@ -1,7 +1,9 @@
 #include "hf-build.h"
 
 #include "core-internal.h"
+#include "file.h"
 #include "hsm.h"
+#include "softhsm-backup.h"
 #include "log.h"
 
 #include <errno.h>
@@ -48,75 +50,9 @@ struct hf_audit *hf_core_audit(struct hf_core *core)
 
 /* ---- files of the embedded default ---- */
 
-/* mkdir -p: parents as the umask allows, the last component with mode. */
-static CK_RV dir_make(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    struct stat st;
-
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) return CKR_ARGUMENTS_BAD;
-    for (char *p = buf + 1; *p != '\0'; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) goto fail;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) != 0 && errno != EEXIST) goto fail;
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) goto fail;
-    return CKR_OK;
-fail:
-    hf_log_error("cannot create directory %s: %s", buf, strerror(errno));
-    return CKR_DEVICE_ERROR;
-}
-
-static void dir_sync(const char *path)
-{
-    char dir[PATH_MAX];
-    char *slash;
-    int fd;
-
-    snprintf(dir, sizeof(dir), "%s", path);
-    slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof(dir), ".");
-    else if (slash == dir)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    fsync(fd);
-    close(fd);
-}
-
 static bool file_exists(const char *path)
 {
     return access(path, F_OK) == 0;
-}
-
-/* Creates path (0600) holding text, unless it exists. Written to a temporary name, synced and
- * linked into place, so a crash never leaves a half-written PIN behind a token that was created
- * with the whole one; link() also refuses to replace a file another init just made. */
-static CK_RV file_install(const char *path, const char *text)
-{
-    char tmp[PATH_MAX];
-    size_t len = strlen(text);
-    int fd = -1;
-    CK_RV rv = CKR_DEVICE_ERROR;
-
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
-        return CKR_ARGUMENTS_BAD;
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0) goto done;
-    if (link(tmp, path) != 0 && errno != EEXIST) goto done;
-    dir_sync(path);
-    rv = CKR_OK;
-done:
-    if (rv != CKR_OK) hf_log_error("cannot write %s: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    unlink(tmp);
-    return rv;
 }
 
 static void hex_encode(const unsigned char *in, size_t len, char *out)
@@ -142,7 +78,7 @@ static CK_RV pin_file_ensure(const char *path)
     if (rv == CKR_OK) {
         hex_encode(raw, sizeof(raw), text);
         strcat(text, "\n");
-        rv = file_install(path, text);
+        rv = hf_file_install(path, text, strlen(text));
     }
     OPENSSL_cleanse(raw, sizeof(raw));
     OPENSSL_cleanse(text, sizeof(text));
@@ -158,7 +94,7 @@ static CK_RV softhsm2_conf_ensure(const struct hf_config *cfg)
     if (file_exists(cfg->softhsm2_conf)) return CKR_OK;
     if (snprintf(tokens, sizeof(tokens), "%s/tokens", cfg->state_dir) >= (int)sizeof(tokens))
         return CKR_ARGUMENTS_BAD;
-    rv = dir_make(tokens, 0700);
+    rv = hf_dir_make(tokens, 0700);
     if (rv != CKR_OK) return rv;
     /* reset_on_fork: a forked child (pkcs11-tool --test-fork, any pre-forking server) must get
      * a fresh SoftHSMv2 rather than the parent's sessions and locks. */
@@ -170,7 +106,7 @@ static CK_RV softhsm2_conf_ensure(const struct hf_config *cfg)
              "slots.removable = false\n"
              "library.reset_on_fork = true\n",
              tokens);
-    return file_install(cfg->softhsm2_conf, text);
+    return hf_file_install(cfg->softhsm2_conf, text, strlen(text));
 }
 
 /* SoftHSMv2 reads SOFTHSM2_CONF when it loads; set it only when we manage SoftHSMv2's config,
@@ -235,11 +171,15 @@ static CK_RV hsm_ensure(struct hf_config *cfg)
     rv = pin_file_load(cfg->hsm_so_pin_file, &so_pin);
     if (rv == CKR_OK) rv = hsm_lock_path(cfg, lock_buf, &lock);
     if (rv != CKR_OK) goto done;
+    /* A token cut short by a killed login is repaired, never replaced by a new one. */
+    if (cfg->softhsm2_conf) rv = hf_softhsm_repair_tokens(cfg->softhsm2_conf, lock);
+    if (rv != CKR_OK) goto done;
     rv = hf_hsm_token_ensure(cfg->hsm_module, lock, cfg->hsm_token, so_pin, cfg->hsm_pin);
     if (rv != CKR_OK) goto done;
     rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, cfg->hsm_pin, &hsm);
     if (rv != CKR_OK) goto done;
     rv = hf_hsm_kek_ensure(hsm, cfg->kek_label);
+    if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_backup_tokens(cfg->softhsm2_conf, lock);
 done:
     hf_hsm_close(hsm);
     secret_free(so_pin);
@@ -316,7 +256,7 @@ CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_p
 
     if (cfg == NULL || cfg->state_dir == NULL) return CKR_ARGUMENTS_BAD;
     if (!pin_arg_is_valid(so_pin) || !pin_arg_is_valid(user_pin)) return CKR_PIN_LEN_RANGE;
-    rv = dir_make(cfg->state_dir, 0700);
+    rv = hf_dir_make(cfg->state_dir, 0700);
     if (rv == CKR_OK && cfg->softhsm2_conf != NULL) rv = softhsm2_conf_ensure(cfg);
     if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
     if (rv == CKR_OK) rv = hsm_ensure(cfg);
@@ -393,6 +333,7 @@ static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
     const char *lock;
     CK_RV rv = hsm_lock_path(cfg, lock_buf, &lock);
 
+    if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_repair_tokens(cfg->softhsm2_conf, lock);
     if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, pin, &core->hsm);
     if (rv != CKR_OK) return rv;
     if (!hf_hsm_has_kek(core->hsm, cfg->kek_label)) {

@@ -1,5 +1,6 @@
 #include "hf-build.h"
 
+#include "file.h"
 #include "hsm.h"
 
 #include <dlfcn.h>
@@ -263,34 +264,6 @@ static CK_RV module_reload(const char *path, struct module **m, int attempt)
  * lock would live on in the child's copy until the child exits (both verified on Linux 6).
  * O_CLOEXEC keeps the descriptor out of exec'd programs. */
 
-/* Takes op (LOCK_SH or LOCK_EX) on path; *fd is -1 when path is NULL (no locking asked). */
-static CK_RV flock_take(const char *path, int op, int *fd)
-{
-    *fd = -1;
-    if (path == NULL) return CKR_OK;
-    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    /* Another user's lock file, or a read-only state dir: flock needs no write access. */
-    if (*fd < 0 && (errno == EACCES || errno == EROFS))
-        *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (*fd < 0) goto fail;
-    while (flock(*fd, op) != 0) {
-        if (errno != EINTR) goto fail;
-    }
-    return CKR_OK;
-fail:
-    hf_log_error("hsm: cannot lock %s: %s", path, strerror(errno));
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-    return CKR_FUNCTION_FAILED;
-}
-
-static void flock_drop(int fd)
-{
-    if (fd < 0) return;
-    flock(fd, LOCK_UN); /* before close(): see above */
-    close(fd);
-}
-
 static bool rv_is_token_unreadable(CK_RV rv)
 {
     return rv == CKR_TOKEN_NOT_PRESENT || rv == CKR_GENERAL_ERROR || rv == CKR_DEVICE_ERROR;
@@ -376,7 +349,7 @@ CK_RV hf_hsm_token_ensure(const char *module_path, const char *lock_path, const 
         return CKR_ARGUMENTS_BAD;
     /* Exclusive from before the module reads the token directory until the token exists: two
      * processes that both looked first would each create one. */
-    if ((rv = flock_take(lock_path, LOCK_EX, &fd)) != CKR_OK) return rv;
+    if ((rv = hf_lockfile_take(lock_path, LOCK_EX, &fd)) != CKR_OK) return rv;
     rv = module_get(module_path, &m);
     /* A token only half readable (a process not holding our lock logged in) is not a missing
      * one: look again before creating a second. */
@@ -387,7 +360,7 @@ CK_RV hf_hsm_token_ensure(const char *module_path, const char *lock_path, const 
     }
     if (rv == CKR_TOKEN_NOT_PRESENT) rv = token_init(m->f, label, so_pin, user_pin);
     if (rv != CKR_OK) hf_log_error("hsm: cannot create token %s (0x%lx)", token_label, rv);
-    flock_drop(fd);
+    hf_lockfile_drop(fd);
     module_put(m);
     return rv;
 }
@@ -440,20 +413,20 @@ static CK_RV session_open(struct hf_hsm *hsm, CK_SESSION_HANDLE *out)
 static CK_RV session_add(struct hf_hsm *hsm, CK_SESSION_HANDLE *out)
 {
     int fd;
-    CK_RV rv = flock_take(hsm->lock_path, LOCK_EX, &fd);
+    CK_RV rv = hf_lockfile_take(hsm->lock_path, LOCK_EX, &fd);
 
     if (rv == CKR_OK) rv = session_open(hsm, out);
-    flock_drop(fd);
+    hf_lockfile_drop(fd);
     return rv;
 }
 
 static CK_RV session_relogin(struct hf_hsm *hsm, CK_SESSION_HANDLE s)
 {
     int fd;
-    CK_RV rv = flock_take(hsm->lock_path, LOCK_EX, &fd);
+    CK_RV rv = hf_lockfile_take(hsm->lock_path, LOCK_EX, &fd);
 
     if (rv == CKR_OK) rv = session_login(hsm, s);
-    flock_drop(fd);
+    hf_lockfile_drop(fd);
     return rv;
 }
 
@@ -647,12 +620,12 @@ CK_RV hf_hsm_open(const char *module_path, const char *lock_path, const char *to
     if ((hsm = hsm_new(lock_path, pin)) == NULL) return CKR_HOST_MEMORY;
     /* Exclusive across C_Initialize (which reads every token), the lookup and C_Login (which
      * rewrites the token file). */
-    if ((rv = flock_take(lock_path, LOCK_EX, &fd)) != CKR_OK) goto done;
+    if ((rv = hf_lockfile_take(lock_path, LOCK_EX, &fd)) != CKR_OK) goto done;
     if ((rv = module_get(module_path, &hsm->mod)) != CKR_OK) goto done;
     hsm->f = hsm->mod->f;
     if ((rv = hsm_login(hsm, module_path, label)) == CKR_OK) *out = hsm;
 done:
-    flock_drop(fd);
+    hf_lockfile_drop(fd);
     if (rv != CKR_OK) hf_hsm_close(hsm);
     return rv;
 }
@@ -724,7 +697,7 @@ static CK_RV kek_get(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
                      CK_OBJECT_HANDLE *h)
 {
     int fd;
-    CK_RV rv = flock_take(hsm->lock_path, create ? LOCK_EX : LOCK_SH, &fd);
+    CK_RV rv = hf_lockfile_take(hsm->lock_path, create ? LOCK_EX : LOCK_SH, &fd);
 
     *h = CK_INVALID_HANDLE;
     if (rv != CKR_OK) return rv;
@@ -732,7 +705,7 @@ static CK_RV kek_get(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
     if (rv == CKR_OK && create && *h == CK_INVALID_HANDLE &&
         (rv = kek_generate(hsm, s, label, h)) == CKR_OK)
         kek_remember(hsm, label, *h);
-    flock_drop(fd);
+    hf_lockfile_drop(fd);
     return rv;
 }
 
@@ -858,12 +831,12 @@ static CK_RV kek_call(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label
 {
     CK_OBJECT_HANDLE kek;
     int fd;
-    CK_RV rv = flock_take(hsm->lock_path, LOCK_SH, &fd);
+    CK_RV rv = hf_lockfile_take(hsm->lock_path, LOCK_SH, &fd);
 
     if (rv != CKR_OK) return rv;
     if ((rv = kek_handle(hsm, s, label, &kek)) == CKR_OK)
         rv = kek == CK_INVALID_HANDLE ? no_kek : fn(hsm, s, kek, job);
-    flock_drop(fd);
+    hf_lockfile_drop(fd);
     return rv;
 }
 

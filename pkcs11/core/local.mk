@@ -6,11 +6,13 @@ libholdfast_core_la_SOURCES = \
 	pkcs11/core/config.c pkcs11/core/config.h \
 	pkcs11/core/core.c pkcs11/core/core.h pkcs11/core/core-internal.h pkcs11/core/core-key.c \
 	pkcs11/core/crypto.c pkcs11/core/crypto.h \
+	pkcs11/core/file.c pkcs11/core/file.h \
 	pkcs11/core/hsm.c pkcs11/core/hsm.h \
 	pkcs11/core/key.c pkcs11/core/key.h \
 	pkcs11/core/log.c pkcs11/core/log.h \
 	pkcs11/core/pin.c \
 	pkcs11/core/secmem.c pkcs11/core/secmem.h \
+	pkcs11/core/softhsm-backup.c pkcs11/core/softhsm-backup.h \
 	pkcs11/core/source-local.c pkcs11/core/source-local.h \
 	pkcs11/core/store.c pkcs11/core/store.h pkcs11/core/store-internal.h \
 	pkcs11/core/store-sqlite.c

@@ -11,6 +11,7 @@
 
 #include <openssl/crypto.h>
 
+#include "pkcs11/core/file.h"
 #include "pkcs11/tool/cli.h"
 
 #define PIN_MIN 4 /* the core's limits (core.h) */
@@ -101,27 +102,13 @@ static bool hex_pin(char **pin)
 /* Writes pin to path, mode 0600, replacing it whole (a crash leaves the old or the new file). */
 static int pin_file_write(const char *path, const char *pin)
 {
-    char tmp[PATH_MAX + 8];
-    size_t len = strlen(pin);
-    int fd = -1, rc = HF_EXIT_FAILED;
+    char *text = NULL;
+    int rc = HF_EXIT_FAILED;
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) goto done;
-    if (write(fd, pin, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) != 0) goto done;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto done;
-    }
-    fd = -1;
-    if (rename(tmp, path) == 0) rc = HF_CLI_CONTINUE;
-done:
-    if (rc != HF_CLI_CONTINUE) {
-        hf_cli_error("cannot write PIN file %s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        unlink(tmp);
-    }
+    if (asprintf(&text, "%s\n", pin) < 0) text = NULL;
+    if (text != NULL && hf_file_replace(path, text, strlen(text)) == CKR_OK) rc = HF_CLI_CONTINUE;
+    else hf_cli_error("cannot write PIN file %s", path);
+    if (text != NULL) OPENSSL_clear_free(text, strlen(text));
     return rc;
 }
 
@@ -157,8 +144,8 @@ static void pin_file_drop_stale(const struct pin_plan *p)
 
 static int mkdir_private(const char *dir)
 {
-    if (mkdir(dir, 0700) == 0 || errno == EEXIST) return HF_CLI_CONTINUE;
-    hf_cli_error("cannot create %s: %s", dir, strerror(errno));
+    if (hf_dir_make(dir, 0700) == CKR_OK) return HF_CLI_CONTINUE;
+    hf_cli_error("cannot create %s", dir);
     return HF_EXIT_FAILED;
 }
 

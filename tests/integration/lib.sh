@@ -15,6 +15,7 @@
 #   hf_store_setup       an initialised key store of its own: HF_TMP, HOLDFAST_CONF and
 #                        HOLDFAST_STATE_DIR exported, HF_USER_PIN and HF_SO_PIN set
 #   HF_SANITIZED         non-empty when the build uses ASan/UBSan/TSan
+#   hf_ext CMD...        run a program that is not ours but loads our module (sanitizer-aware)
 
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
@@ -27,6 +28,21 @@ export top_srcdir top_builddir HF_CLI HF_MODULE SOFTHSM_MODULE
 HF_SANITIZED=${HF_SANITIZED:-$(sed -n 's/^HF_CFLAGS = .*-fsanitize=.*/yes/p' \
     "$top_builddir/Makefile" 2>/dev/null)}
 export HF_SANITIZED
+
+# hf_ext CMD...: runs a program that is not ours (pkcs11-tool, p11-kit, modutil) but loads our
+# module. In an ASan build the sanitizer runtime must be loaded first, and that program's own
+# leaks are not ours to report.
+hf_ext() {
+    if [ -n "$HF_SANITIZED" ] && [ -n "${HF_ASAN_RUNTIME:=$(hf_asan_runtime)}" ]; then
+        LD_PRELOAD="$HF_ASAN_RUNTIME" ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" "$@"
+    else
+        "$@"
+    fi
+}
+hf_asan_runtime() {
+    grep -q -- '-fsanitize=[a-z,]*address' "$top_builddir/Makefile" 2>/dev/null || return 0
+    ${CC:-cc} -print-file-name=libasan.so 2>/dev/null
+}
 
 _hf_exit_cmds=""
 _hf_cleanup() {

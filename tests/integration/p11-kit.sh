@@ -33,17 +33,17 @@ mkdir -p "$regdir"
 printf 'module: %s\ntrust-policy: no\n' "$HF_MODULE" >"$regdir/$name.module"
 hf_on_exit "rm -f '$regdir/$name.module'"
 
-p11-kit list-modules >"$HF_TMP/list" 2>&1 || true
+hf_ext p11-kit list-modules >"$HF_TMP/list" 2>&1 || true
 grep -q "^$name:" "$HF_TMP/list" || { cat "$HF_TMP/list"; hf_fail "p11-kit list-modules does not show $name"; }
 grep -q "Holdfast" "$HF_TMP/list" || { cat "$HF_TMP/list"; hf_fail "p11-kit does not show the Holdfast token"; }
 
 if command -v p11tool >/dev/null; then
-    p11tool --list-tokens >"$HF_TMP/tokens" 2>&1 || true
+    hf_ext p11tool --list-tokens >"$HF_TMP/tokens" 2>&1 || true
     grep -q "Manufacturer: Holdfast" "$HF_TMP/tokens" ||
         { cat "$HF_TMP/tokens"; hf_fail "p11tool --list-tokens does not see the Holdfast token"; }
     # Through the registration, GnuTLS finds keys by PKCS#11 URI after login.
     "$HF_CLI" key create p11kit-ec --alg EC-P256 >/dev/null
-    GNUTLS_PIN="$HF_USER_PIN" p11tool --login --list-privkeys "pkcs11:manufacturer=Holdfast" \
+    hf_ext env GNUTLS_PIN="$HF_USER_PIN" p11tool --login --list-privkeys "pkcs11:manufacturer=Holdfast" \
         >"$HF_TMP/keys" 2>&1 || true
     grep -q "p11kit-ec" "$HF_TMP/keys" || { cat "$HF_TMP/keys"; hf_fail "p11tool cannot list Holdfast keys"; }
 fi

@@ -6,7 +6,7 @@
 command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (opensc) not installed"
 
 hf_store_setup
-p11() { pkcs11-tool --module "$HF_MODULE" "$@"; }
+p11() { hf_ext pkcs11-tool --module "$HF_MODULE" "$@"; }
 
 "$HF_CLI" key create rsa-test --alg RSA-2048 >/dev/null || hf_fail "cannot create RSA key"
 "$HF_CLI" key create ec-test --alg EC-P256 >/dev/null || hf_fail "cannot create EC key"

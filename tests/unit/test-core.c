@@ -2,7 +2,9 @@
 
 #include "harness.h"
 
+#include <dirent.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +317,55 @@ static void test_secrets_are_private_files(void)
     CU_ASSERT_EQUAL(file_mode(env.cfg.hsm_so_pin_file), 0600);
     CU_ASSERT_EQUAL(file_mode(env.cfg.audit_path), 0600);
     hf_core_close(core);
+    hf_test_env_teardown(&env);
+}
+
+/* The token files of the embedded default's SoftHSMv2 token (one directory under tokens/). */
+static int token_file_path(const struct hf_test_env *env, char *out, size_t len)
+{
+    char tokens[PATH_MAX + 16];
+    struct dirent *e;
+    DIR *d;
+    int found = -1;
+
+    snprintf(tokens, sizeof(tokens), "%s/tokens", env->cfg.state_dir);
+    if (!(d = opendir(tokens))) return -1;
+    while ((e = readdir(d)) != NULL && found != 0)
+        if (e->d_name[0] != '.') {
+            found = snprintf(out, len, "%s/%s/token.object", tokens, e->d_name) < (int)len
+                        ? access(out, F_OK)
+                        : -1;
+        }
+    closedir(d);
+    return found;
+}
+
+static void test_open_repairs_a_token_cut_short_by_a_killed_login(void)
+{
+    struct hf_test_env env;
+    struct hf_core *core = NULL;
+    struct hf_key key = {0};
+    struct hf_key_version v = {0};
+    struct hf_material *m = NULL;
+    struct hf_key_spec spec = {.name = "survivor", .alg = HF_ALG_AES, .bits = 256};
+    char token[PATH_MAX + 64];
+    struct stat st;
+
+    CU_ASSERT_EQUAL_FATAL(hf_test_env_setup(&env, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_key_create(core, &spec, &cli, &key, &v), CKR_OK);
+    hf_core_close(core);
+    core = NULL;
+    /* What SoftHSMv2 leaves when a process dies between its truncate and its write. */
+    CU_ASSERT_EQUAL_FATAL(token_file_path(&env, token, sizeof(token)), 0);
+    CU_ASSERT_EQUAL_FATAL(truncate(token, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT(stat(token, &st) == 0 && st.st_size > 0);
+    CU_ASSERT_EQUAL(hf_core_material(core, &v, &m), CKR_OK);
+    hf_material_unref(m);
+    hf_core_close(core);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v);
     hf_test_env_teardown(&env);
 }
 
@@ -890,6 +941,8 @@ static CU_TestInfo init_tests[] = {
     {"open before init is CKR_TOKEN_NOT_RECOGNIZED", test_open_before_init_is_not_recognised},
     {"store, PIN files and audit log are 0600, dirs 0700", test_secrets_are_private_files},
     {"state dir is created 0700 with its parents", test_state_dir_is_created_0700},
+    {"open repairs a token cut short by a killed login",
+     test_open_repairs_a_token_cut_short_by_a_killed_login},
     {"failures are recorded without success events",
      test_failures_are_recorded_without_success_events},
     CU_TEST_INFO_NULL,
