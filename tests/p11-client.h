@@ -26,7 +26,8 @@ static inline void p11_die(const char *what, CK_RV rv)
 }
 
 /* Loads module and picks the slot whose token is labelled token_label (NULL: the first token). */
-static inline void p11_client_load(struct p11_client *c, const char *module, const char *token_label)
+static inline void p11_client_load(struct p11_client *c, const char *module,
+                                   const char *token_label)
 {
     CK_C_GetFunctionList get;
     CK_C_INITIALIZE_ARGS args = {.flags = CKF_OS_LOCKING_OK};

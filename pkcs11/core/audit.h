@@ -27,22 +27,22 @@
 struct hf_audit;
 
 struct hf_audit_config {
-    const char *path;       /* created 0600 if missing */
-    const char *node;       /* this process's node name */
+    const char *path; /* created 0600 if missing */
+    const char *node; /* this process's node name */
     unsigned sync_interval_ms;
-    bool success_events;    /* false: successful operations are not recorded */
+    bool success_events; /* false: successful operations are not recorded */
 };
 
 /* One record. Strings may be NULL (written as absent) and are escaped; none may hold a secret. */
 struct hf_audit_record {
-    const char *api;        /* "pkcs11", "cli", "aws-xks", ... */
-    const char *operation;  /* "encrypt", "key.create", ... */
+    const char *api;       /* "pkcs11", "cli", "aws-xks", ... */
+    const char *operation; /* "encrypt", "key.create", ... */
     const char *key_uuid;
     const char *key_name;
-    unsigned version;       /* 0: none */
-    const char *caller;     /* identity: PKCS#11 user, CLI uid, cloud principal */
+    unsigned version;   /* 0: none */
+    const char *caller; /* identity: PKCS#11 user, CLI uid, cloud principal */
     const char *request_id;
-    const char *detail;     /* e.g. the mechanism, "state=deactivated" */
+    const char *detail; /* e.g. the mechanism, "state=deactivated" */
     CK_RV result;
     uint64_t latency_us;
 };

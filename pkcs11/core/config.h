@@ -15,24 +15,26 @@
 #include "pkcs11/module/pkcs11-compat.h"
 
 struct hf_config {
-    char *path;          /* the file it was read from, NULL for defaults only */
-    char *state_dir;     /* [holdfast] state_dir */
-    char *node;          /* [holdfast] node: names this process's audit records (default: hostname) */
-    char *token_label;   /* [token] label: the Holdfast PKCS#11 token's label (default "holdfast") */
-    char *store_path;    /* [store] path (default state_dir/holdfast.db) */
-    char *hsm_module;    /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
-    char *hsm_token;     /* [hsm] token: label of the backend token holding the root KEK */
-    char *hsm_pin;       /* resolved from [hsm] pin, pin_file or pin_env; secret, cleansed on free */
-    char *hsm_pin_file;  /* [hsm] pin_file (default state_dir/hsm.pin, written by init); NULL when
-                          * pin or pin_env is the source */
-    char *hsm_pin_env;   /* [hsm] pin_env: name of the environment variable holding the PIN */
+    char *path;        /* the file it was read from, NULL for defaults only */
+    char *state_dir;   /* [holdfast] state_dir */
+    char *node;        /* [holdfast] node: names this process's audit records (default: hostname) */
+    char *token_label; /* [token] label: the Holdfast PKCS#11 token's label (default "holdfast") */
+    char *store_path;  /* [store] path (default state_dir/holdfast.db) */
+    char *hsm_module;  /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
+    char *hsm_token;   /* [hsm] token: label of the backend token holding the root KEK */
+    char *hsm_pin;     /* resolved from [hsm] pin, pin_file or pin_env; secret, cleansed on free */
+    char *hsm_pin_file;    /* [hsm] pin_file (default state_dir/hsm.pin, written by init); NULL when
+                            * pin or pin_env is the source */
+    char *hsm_pin_env;     /* [hsm] pin_env: name of the environment variable holding the PIN */
     char *hsm_so_pin_file; /* [hsm] so_pin_file (default state_dir/hsm.so-pin, written by init) */
-    char *softhsm2_conf; /* [hsm] softhsm2_conf: exported as SOFTHSM2_CONF before the backend loads */
-    char *kek_label;     /* [hsm] root_kek_label (default "holdfast-root-kek") */
-    char *audit_path;    /* [audit] path (default state_dir/audit.log) */
-    unsigned audit_sync_interval_ms; /* [audit] sync_interval_ms: fdatasync at least this often (5) */
-    bool audit_success_events;       /* [audit] success_events (true) */
-    unsigned cache_max_keys;         /* [cache] max_keys: unwrapped key versions kept (4096) */
+    char *
+        softhsm2_conf; /* [hsm] softhsm2_conf: exported as SOFTHSM2_CONF before the backend loads */
+    char *kek_label;   /* [hsm] root_kek_label (default "holdfast-root-kek") */
+    char *audit_path;  /* [audit] path (default state_dir/audit.log) */
+    unsigned
+        audit_sync_interval_ms; /* [audit] sync_interval_ms: fdatasync at least this often (5) */
+    bool audit_success_events;  /* [audit] success_events (true) */
+    unsigned cache_max_keys;    /* [cache] max_keys: unwrapped key versions kept (4096) */
 };
 
 /* Path of the config file to use when none is given: $HOLDFAST_CONF, else

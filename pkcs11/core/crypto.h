@@ -25,8 +25,8 @@ CK_RV hf_material_generate(enum hf_alg alg, unsigned bits, struct hf_material **
 /* bytes: raw AES key, or PKCS#8 PrivateKeyInfo DER for RSA and EC. bits 0 takes the size the
  * bytes have; otherwise a different size is CKR_KEY_SIZE_RANGE. Undecodable bytes are
  * CKR_DATA_INVALID, a key of another algorithm CKR_KEY_TYPE_INCONSISTENT. */
-CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char *bytes,
-                             size_t len, struct hf_material **out);
+CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char *bytes, size_t len,
+                             struct hf_material **out);
 /* The inverse, into hf_secmem memory: release with hf_secmem_free(*bytes, *len). */
 CK_RV hf_material_to_bytes(const struct hf_material *m, unsigned char **bytes, size_t *len);
 /* SubjectPublicKeyInfo DER (RSA, EC); malloc'd. CKR_KEY_TYPE_INCONSISTENT for AES. */
@@ -47,18 +47,16 @@ CK_RV hf_public_from_der(const unsigned char *der, size_t len, EVP_PKEY **out);
  * *outlen = inlen + taglen. Decrypt checks the tag in constant time: CKR_ENCRYPTED_DATA_INVALID. */
 CK_RV hf_aes_gcm_encrypt(const struct hf_material *m, const unsigned char *iv, size_t ivlen,
                          const unsigned char *aad, size_t aadlen, size_t taglen,
-                         const unsigned char *in, size_t inlen, unsigned char *out,
-                         size_t *outlen);
+                         const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
 CK_RV hf_aes_gcm_decrypt(const struct hf_material *m, const unsigned char *iv, size_t ivlen,
                          const unsigned char *aad, size_t aadlen, size_t taglen,
-                         const unsigned char *in, size_t inlen, unsigned char *out,
-                         size_t *outlen);
+                         const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
 /* AES key wrap: RFC 3394 (pad = false, input a multiple of 8 bytes, >= 16) or RFC 5649
  * (pad = true). Unwrap failures (integrity check) are CKR_WRAPPED_KEY_INVALID. */
 CK_RV hf_aes_kw_wrap(const struct hf_material *m, bool pad, const unsigned char *in, size_t inlen,
                      unsigned char *out, size_t *outlen);
-CK_RV hf_aes_kw_unwrap(const struct hf_material *m, bool pad, const unsigned char *in,
-                       size_t inlen, unsigned char *out, size_t *outlen);
+CK_RV hf_aes_kw_unwrap(const struct hf_material *m, bool pad, const unsigned char *in, size_t inlen,
+                       unsigned char *out, size_t *outlen);
 
 enum hf_rsa_padding { HF_RSA_PKCS1 = 1, HF_RSA_OAEP = 2, HF_RSA_PSS = 3, HF_RSA_RAW = 4 };
 

@@ -85,8 +85,10 @@ CK_RV hf_file_install(const char *path, const void *data, size_t len)
     rv = temp_write(path, data, len, tmp);
     /* link() never replaces: a file another process installed first wins. */
     if (rv == CKR_OK && link(tmp, path) != 0 && errno != EEXIST) rv = CKR_DEVICE_ERROR;
-    if (rv == CKR_OK) hf_dir_sync(path);
-    else hf_log_error("cannot write %s: %s", path, strerror(errno));
+    if (rv == CKR_OK)
+        hf_dir_sync(path);
+    else
+        hf_log_error("cannot write %s: %s", path, strerror(errno));
     unlink(tmp);
     return rv;
 }

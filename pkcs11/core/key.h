@@ -48,8 +48,9 @@ struct hf_key_version {
     unsigned version;
     unsigned long state; /* HF_STATE_ACTIVE, or HF_STATE_DESTROYED once its material is gone */
     int64_t created;
-    char *kek_label;          /* which root KEK wrapped it */
-    unsigned char *wrapped;   /* material wrapped with AES-KWP under the root KEK; NULL once destroyed */
+    char *kek_label; /* which root KEK wrapped it */
+    unsigned char
+        *wrapped; /* material wrapped with AES-KWP under the root KEK; NULL once destroyed */
     size_t wrapped_len;
     unsigned char *public_der; /* SubjectPublicKeyInfo DER for RSA and EC; NULL for AES */
     size_t public_der_len;

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-void *hf_secmem_alloc(size_t len);           /* zero-filled; NULL on failure */
+void *hf_secmem_alloc(size_t len);          /* zero-filled; NULL on failure */
 void hf_secmem_free(void *ptr, size_t len); /* cleanses len bytes; NULL is fine */
 
 #endif

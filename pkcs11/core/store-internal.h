@@ -5,6 +5,8 @@
 
 #include "store.h"
 
+/* clang-format 14 breaks "CK_RV (*name)(...)" members over two lines: hand-formatted. */
+/* clang-format off */
 struct hf_store_ops {
     const char *name;
     void (*close)(struct hf_store *store);
@@ -36,6 +38,7 @@ struct hf_store_ops {
     CK_RV (*meta_get)(struct hf_store *store, const char *name, char **value);
     CK_RV (*meta_set)(struct hf_store *store, const char *name, const char *value);
 };
+/* clang-format on */
 
 /* Every backend's struct starts with this. */
 struct hf_store {

@@ -855,7 +855,7 @@ static CK_RV sq_version_each(struct hf_store *store, hf_store_version_fn fn, voi
         rv = tx_end(s, each_read(s, &keys, &nk, &versions, &nv), false);
     store_unlock(s);
     if (rv != CKR_OK) goto done;
-    qsort(keys, nk, sizeof(*keys), key_uuid_cmp);
+    if (nk > 1) qsort(keys, nk, sizeof(*keys), key_uuid_cmp); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < nv && rv == CKR_OK; i++) {
         struct hf_key probe;
         const struct hf_key *key;

@@ -72,7 +72,7 @@ typedef struct HF_REQUEST_CONTEXT {
     const char *operation;  /* the API's own operation name, e.g. "encrypt" */
     const char *caller;     /* authenticated identity, e.g. an AWS principal ARN */
     const char *request_id; /* the cloud's request id, e.g. kmsRequestId */
-    const char *link_type;  /* with link_id: the link the call came through, checked for "blocked" */
+    const char *link_type; /* with link_id: the link the call came through, checked for "blocked" */
     const char *link_id;
 } HF_REQUEST_CONTEXT;
 
@@ -89,6 +89,7 @@ typedef unsigned long long CK_ULONG_LONG;
  * thread: it must not block. */
 typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);
 
+/* clang-format off */
 typedef struct HF_FUNCTION_LIST {
     CK_VERSION version;
     /* Attach ctx to the session's next key operation (and its audit record). */
@@ -103,5 +104,6 @@ typedef struct HF_FUNCTION_LIST {
     CK_RV (*HF_GetLinkInfo)(CK_SESSION_HANDLE session, const char *link_type, const char *link_id,
                             HF_LINK_INFO *info);
 } HF_FUNCTION_LIST;
+/* clang-format on */
 
 #endif /* HOLDFAST_H */

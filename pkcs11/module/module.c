@@ -60,14 +60,13 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
 {
     const HF_REQUEST_CONTEXT *ctx = s && s->has_ctx ? &s->ctx : NULL;
     struct hf_audit_record rec = {0};
-    char caller[48], detail_buf[256];
+    char detail_buf[256];
     uint64_t seq = 0;
     CK_RV rv;
 
     if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
-    snprintf(caller, sizeof(caller), "pkcs11:uid:%lu", (unsigned long)getuid());
     rec.api = ctx && ctx->api ? ctx->api : "pkcs11";
-    rec.caller = ctx && ctx->caller ? ctx->caller : caller;
+    rec.caller = ctx && ctx->caller ? ctx->caller : hf_mod.caller;
     rec.request_id = ctx ? ctx->request_id : NULL;
     rec.operation = operation;
     rec.detail = detail;
@@ -98,7 +97,7 @@ void hf_module_actor(const struct hf_session *s, struct hf_actor *who, char *buf
 {
     const HF_REQUEST_CONTEXT *ctx = s && s->has_ctx ? &s->ctx : NULL;
 
-    snprintf(buf, buflen, "pkcs11:uid:%lu", (unsigned long)getuid());
+    snprintf(buf, buflen, "%s", hf_mod.caller);
     who->api = ctx && ctx->api ? ctx->api : "pkcs11";
     who->caller = ctx && ctx->caller ? ctx->caller : buf;
 }
@@ -194,6 +193,7 @@ HF_EXPORT CK_RV C_Initialize(CK_VOID_PTR pInitArgs)
     if (parent_state_stale || (hf_mod.core && hf_mod.pid != getpid())) parent_state_drop();
     rv = hf_sessions_init();
     if (rv != CKR_OK) goto done;
+    snprintf(hf_mod.caller, sizeof(hf_mod.caller), "pkcs11:uid:%lu", (unsigned long)getuid());
     rv = core_start();
     if (rv != CKR_OK) {
         hf_sessions_release(false);

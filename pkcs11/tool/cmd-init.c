@@ -106,8 +106,10 @@ static int pin_file_write(const char *path, const char *pin)
     int rc = HF_EXIT_FAILED;
 
     if (asprintf(&text, "%s\n", pin) < 0) text = NULL;
-    if (text != NULL && hf_file_replace(path, text, strlen(text)) == CKR_OK) rc = HF_CLI_CONTINUE;
-    else hf_cli_error("cannot write PIN file %s", path);
+    if (text != NULL && hf_file_replace(path, text, strlen(text)) == CKR_OK)
+        rc = HF_CLI_CONTINUE;
+    else
+        hf_cli_error("cannot write PIN file %s", path);
     if (text != NULL) OPENSSL_clear_free(text, strlen(text));
     return rc;
 }

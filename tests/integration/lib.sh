@@ -32,11 +32,13 @@ export HF_SANITIZED
 # hf_ext CMD...: runs a program that is not ours (pkcs11-tool, p11-kit, modutil) but loads our
 # module. In an ASan build the sanitizer runtime must be loaded first, and that program's own
 # leaks are not ours to report.
+# Bounded in time: a test never hangs on a program it does not own.
 hf_ext() {
     if [ -n "$HF_SANITIZED" ] && [ -n "${HF_ASAN_RUNTIME:=$(hf_asan_runtime)}" ]; then
-        LD_PRELOAD="$HF_ASAN_RUNTIME" ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" "$@"
+        LD_PRELOAD="$HF_ASAN_RUNTIME" ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" \
+            timeout -k 5 "${HF_EXT_TIMEOUT:-120}" "$@"
     else
-        "$@"
+        timeout -k 5 "${HF_EXT_TIMEOUT:-120}" "$@"
     fi
 }
 hf_asan_runtime() {

@@ -33,9 +33,10 @@ int main(int argc, char **argv)
         CK_BBOOL yes = CK_TRUE;
         CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
         CK_KEY_TYPE type = CKK_AES;
-        CK_ATTRIBUTE tmpl[] = {{CKA_CLASS, &cls, sizeof(cls)},     {CKA_KEY_TYPE, &type, sizeof(type)},
-                               {CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, label, 0},
-                               {CKA_ENCRYPT, &yes, sizeof(yes)},   {CKA_DECRYPT, &yes, sizeof(yes)}};
+        CK_ATTRIBUTE tmpl[] = {
+            {CKA_CLASS, &cls, sizeof(cls)},     {CKA_KEY_TYPE, &type, sizeof(type)},
+            {CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, label, 0},
+            {CKA_ENCRYPT, &yes, sizeof(yes)},   {CKA_DECRYPT, &yes, sizeof(yes)}};
         CK_MECHANISM gen = {CKM_AES_KEY_GEN, NULL, 0};
         CK_OBJECT_HANDLE key;
         CK_ULONG_LONG seq;

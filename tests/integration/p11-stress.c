@@ -24,14 +24,14 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-#define CHECK(what, expr)                                                                      \
-    do {                                                                                       \
-        CK_RV rv_ = (expr);                                                                    \
-        if (rv_ != CKR_OK) {                                                                   \
-            fprintf(stderr, "%s: CKR 0x%lx\n", what, (unsigned long)rv_);                      \
-            atomic_fetch_add(&errors, 1);                                                      \
-            return;                                                                            \
-        }                                                                                      \
+#define CHECK(what, expr)                                                                          \
+    do {                                                                                           \
+        CK_RV rv_ = (expr);                                                                        \
+        if (rv_ != CKR_OK) {                                                                       \
+            fprintf(stderr, "%s: CKR 0x%lx\n", what, (unsigned long)rv_);                          \
+            atomic_fetch_add(&errors, 1);                                                          \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 static void aes_round(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key, unsigned n)
@@ -94,7 +94,8 @@ static void *worker(void *arg)
         return NULL;
     }
     while (now_s() < end) {
-        for (int i = 0; i < 16; i++) aes_round(s, aes, n++);
+        for (int i = 0; i < 16; i++)
+            aes_round(s, aes, n++);
         sign_round(s, &m_ecdsa, ec, ec_pub, n++);
         if (n % 8 == 0) sign_round(s, &m_pss, rsa, rsa_pub, n);
         atomic_fetch_add(&ops, 18);
@@ -119,7 +120,8 @@ int main(int argc, char **argv)
     p11_client_load(&client, argv[1], NULL);
     for (int i = 0; i < threads; i++)
         pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)(i + 1));
-    for (int i = 0; i < threads; i++) pthread_join(tids[i], NULL);
+    for (int i = 0; i < threads; i++)
+        pthread_join(tids[i], NULL);
     p11_client_unload(&client);
     printf("p11-stress: %d threads, %lu operations, %lu errors\n", threads, atomic_load(&ops),
            atomic_load(&errors));

@@ -172,7 +172,8 @@ static void target_setup(struct target *t, const char *module, const char *token
     t->aes = p11_client_find(&t->client, s, CKO_SECRET_KEY, "bench-aes");
     t->rsa_priv = p11_client_find(&t->client, s, CKO_PRIVATE_KEY, "bench-rsa");
     pub = p11_client_find(&t->client, s, CKO_PUBLIC_KEY, "bench-rsa");
-    if (!t->aes || !t->rsa_priv || !pub) p11_die("finding bench-aes/bench-rsa", CKR_OBJECT_HANDLE_INVALID);
+    if (!t->aes || !t->rsa_priv || !pub)
+        p11_die("finding bench-aes/bench-rsa", CKR_OBJECT_HANDLE_INVALID);
     t->ct_len = sizeof(t->ct);
     if ((rv = t->client.f->C_EncryptInit(s, &m, pub)) != CKR_OK ||
         (rv = t->client.f->C_Encrypt(s, msg, sizeof(msg), t->ct, &t->ct_len)) != CKR_OK)
@@ -212,17 +213,24 @@ int main(int argc, char **argv)
     double result[3][2][8];
 
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--holdfast")) hf_mod = argv[i + 1];
-        else if (!strcmp(argv[i], "--holdfast-pin")) hf_pin = argv[i + 1];
-        else if (!strcmp(argv[i], "--softhsm")) sh_mod = argv[i + 1];
-        else if (!strcmp(argv[i], "--softhsm-token")) sh_token = argv[i + 1];
-        else if (!strcmp(argv[i], "--softhsm-pin")) sh_pin = argv[i + 1];
-        else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+        if (!strcmp(argv[i], "--holdfast"))
+            hf_mod = argv[i + 1];
+        else if (!strcmp(argv[i], "--holdfast-pin"))
+            hf_pin = argv[i + 1];
+        else if (!strcmp(argv[i], "--softhsm"))
+            sh_mod = argv[i + 1];
+        else if (!strcmp(argv[i], "--softhsm-token"))
+            sh_token = argv[i + 1];
+        else if (!strcmp(argv[i], "--softhsm-pin"))
+            sh_pin = argv[i + 1];
+        else if (!strcmp(argv[i], "--seconds"))
+            seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) {
             n_counts = 0;
             for (char *p = argv[i + 1]; *p && n_counts < 8; p += strspn(p, ","))
                 thread_counts[n_counts++] = (int)strtol(p, &p, 10);
-        } else usage();
+        } else
+            usage();
     }
     if (!hf_mod || !hf_pin || !sh_mod || !sh_token || !sh_pin || seconds <= 0) usage();
 
