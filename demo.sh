@@ -32,6 +32,6 @@ cat <<MSG
 
 State lives in $HOLDFAST_STATE_DIR. Try:
   $holdfast key rotate demo
-  pkcs11-tool --module $top/build/pkcs11/module/.libs/holdfast-pkcs11.so --login --list-objects
-    (user PIN: $HOLDFAST_STATE_DIR/token-user.pin)
+  HOLDFAST_STATE_DIR=$HOLDFAST_STATE_DIR pkcs11-tool --module $top/build/pkcs11/module/.libs/holdfast-pkcs11.so \
+      --login --pin "\$(cat $HOLDFAST_STATE_DIR/token-user.pin)" --list-objects
 MSG

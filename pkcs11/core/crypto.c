@@ -160,6 +160,25 @@ static struct hf_material *material_new(enum hf_alg alg, unsigned bits)
     return m;
 }
 
+/* material_begin and material_end bracket the making of a new material: an OpenSSL error mark
+ * (errors of a failed try stay internal), and on failure the half-made material released. */
+static CK_RV material_begin(enum hf_alg alg, unsigned bits, struct hf_material **m)
+{
+    ERR_set_mark();
+    *m = material_new(alg, bits);
+    return *m != NULL ? CKR_OK : CKR_HOST_MEMORY;
+}
+
+static CK_RV material_end(struct hf_material *m, CK_RV rv, struct hf_material **out)
+{
+    if (rv == CKR_OK)
+        *out = m;
+    else
+        hf_material_unref(m);
+    ERR_pop_to_mark();
+    return rv;
+}
+
 struct hf_material *hf_material_ref(struct hf_material *m)
 {
     if (m != NULL) atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
@@ -236,17 +255,14 @@ done:
 CK_RV hf_material_generate(enum hf_alg alg, unsigned bits, struct hf_material **out)
 {
     struct hf_material *m = NULL;
-    CK_RV rv = CKR_FUNCTION_FAILED;
+    CK_RV rv;
 
     if (out == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
     if (!alg_bits_are_supported(alg, bits)) return CKR_KEY_SIZE_RANGE;
     if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
-    ERR_set_mark();
-    if ((m = material_new(alg, bits)) == NULL) {
-        rv = CKR_HOST_MEMORY;
-        goto done;
-    }
+    if ((rv = material_begin(alg, bits, &m)) != CKR_OK) goto done;
+    rv = CKR_FUNCTION_FAILED;
     if (alg == HF_ALG_AES) {
         m->secret_len = bits / 8;
         if ((m->secret = hf_secmem_alloc(m->secret_len)) == NULL) {
@@ -259,12 +275,7 @@ CK_RV hf_material_generate(enum hf_alg alg, unsigned bits, struct hf_material **
         rv = pkey_generate(alg, bits, &m->pkey);
     }
 done:
-    if (rv == CKR_OK)
-        *out = m;
-    else
-        hf_material_unref(m);
-    ERR_pop_to_mark();
-    return rv;
+    return material_end(m, rv, out);
 }
 
 /* bits 0 takes the key's own size. */
@@ -307,7 +318,7 @@ CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char
                              struct hf_material **out)
 {
     struct hf_material *m = NULL;
-    CK_RV rv = CKR_OK;
+    CK_RV rv;
 
     if (out == NULL || bytes == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
@@ -316,11 +327,7 @@ CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char
     if (alg == HF_ALG_AES && (aes_index(len) < 0 || (bits != 0 && bits != len * 8)))
         return CKR_KEY_SIZE_RANGE;
     if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
-    ERR_set_mark();
-    if ((m = material_new(alg, bits)) == NULL) {
-        rv = CKR_HOST_MEMORY;
-        goto done;
-    }
+    if ((rv = material_begin(alg, bits, &m)) != CKR_OK) goto done;
     if (alg == HF_ALG_AES) {
         m->bits = (unsigned)len * 8;
         m->secret_len = len;
@@ -334,12 +341,44 @@ CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char
         if (rv == CKR_OK) m->bits = (unsigned)EVP_PKEY_get_bits(m->pkey);
     }
 done:
-    if (rv == CKR_OK)
-        *out = m;
-    else
-        hf_material_unref(m);
-    ERR_pop_to_mark();
+    return material_end(m, rv, out);
+}
+
+static CK_RV pkey_fromdata(enum hf_alg alg, OSSL_PARAM *params, EVP_PKEY **out)
+{
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(libctx, alg == HF_ALG_RSA ? "RSA" : "EC", NULL);
+    EVP_PKEY_CTX *check = NULL;
+    EVP_PKEY *pkey = NULL;
+    CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
+
+    if (ctx == NULL) return CKR_GENERAL_ERROR;
+    if (EVP_PKEY_fromdata_init(ctx) <= 0 ||
+        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params) <= 0)
+        goto done;
+    check = EVP_PKEY_CTX_new_from_pkey(libctx, pkey, NULL);
+    if (check == NULL || EVP_PKEY_pairwise_check(check) != 1) goto done;
+    *out = pkey;
+    pkey = NULL;
+    rv = CKR_OK;
+done:
+    EVP_PKEY_CTX_free(check);
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(pkey);
     return rv;
+}
+
+CK_RV hf_material_from_params(enum hf_alg alg, OSSL_PARAM *params, struct hf_material **out)
+{
+    struct hf_material *m = NULL;
+    CK_RV rv;
+
+    if (out == NULL || params == NULL) return CKR_ARGUMENTS_BAD;
+    *out = NULL;
+    if (alg != HF_ALG_RSA && alg != HF_ALG_EC) return CKR_KEY_TYPE_INCONSISTENT;
+    if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
+    if ((rv = material_begin(alg, 0, &m)) == CKR_OK) rv = pkey_fromdata(alg, params, &m->pkey);
+    if (rv == CKR_OK) m->bits = (unsigned)EVP_PKEY_get_bits(m->pkey);
+    return material_end(m, rv, out);
 }
 
 CK_RV hf_material_to_bytes(const struct hf_material *m, unsigned char **bytes, size_t *len)
@@ -703,24 +742,36 @@ static CK_RV rsa_sig_input(EVP_PKEY *pkey, const struct hf_asym_params *p, struc
     }
 }
 
+/* rsa_sig_input, and for raw RSA the modulus-sized block (*block, malloc'd) put in t's place as
+ * what EVP_PKEY_sign/verify get. */
+static CK_RV rsa_tbs_prepare(EVP_PKEY *pkey, const struct hf_asym_params *p, struct tbs *t,
+                             unsigned char **block)
+{
+    size_t k = (size_t)EVP_PKEY_get_size(pkey);
+    CK_RV rv = rsa_sig_input(pkey, p, t);
+
+    if (rv != CKR_OK || p->padding != HF_RSA_RAW) return rv;
+    if ((rv = raw_block(k, t->data, t->len, block)) != CKR_OK) return rv;
+    t->data = *block;
+    t->len = k;
+    return CKR_OK;
+}
+
 static CK_RV rsa_sign(EVP_PKEY *pkey, const struct hf_asym_params *p, struct tbs *t,
                       unsigned char *out, size_t *outlen)
 {
-    size_t k = (size_t)EVP_PKEY_get_size(pkey), siglen = k;
+    size_t siglen = (size_t)EVP_PKEY_get_size(pkey);
     EVP_PKEY_CTX *pctx = NULL;
     unsigned char *block = NULL;
     CK_RV rv;
 
-    if ((rv = rsa_sig_input(pkey, p, t)) != CKR_OK) goto done;
-    if (p->padding == HF_RSA_RAW && (rv = raw_block(k, t->data, t->len, &block)) != CKR_OK)
-        goto done;
+    if ((rv = rsa_tbs_prepare(pkey, p, t, &block)) != CKR_OK) goto done;
     rv = CKR_FUNCTION_FAILED;
     if ((pctx = EVP_PKEY_CTX_new_from_pkey(libctx, pkey, NULL)) == NULL ||
         EVP_PKEY_sign_init(pctx) <= 0)
         goto done;
     if ((rv = rsa_sig_setup(pctx, p, t->md)) != CKR_OK) goto done;
-    if (EVP_PKEY_sign(pctx, out, &siglen, block != NULL ? block : t->data,
-                      block != NULL ? k : t->len) <= 0) {
+    if (EVP_PKEY_sign(pctx, out, &siglen, t->data, t->len) <= 0) {
         rv = rv_from_err(CKR_FUNCTION_FAILED);
         goto done;
     }
@@ -817,7 +868,6 @@ static CK_RV verify_run(EVP_PKEY *pub, const struct hf_asym_params *p, struct tb
     EVP_PKEY_CTX *pctx = NULL;
     unsigned char *der = NULL, *block = NULL;
     int der_len = 0;
-    size_t k = (size_t)EVP_PKEY_get_size(pub);
     CK_RV rv;
 
     if (pkey_is_ec(pub)) {
@@ -825,21 +875,18 @@ static CK_RV verify_run(EVP_PKEY *pub, const struct hf_asym_params *p, struct tb
         sig = der;
         siglen = (size_t)der_len;
     } else {
-        if (siglen != k) {
+        if (siglen != (size_t)EVP_PKEY_get_size(pub)) {
             rv = CKR_SIGNATURE_LEN_RANGE;
             goto done;
         }
-        if ((rv = rsa_sig_input(pub, p, t)) != CKR_OK) goto done;
-        if (p->padding == HF_RSA_RAW && (rv = raw_block(k, t->data, t->len, &block)) != CKR_OK)
-            goto done;
+        if ((rv = rsa_tbs_prepare(pub, p, t, &block)) != CKR_OK) goto done;
     }
     rv = CKR_FUNCTION_FAILED;
     if ((pctx = EVP_PKEY_CTX_new_from_pkey(libctx, pub, NULL)) == NULL ||
         EVP_PKEY_verify_init(pctx) <= 0)
         goto done;
     if (pkey_is_rsa(pub) && (rv = rsa_sig_setup(pctx, p, t->md)) != CKR_OK) goto done;
-    rv = EVP_PKEY_verify(pctx, sig, siglen, block != NULL ? block : t->data,
-                         block != NULL ? k : t->len) == 1
+    rv = EVP_PKEY_verify(pctx, sig, siglen, t->data, t->len) == 1
              ? CKR_OK
              : rv_from_err(CKR_SIGNATURE_INVALID);
     if (rv == CKR_DATA_LEN_RANGE || rv == CKR_DATA_INVALID) rv = CKR_SIGNATURE_INVALID;

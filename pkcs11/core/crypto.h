@@ -27,7 +27,11 @@ CK_RV hf_material_generate(enum hf_alg alg, unsigned bits, struct hf_material **
  * CKR_DATA_INVALID, a key of another algorithm CKR_KEY_TYPE_INCONSISTENT. */
 CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char *bytes, size_t len,
                              struct hf_material **out);
-/* The inverse, into hf_secmem memory: release with hf_secmem_free(*bytes, *len). */
+/* An RSA or EC key pair from its components as OSSL_PARAMs (OSSL_PKEY_PARAM_*), checked for
+ * consistency: a bad CRT value would make wrong signatures, not errors. Components that make no
+ * consistent key pair are CKR_ATTRIBUTE_VALUE_INVALID. */
+CK_RV hf_material_from_params(enum hf_alg alg, OSSL_PARAM *params, struct hf_material **out);
+/* The inverse of from_bytes, into hf_secmem memory: release with hf_secmem_free(*bytes, *len). */
 CK_RV hf_material_to_bytes(const struct hf_material *m, unsigned char **bytes, size_t *len);
 /* SubjectPublicKeyInfo DER (RSA, EC); malloc'd. CKR_KEY_TYPE_INCONSISTENT for AES. */
 CK_RV hf_material_public_der(const struct hf_material *m, unsigned char **der, size_t *len);

@@ -744,6 +744,20 @@ bool hf_hsm_has_kek(struct hf_hsm *hsm, const char *kek_label)
  * them (its plaintexts, raw AES keys and DER, carry their own length). */
 static CK_MECHANISM kwp_mech = {CKM_AES_KEY_WRAP_PAD, NULL, 0};
 
+/* The plaintext travels as a session secret SoftHSMv2 will wrap and reveal; the template is
+ * shared by both directions (wrap appends CKA_VALUE). Only read, never written, by the module. */
+static CK_OBJECT_CLASS carrier_class = CKO_SECRET_KEY;
+static CK_KEY_TYPE carrier_type = CKK_GENERIC_SECRET;
+static CK_BBOOL carrier_yes = CK_TRUE, carrier_no = CK_FALSE;
+static CK_ATTRIBUTE carrier_tmpl[] = {
+    {CKA_CLASS, &carrier_class, sizeof(carrier_class)},
+    {CKA_KEY_TYPE, &carrier_type, sizeof(carrier_type)},
+    {CKA_TOKEN, &carrier_no, sizeof(carrier_no)},
+    {CKA_SENSITIVE, &carrier_no, sizeof(carrier_no)},
+    {CKA_EXTRACTABLE, &carrier_yes, sizeof(carrier_yes)},
+};
+#define CARRIER_N (sizeof(carrier_tmpl) / sizeof(carrier_tmpl[0]))
+
 struct wrap_job {
     const unsigned char *in;
     size_t in_len;
@@ -754,20 +768,14 @@ struct wrap_job {
 static CK_RV wrap_once(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE kek,
                        struct wrap_job *job)
 {
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_KEY_TYPE type = CKK_GENERIC_SECRET;
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-    CK_ATTRIBUTE tmpl[] = {
-        {CKA_CLASS, &cls, sizeof(cls)},       {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_TOKEN, &no, sizeof(no)},         {CKA_SENSITIVE, &no, sizeof(no)},
-        {CKA_EXTRACTABLE, &yes, sizeof(yes)}, {CKA_VALUE, (void *)job->in, job->in_len},
-    };
+    CK_ATTRIBUTE tmpl[CARRIER_N + 1];
     CK_OBJECT_HANDLE obj = CK_INVALID_HANDLE;
     CK_ULONG len = 0;
     CK_RV rv;
 
-    if ((rv = hsm->f->C_CreateObject(s, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), &obj)) != CKR_OK)
-        return rv;
+    memcpy(tmpl, carrier_tmpl, sizeof(carrier_tmpl));
+    tmpl[CARRIER_N] = (CK_ATTRIBUTE){CKA_VALUE, (void *)job->in, job->in_len};
+    if ((rv = hsm->f->C_CreateObject(s, tmpl, CARRIER_N + 1, &obj)) != CKR_OK) return rv;
     if ((rv = hsm->f->C_WrapKey(s, &kwp_mech, kek, obj, NULL, &len)) != CKR_OK) goto done;
     if ((job->out = malloc(len ? len : 1)) == NULL) {
         rv = CKR_HOST_MEMORY;
@@ -787,20 +795,12 @@ done:
 static CK_RV unwrap_once(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE kek,
                          struct wrap_job *job)
 {
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_KEY_TYPE type = CKK_GENERIC_SECRET;
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-    CK_ATTRIBUTE tmpl[] = {
-        {CKA_CLASS, &cls, sizeof(cls)},       {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_TOKEN, &no, sizeof(no)},         {CKA_SENSITIVE, &no, sizeof(no)},
-        {CKA_EXTRACTABLE, &yes, sizeof(yes)},
-    };
     CK_ATTRIBUTE value = {CKA_VALUE, NULL, 0};
     CK_OBJECT_HANDLE obj = CK_INVALID_HANDLE;
     CK_RV rv;
 
-    rv = hsm->f->C_UnwrapKey(s, &kwp_mech, kek, (CK_BYTE_PTR)job->in, job->in_len, tmpl,
-                             sizeof(tmpl) / sizeof(tmpl[0]), &obj);
+    rv = hsm->f->C_UnwrapKey(s, &kwp_mech, kek, (CK_BYTE_PTR)job->in, job->in_len, carrier_tmpl,
+                             CARRIER_N, &obj);
     /* SoftHSMv2 reports a failed RFC 5649 integrity check as CKR_GENERAL_ERROR. */
     if (rv == CKR_GENERAL_ERROR || rv == CKR_WRAPPED_KEY_LEN_RANGE ||
         rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE)

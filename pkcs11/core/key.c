@@ -164,19 +164,6 @@ static bool name_char_is_valid(int c)
     return isascii(c) && (isalnum(c) || strchr("._:/@+-", c));
 }
 
-bool hf_key_name_is_valid(const char *name)
-{
-    size_t len;
-
-    if (!name) return false;
-    len = strlen(name);
-    if (len == 0 || len > HF_NAME_MAX) return false;
-    for (size_t i = 0; i < len; i++)
-        if (!name_char_is_valid((unsigned char)name[i])) return false;
-    /* Keys are looked up by "UUID or name": a name shaped like a UUID would be ambiguous. */
-    return !hf_uuid_is_valid(name);
-}
-
 bool hf_label_name_is_valid(const char *name)
 {
     size_t len;
@@ -187,6 +174,12 @@ bool hf_label_name_is_valid(const char *name)
     for (size_t i = 0; i < len; i++)
         if (!name_char_is_valid((unsigned char)name[i])) return false;
     return true;
+}
+
+bool hf_key_name_is_valid(const char *name)
+{
+    /* Keys are looked up by "UUID or name": a name shaped like a UUID would be ambiguous. */
+    return hf_label_name_is_valid(name) && !hf_uuid_is_valid(name);
 }
 
 static bool label_value_is_valid(const char *value)

@@ -136,18 +136,29 @@ static CK_RV op_complete(struct hf_session *s, struct hf_op *op, enum hf_op_kind
     return op_finish(s, op, kind, rv, out, rv == CKR_OK ? len : 0);
 }
 
+/* The session hs, held (hf_session_put it), and its operation of kind, which has been
+ * initialised; CKR_OPERATION_NOT_INITIALIZED, with nothing held, when it has not. */
+static CK_RV active_op_get(CK_SESSION_HANDLE hs, enum hf_op_kind kind, struct hf_session **s,
+                           struct hf_op **op)
+{
+    CK_RV rv = hf_session_get(hs, s);
+
+    if (rv != CKR_OK) return rv;
+    *op = &(*s)->ops[kind];
+    if ((*op)->active) return CKR_OK;
+    hf_session_put(*s);
+    return CKR_OPERATION_NOT_INITIALIZED;
+}
+
 CK_RV hf_entry_oneshot(CK_SESSION_HANDLE hs, enum hf_op_kind kind, const unsigned char *in,
                        CK_ULONG inlen, unsigned char *out, CK_ULONG_PTR outlen)
 {
     struct hf_session *s;
     struct hf_op *op;
-    CK_RV rv = hf_session_get(hs, &s);
+    CK_RV rv = active_op_get(hs, kind, &s, &op);
 
     if (rv != CKR_OK) return rv;
-    op = &s->ops[kind];
-    if (!op->active)
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    else if (op->buf_len != 0)
+    if (op->buf_len != 0)
         /* Section 5.12: a single-part call cannot finish a multi-part operation. */
         rv = CKR_OPERATION_ACTIVE;
     else if (in == NULL && inlen != 0)
@@ -164,14 +175,9 @@ CK_RV hf_entry_update(CK_SESSION_HANDLE hs, enum hf_op_kind kind, const unsigned
     bool has_output = kind == HF_OP_ENCRYPT || kind == HF_OP_DECRYPT;
     struct hf_session *s;
     struct hf_op *op;
-    CK_RV rv = hf_session_get(hs, &s);
+    CK_RV rv = active_op_get(hs, kind, &s, &op);
 
     if (rv != CKR_OK) return rv;
-    op = &s->ops[kind];
-    if (!op->active) {
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-        goto done;
-    }
     if ((in == NULL && inlen != 0) || (has_output && outlen == NULL)) {
         rv = op_finish(s, op, kind, CKR_ARGUMENTS_BAD, NULL, 0);
         goto done;
@@ -195,14 +201,10 @@ CK_RV hf_entry_final(CK_SESSION_HANDLE hs, enum hf_op_kind kind, unsigned char *
 {
     struct hf_session *s;
     struct hf_op *op;
-    CK_RV rv = hf_session_get(hs, &s);
+    CK_RV rv = active_op_get(hs, kind, &s, &op);
 
     if (rv != CKR_OK) return rv;
-    op = &s->ops[kind];
-    if (!op->active)
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    else
-        rv = op_complete(s, op, kind, op->buf, op->buf_len, out, outlen);
+    rv = op_complete(s, op, kind, op->buf, op->buf_len, out, outlen);
     hf_session_put(s);
     return rv;
 }
@@ -212,14 +214,9 @@ CK_RV hf_entry_verify(CK_SESSION_HANDLE hs, const unsigned char *in, CK_ULONG in
 {
     struct hf_session *s;
     struct hf_op *op;
-    CK_RV rv = hf_session_get(hs, &s);
+    CK_RV rv = active_op_get(hs, HF_OP_VERIFY, &s, &op);
 
     if (rv != CKR_OK) return rv;
-    op = &s->ops[HF_OP_VERIFY];
-    if (!op->active) {
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-        goto done;
-    }
     if (!final && op->buf_len != 0) {
         rv = CKR_OPERATION_ACTIVE;
         goto done;

@@ -8,14 +8,15 @@
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
-#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/obj_mac.h>
 #include <openssl/param_build.h>
-#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pkcs11/core/crypto.h"
+#include "pkcs11/core/secmem.h"
 
 static const unsigned char oid_p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
                                          0xce, 0x3d, 0x03, 0x01, 0x07};
@@ -364,53 +365,18 @@ HF_EXPORT CK_RV C_GenerateKeyPair(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR p
 
 /* ---- C_CreateObject: private keys from their components, as PKCS#8 ---------------------- */
 
-/* PKCS#8 PrivateKeyInfo DER of pkey (malloc'd; the caller cleanses it). */
-static CK_RV pkcs8_der(EVP_PKEY *pkey, unsigned char **der, size_t *len)
+/* The PKCS#8 DER (hf_secmem memory) of the key pair params make, for hf_keygen_import. */
+static CK_RV params_import_der(enum hf_alg alg, OSSL_PARAM *params, unsigned char **der,
+                               size_t *len, unsigned *bits)
 {
-    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8(pkey);
-    unsigned char *buf = NULL, *p;
-    int n;
-    CK_RV rv = CKR_GENERAL_ERROR;
+    struct hf_material *m = NULL;
+    CK_RV rv = hf_material_from_params(alg, params, &m);
 
-    if (!p8 || (n = i2d_PKCS8_PRIV_KEY_INFO(p8, NULL)) <= 0) goto done;
-    if (!(buf = malloc((size_t)n))) {
-        rv = CKR_HOST_MEMORY;
-        goto done;
+    if (rv == CKR_OK) {
+        *bits = hf_material_bits(m);
+        rv = hf_material_to_bytes(m, der, len);
     }
-    p = buf;
-    if (i2d_PKCS8_PRIV_KEY_INFO(p8, &p) != n) goto done;
-    *der = buf;
-    *len = (size_t)n;
-    buf = NULL;
-    rv = CKR_OK;
-done:
-    if (buf) OPENSSL_clear_free(buf, (size_t)n);
-    PKCS8_PRIV_KEY_INFO_free(p8);
-    return rv;
-}
-
-/* A key pair from OSSL_PARAMs, checked for consistency (a bad CRT value would make wrong
- * signatures, not errors). */
-static CK_RV pkey_fromdata(const char *type, OSSL_PARAM *params, EVP_PKEY **out)
-{
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(hf_crypto_libctx(), type, NULL);
-    EVP_PKEY_CTX *check = NULL;
-    EVP_PKEY *pkey = NULL;
-    CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
-
-    if (!ctx) return CKR_GENERAL_ERROR;
-    if (EVP_PKEY_fromdata_init(ctx) <= 0 ||
-        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params) <= 0)
-        goto done;
-    check = EVP_PKEY_CTX_new_from_pkey(hf_crypto_libctx(), pkey, NULL);
-    if (!check || EVP_PKEY_pairwise_check(check) != 1) goto done;
-    *out = pkey;
-    pkey = NULL;
-    rv = CKR_OK;
-done:
-    EVP_PKEY_CTX_free(check);
-    EVP_PKEY_CTX_free(ctx);
-    EVP_PKEY_free(pkey);
+    hf_material_unref(m);
     return rv;
 }
 
@@ -444,23 +410,17 @@ static CK_RV rsa_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **d
     BIGNUM *bn[sizeof(parts) / sizeof(parts[0])] = {0};
     OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
     OSSL_PARAM *params = NULL;
-    EVP_PKEY *pkey = NULL;
     CK_RV rv = bld ? CKR_OK : CKR_HOST_MEMORY;
 
     /* All CRT parts are required: OpenSSL cannot use a key without them efficiently. */
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && rv == CKR_OK; i++)
         rv = bld_push_attr(bld, t, n, parts[i].type, parts[i].name, &bn[i]);
     if (rv == CKR_OK && !(params = OSSL_PARAM_BLD_to_param(bld))) rv = CKR_HOST_MEMORY;
-    if (rv == CKR_OK) rv = pkey_fromdata("RSA", params, &pkey);
-    if (rv == CKR_OK) {
-        *bits = (unsigned)EVP_PKEY_get_bits(pkey);
-        rv = pkcs8_der(pkey, der, len);
-    }
+    if (rv == CKR_OK) rv = params_import_der(HF_ALG_RSA, params, der, len, bits);
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
         BN_clear_free(bn[i]);
     OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
-    EVP_PKEY_free(pkey);
     return rv;
 }
 
@@ -494,7 +454,6 @@ static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **de
     unsigned char point[133];
     size_t point_len = sizeof(point);
     BIGNUM *priv = NULL;
-    EVP_PKEY *pkey = NULL;
     const char *curve;
     CK_RV rv = bld ? CKR_OK : CKR_HOST_MEMORY;
 
@@ -509,12 +468,10 @@ static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **de
          !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len) ||
          !(params = OSSL_PARAM_BLD_to_param(bld))))
         rv = CKR_HOST_MEMORY;
-    if (rv == CKR_OK) rv = pkey_fromdata("EC", params, &pkey);
-    if (rv == CKR_OK) rv = pkcs8_der(pkey, der, len);
+    if (rv == CKR_OK) rv = params_import_der(HF_ALG_EC, params, der, len, bits);
     BN_clear_free(priv);
     OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
-    EVP_PKEY_free(pkey);
     return rv;
 }
 
@@ -561,7 +518,7 @@ static CK_RV private_import(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULON
         return CKR_ATTRIBUTE_VALUE_INVALID;
     }
     if (rv == CKR_OK) rv = hf_keygen_import(s, alg, bits, der, len, t, n, out);
-    if (der) OPENSSL_clear_free(der, len);
+    hf_secmem_free(der, len);
     return rv;
 }
 

@@ -6,8 +6,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "pkcs11/core/core.h"
+
+/* A fresh dir $TMPDIR/<prefix>-XXXXXX into dir (PATH_MAX bytes). */
+static int tmpdir_make(char *dir, const char *prefix)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    if (snprintf(dir, PATH_MAX, "%s/%s-XXXXXX", tmp && tmp[0] ? tmp : "/tmp", prefix) >= PATH_MAX) {
+        fprintf(stderr, "%s: temp dir path too long\n", prefix);
+        dir[0] = '\0';
+        return -1;
+    }
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        dir[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    if (remove(path) != 0) perror(path);
+    return 0; /* remove what can be removed */
+}
+
+static void tmpdir_remove(char *dir)
+{
+    if (dir[0] != '\0') nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    dir[0] = '\0';
+}
 
 static int conf_write(const char *path, const char *dir, const char *extra_conf)
 {
@@ -21,16 +53,11 @@ static int conf_write(const char *path, const char *dir, const char *extra_conf)
 
 int hf_test_env_setup(struct hf_test_env *env, const char *extra_conf)
 {
-    const char *tmp = getenv("TMPDIR");
     char err[512] = "";
     CK_RV rv;
 
     memset(env, 0, sizeof(*env));
-    snprintf(env->dir, sizeof(env->dir), "%s/hf-test-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (mkdtemp(env->dir) == NULL) {
-        perror("hf_test_env_setup: mkdtemp");
-        return -1;
-    }
+    if (tmpdir_make(env->dir, "hf-test") != 0) return -1;
     if (snprintf(env->conf_path, sizeof(env->conf_path), "%s/holdfast.conf", env->dir) >=
         (int)sizeof(env->conf_path)) {
         fprintf(stderr, "hf_test_env_setup: %s: path too long\n", env->dir);
@@ -59,20 +86,51 @@ fail:
     return -1;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    if (remove(path) != 0) perror(path);
-    return 0; /* remove what can be removed */
-}
-
 void hf_test_env_teardown(struct hf_test_env *env)
 {
     const char *conf = getenv("HOLDFAST_CONF");
 
     if (env == NULL) return;
     if (conf != NULL && strcmp(conf, env->conf_path) == 0) unsetenv("HOLDFAST_CONF");
-    if (env->dir[0] != '\0') nftw(env->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir_remove(env->dir);
     hf_config_free(&env->cfg);
-    env->dir[0] = '\0';
     env->conf_path[0] = '\0';
+}
+
+int hf_test_softhsm_setup(struct hf_test_softhsm *hsm, const char *prefix)
+{
+    char conf[PATH_MAX + 32], tokens[PATH_MAX + 32], real[PATH_MAX];
+    FILE *fp;
+
+    memset(hsm, 0, sizeof(*hsm));
+    if (tmpdir_make(hsm->dir, prefix) != 0) return -1;
+    /* Canonical, so lock_path compares equal to the /proc/self/fd links of the open lock. */
+    if (realpath(hsm->dir, real) != NULL) memcpy(hsm->dir, real, sizeof(real));
+    snprintf(tokens, sizeof(tokens), "%s/tokens", hsm->dir);
+    snprintf(conf, sizeof(conf), "%s/softhsm2.conf", hsm->dir);
+    if (snprintf(hsm->lock_path, sizeof(hsm->lock_path), "%s/hsm.lock", hsm->dir) >=
+            (int)sizeof(hsm->lock_path) ||
+        mkdir(tokens, 0700) != 0 || (fp = fopen(conf, "w")) == NULL) {
+        perror("hf_test_softhsm_setup");
+        hf_test_softhsm_teardown(hsm);
+        return -1;
+    }
+    fprintf(fp,
+            "directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n"
+            "slots.removable = false\nlibrary.reset_on_fork = true\n",
+            tokens);
+    if (fclose(fp) != 0) {
+        perror(conf);
+        hf_test_softhsm_teardown(hsm);
+        return -1;
+    }
+    setenv("SOFTHSM2_CONF", conf, 1);
+    return 0;
+}
+
+void hf_test_softhsm_teardown(struct hf_test_softhsm *hsm)
+{
+    if (hsm == NULL) return;
+    tmpdir_remove(hsm->dir);
+    hsm->lock_path[0] = '\0';
 }

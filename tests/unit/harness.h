@@ -26,6 +26,21 @@ struct hf_test_env {
 int hf_test_env_setup(struct hf_test_env *env, const char *extra_conf);
 void hf_test_env_teardown(struct hf_test_env *env);
 
+/* A bare SoftHSMv2 setup for suites that test the HSM seam alone (no core, no key store): a temp
+ * dir named after prefix holding an empty token directory and a softhsm2.conf, exported as
+ * SOFTHSM2_CONF (before the first dlopen: SoftHSMv2 reads it in C_Initialize). dir is a
+ * canonical path; lock_path names the token lock file in it, for hf_hsm_* (hf_hsm makes the
+ * file). */
+struct hf_test_softhsm {
+    char dir[PATH_MAX];
+    char lock_path[PATH_MAX];
+};
+
+/* 0 on success; prints why and returns -1 otherwise. */
+int hf_test_softhsm_setup(struct hf_test_softhsm *hsm, const char *prefix);
+/* Removes the dir; tolerates a setup that failed or never ran. */
+void hf_test_softhsm_teardown(struct hf_test_softhsm *hsm);
+
 /* Registers suites, runs them in CUnit's basic mode (verbose), returns the process exit code:
  * 0 when every assertion passed, 1 otherwise (so automake counts failures). */
 int hf_test_run(CU_SuiteInfo *suites);

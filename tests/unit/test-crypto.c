@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/provider.h>
@@ -704,6 +705,34 @@ static void test_material_to_and_from_bytes_round_trip(void)
     }
 }
 
+/* What C_CreateObject builds an imported private key from: a bad CRT value must be refused,
+ * not stored to make wrong signatures later. */
+static void test_material_from_params_must_make_a_consistent_pair(void)
+{
+    OSSL_PARAM *params = NULL, *p;
+    struct hf_material *m = NULL;
+
+    CU_ASSERT_EQUAL_FATAL(EVP_PKEY_todata(hf_material_pkey(rsa2048), EVP_PKEY_KEYPAIR, &params), 1);
+    CU_ASSERT_EQUAL_FATAL(hf_material_from_params(HF_ALG_RSA, params, &m), CKR_OK);
+    CU_ASSERT_EQUAL(hf_material_alg(m), HF_ALG_RSA);
+    CU_ASSERT_EQUAL(hf_material_bits(m), 2048);
+    CU_ASSERT_EQUAL(EVP_PKEY_eq(hf_material_pkey(m), hf_material_pkey(rsa2048)), 1);
+    hf_material_unref(m);
+    m = NULL;
+
+    CU_ASSERT_EQUAL(hf_material_from_params(HF_ALG_EC, params, &m), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_material_from_params(HF_ALG_AES, params, &m), CKR_KEY_TYPE_INCONSISTENT);
+    CU_ASSERT_EQUAL(hf_material_from_params(HF_ALG_RSA, NULL, &m), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_material_from_params(HF_ALG_RSA, params, NULL), CKR_ARGUMENTS_BAD);
+    p = OSSL_PARAM_locate(params, OSSL_PKEY_PARAM_RSA_FACTOR1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    ((unsigned char *)p->data)[0] ^= 0x02; /* p no longer divides n */
+    CU_ASSERT_EQUAL(hf_material_from_params(HF_ALG_RSA, params, &m), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_EQUAL(ERR_peek_error(), 0);
+    OSSL_PARAM_free(params);
+}
+
 static void test_material_rejects_garbage_and_bad_sizes(void)
 {
     unsigned char junk[64] = {0x30, 0x03, 0x02, 0x01, 0x00};
@@ -804,6 +833,8 @@ int main(void)
         {"PKCS#1 and raw encryption round trip", test_rsa_pkcs1_and_raw_encryption_round_trip},
         {"refuses mismatched mechanisms", test_rsa_refuses_mismatched_mechanisms},
         {"material to/from bytes round trip", test_material_to_and_from_bytes_round_trip},
+        {"material from params must make a consistent pair",
+         test_material_from_params_must_make_a_consistent_pair},
         CU_TEST_INFO_NULL,
     };
     static CU_TestInfo ec_tests[] = {

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
@@ -13,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,36 +25,10 @@
 #define TOKEN "hf-test-mp"
 #define KEK "hf-root-kek"
 
-static char tmpdir[] = "/tmp/hf-test-mp-XXXXXX";
-static char lock_path[512];
+static struct hf_test_softhsm softhsm;
 static unsigned char secret[32];
 static unsigned char *blob; /* secret wrapped under KEK */
 static size_t blob_len;
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static int softhsm_setup(void)
-{
-    char path[512], tokens[512];
-    FILE *f;
-
-    if (mkdtemp(tmpdir) == NULL) return -1;
-    snprintf(tokens, sizeof(tokens), "%s/tokens", tmpdir);
-    snprintf(path, sizeof(path), "%s/softhsm2.conf", tmpdir);
-    snprintf(lock_path, sizeof(lock_path), "%s/hsm.lock", tmpdir);
-    if (mkdir(tokens, 0700) != 0 || (f = fopen(path, "w")) == NULL) return -1;
-    fprintf(f,
-            "directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n"
-            "slots.removable = false\nlibrary.reset_on_fork = true\n",
-            tokens);
-    fclose(f);
-    setenv("SOFTHSM2_CONF", path, 1);
-    return 0;
-}
 
 /* A token with a KEK and a blob sealed under it. The handle is closed again, so every child
  * starts from a process without the module loaded, like a fresh CLI run. */
@@ -65,10 +37,12 @@ static int suite_init(void)
     struct hf_hsm *h = NULL;
     CK_RV rv;
 
-    if (softhsm_setup() != 0) return -1;
+    if (hf_test_softhsm_setup(&softhsm, "hf-test-mp") != 0) return -1;
     memset(secret, 0x5a, sizeof(secret));
-    rv = hf_hsm_token_ensure(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_SO_PIN, HF_TEST_USER_PIN);
-    if (rv == CKR_OK) rv = hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &h);
+    rv = hf_hsm_token_ensure(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_SO_PIN,
+                             HF_TEST_USER_PIN);
+    if (rv == CKR_OK)
+        rv = hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &h);
     if (rv == CKR_OK) rv = hf_hsm_kek_ensure(h, KEK);
     if (rv == CKR_OK) rv = hf_hsm_wrap(h, KEK, secret, sizeof(secret), &blob, &blob_len);
     hf_hsm_close(h);
@@ -79,7 +53,7 @@ static int suite_init(void)
 static int suite_clean(void)
 {
     free(blob);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    hf_test_softhsm_teardown(&softhsm);
     return 0;
 }
 
@@ -135,7 +109,7 @@ static CK_RV cycle(bool unwrap)
     struct hf_hsm *h = NULL;
     unsigned char *p = NULL;
     size_t pl = 0;
-    CK_RV rv = hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &h);
+    CK_RV rv = hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &h);
 
     if (rv == CKR_OK && unwrap) rv = hf_hsm_unwrap(h, KEK, blob, blob_len, &p, &pl);
     /* hsm.h: up to 7 zero bytes of padding may follow. */
@@ -227,7 +201,7 @@ static void test_four_processes_ensuring_a_token_create_one(void)
     for (int i = 0; i < N; i++) {
         if ((pids[i] = fork()) == 0) {
             gate_wait(&g);
-            _exit(hf_hsm_token_ensure(HF_SOFTHSM_MODULE, lock_path, label, HF_TEST_SO_PIN,
+            _exit(hf_hsm_token_ensure(HF_SOFTHSM_MODULE, softhsm.lock_path, label, HF_TEST_SO_PIN,
                                       HF_TEST_USER_PIN) == CKR_OK
                       ? 0
                       : 1);
@@ -253,7 +227,7 @@ static bool holder_start(struct holder *h, int op, int ms)
     fflush(NULL);
     if ((h->pid = fork()) == 0) {
         struct pollfd p = {.fd = stop[0], .events = POLLIN};
-        int fd = open(lock_path, O_RDWR | O_CLOEXEC);
+        int fd = open(softhsm.lock_path, O_RDWR | O_CLOEXEC);
         close(stop[1]);
         if (fd < 0 || flock(fd, op) != 0 || write(ready[1], "x", 1) != 1) _exit(1);
         poll(&p, 1, ms); /* woken by EOF when the parent closes stop[1] */
@@ -289,8 +263,8 @@ static void test_open_and_unwrap_wait_for_an_exclusive_holder(void)
 
     CU_ASSERT_FATAL(holder_start(&hold, LOCK_EX, HOLD_MS));
     t0 = ms_now();
-    CU_ASSERT_EQUAL_FATAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &h),
-                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &h), CKR_OK);
     CU_ASSERT_TRUE(ms_now() - t0 >= HOLD_MS - 50);
     holder_end(&hold);
 
@@ -312,8 +286,8 @@ static void test_unwrap_shares_the_lock_and_open_does_not(void)
     size_t pl = 0;
     uint64_t t0;
 
-    CU_ASSERT_EQUAL_FATAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &h),
-                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &h), CKR_OK);
     /* A reader elsewhere holds it for up to 30 s: unwrap runs beside it, open waits for it. */
     CU_ASSERT_FATAL(holder_start(&hold, LOCK_SH, 30000));
     CU_ASSERT_EQUAL(hf_hsm_unwrap(h, KEK, blob, blob_len, &p, &pl), CKR_OK);
@@ -325,7 +299,8 @@ static void test_unwrap_shares_the_lock_and_open_does_not(void)
     holder_end(&hold);
     CU_ASSERT_FATAL(holder_start(&hold, LOCK_SH, 400));
     t0 = ms_now();
-    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &h), CKR_OK);
+    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &h),
+                    CKR_OK);
     CU_ASSERT_TRUE(ms_now() - t0 >= 350);
     holder_end(&hold);
     hf_hsm_close(h);
@@ -345,7 +320,7 @@ static int lock_fds(void)
         snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
         if ((len = readlink(link, target, sizeof(target) - 1)) < 0) continue;
         target[len] = '\0';
-        if (strcmp(target, lock_path) == 0) n++;
+        if (strcmp(target, softhsm.lock_path) == 0) n++;
     }
     closedir(d);
     return n;
@@ -359,8 +334,8 @@ static void test_no_lock_descriptor_outlives_a_call(void)
     pid_t pid;
 
     /* So a child forked between calls inherits no lock, and exec'd programs none at all. */
-    CU_ASSERT_EQUAL_FATAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &h),
-                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &h), CKR_OK);
     CU_ASSERT_EQUAL(lock_fds(), 0);
     CU_ASSERT_EQUAL(hf_hsm_unwrap(h, KEK, blob, blob_len, &p, &pl), CKR_OK);
     CU_ASSERT_EQUAL(lock_fds(), 0);

@@ -3,7 +3,6 @@
 #include "harness.h"
 
 #include <dlfcn.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,47 +19,20 @@
 #define TOKEN "hf-test-local"
 #define KEK "hf-root-kek"
 
-static char tmpdir[] = "/tmp/hf-test-local-XXXXXX";
-static char lock_path[512];
+static struct hf_test_softhsm softhsm;
 static struct hf_hsm *hsm;
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static int softhsm_setup(void)
-{
-    char path[512], tokens[512];
-    FILE *f;
-
-    if (mkdtemp(tmpdir) == NULL) return -1;
-    snprintf(tokens, sizeof(tokens), "%s/tokens", tmpdir);
-    snprintf(path, sizeof(path), "%s/softhsm2.conf", tmpdir);
-    snprintf(lock_path, sizeof(lock_path), "%s/hsm.lock", tmpdir);
-    if (mkdir(tokens, 0700) != 0 || (f = fopen(path, "w")) == NULL) return -1;
-    fprintf(f,
-            "directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n"
-            "slots.removable = false\nlibrary.reset_on_fork = true\n",
-            tokens);
-    fclose(f);
-    /* Before the first dlopen: SoftHSMv2 reads it in C_Initialize. */
-    setenv("SOFTHSM2_CONF", path, 1);
-    return 0;
-}
 
 static int suite_clean(void)
 {
     hf_hsm_close(hsm);
     hsm = NULL;
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    hf_test_softhsm_teardown(&softhsm);
     return 0;
 }
 
 static int hsm_suite_init(void)
 {
-    return softhsm_setup();
+    return hf_test_softhsm_setup(&softhsm, "hf-test-local");
 }
 
 /* Objects labelled label on the token, counted through the backend module directly. The module
@@ -101,16 +73,17 @@ done:
 
 static void test_token_ensure_creates_once(void)
 {
-    CU_ASSERT_EQUAL(
-        hf_hsm_token_ensure(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_SO_PIN, HF_TEST_USER_PIN),
-        CKR_OK);
-    CU_ASSERT_EQUAL(
-        hf_hsm_token_ensure(HF_SOFTHSM_MODULE, lock_path, TOKEN, "other-so-pin", "other-pin"),
-        CKR_OK);
-    CU_ASSERT_EQUAL(hf_hsm_token_ensure(HF_SOFTHSM_MODULE, lock_path, "", "x", "y"),
+    CU_ASSERT_EQUAL(hf_hsm_token_ensure(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_SO_PIN,
+                                        HF_TEST_USER_PIN),
+                    CKR_OK);
+    CU_ASSERT_EQUAL(hf_hsm_token_ensure(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, "other-so-pin",
+                                        "other-pin"),
+                    CKR_OK);
+    CU_ASSERT_EQUAL(hf_hsm_token_ensure(HF_SOFTHSM_MODULE, softhsm.lock_path, "", "x", "y"),
                     CKR_ARGUMENTS_BAD);
-    CU_ASSERT_EQUAL(hf_hsm_token_ensure("/nonexistent/module.so", lock_path, TOKEN, "1234", "1234"),
-                    CKR_GENERAL_ERROR);
+    CU_ASSERT_EQUAL(
+        hf_hsm_token_ensure("/nonexistent/module.so", softhsm.lock_path, TOKEN, "1234", "1234"),
+        CKR_GENERAL_ERROR);
 }
 
 static void test_lock_file_is_private_and_must_be_usable(void)
@@ -119,7 +92,7 @@ static void test_lock_file_is_private_and_must_be_usable(void)
     struct hf_hsm *h = NULL;
     struct stat st;
 
-    CU_ASSERT_EQUAL_FATAL(stat(lock_path, &st), 0); /* made by the first ensure */
+    CU_ASSERT_EQUAL_FATAL(stat(softhsm.lock_path, &st), 0); /* made by the first ensure */
     CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
     /* Running unlocked instead would bring the races back, silently: refused, loudly. */
     CU_ASSERT_EQUAL(hf_hsm_token_ensure(HF_SOFTHSM_MODULE, bad, TOKEN, "1234", "1234"),
@@ -133,22 +106,22 @@ static void test_open_refuses_wrong_pin_and_unknown_token(void)
 {
     struct hf_hsm *h = NULL;
 
-    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, "wrong-pin-0000", &h),
+    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, "wrong-pin-0000", &h),
                     CKR_PIN_INCORRECT);
     CU_ASSERT_PTR_NULL(h);
     /* The PIN the second ensure passed was ignored: the token kept its first one. */
-    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, "other-pin", &h),
+    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, "other-pin", &h),
                     CKR_PIN_INCORRECT);
     CU_ASSERT_EQUAL(
-        hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, "no-such-token", HF_TEST_USER_PIN, &h),
+        hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, "no-such-token", HF_TEST_USER_PIN, &h),
         CKR_TOKEN_NOT_PRESENT);
     CU_ASSERT_PTR_NULL(h);
 }
 
 static void test_open_and_kek_ensure_is_idempotent(void)
 {
-    CU_ASSERT_EQUAL_FATAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &hsm),
-                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &hsm), CKR_OK);
     CU_ASSERT_FALSE(hf_hsm_has_kek(hsm, KEK));
     CU_ASSERT_EQUAL(hf_hsm_kek_ensure(hsm, KEK), CKR_OK);
     CU_ASSERT_EQUAL(hf_hsm_kek_ensure(hsm, KEK), CKR_OK);
@@ -161,10 +134,10 @@ static void test_open_while_logged_in_still_checks_the_pin(void)
     struct hf_hsm *h = NULL;
 
     /* The token is logged in for this process already: the backend would not look at the PIN. */
-    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, "wrong-pin-0000", &h),
+    CU_ASSERT_EQUAL(hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, "wrong-pin-0000", &h),
                     CKR_PIN_INCORRECT);
-    CU_ASSERT_EQUAL_FATAL(hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &h),
-                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &h), CKR_OK);
     /* A second handle shares the module; closing it leaves the first working. */
     CU_ASSERT_TRUE(hf_hsm_has_kek(h, KEK));
     hf_hsm_close(h);
@@ -233,7 +206,8 @@ static int child_reopen_and_unwrap(const unsigned char *w, size_t wl, const unsi
     int code = 1;
 
     hf_hsm_abandon(hsm);
-    if (hf_hsm_open(HF_SOFTHSM_MODULE, lock_path, TOKEN, HF_TEST_USER_PIN, &mine) == CKR_OK &&
+    if (hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, TOKEN, HF_TEST_USER_PIN, &mine) ==
+            CKR_OK &&
         hf_hsm_unwrap(mine, KEK, w, wl, &p, &pl) == CKR_OK && pl == 32 && memcmp(p, key, 32) == 0)
         code = 0;
     hf_secmem_free(p, pl);
