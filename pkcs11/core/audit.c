@@ -50,6 +50,10 @@
 #define LINE_STACK 4096
 /* The opener looks this far back for the last record before giving up on naming it. */
 #define TAIL_SCAN_MAX (16u << 20)
+/* Write combining (line_write): how long an appender spins before it sleeps (~30 us), and how
+ * many batches a writer takes for others once its own line is out. */
+#define SPIN_LIMIT 20000
+#define DRAIN_EXTRA_ROUNDS 2
 
 static const char hex_digits[] = "0123456789abcdef";
 static const unsigned char zero_hash[HASH_LEN];
@@ -80,8 +84,19 @@ struct hf_audit {
      * holds a stream's records in seq order) and the writer's state below it. */
     pthread_mutex_t state_lock;
     EVP_MD_CTX *mdctx;
-    uint64_t seq; /* last seq written */
+    uint64_t seq; /* last seq chained (numbered and hashed) */
     unsigned char prev[HASH_LEN];
+    /* Write combining: one thread at a time writes (`writing`); lines chained meanwhile wait in
+     * `batch`, in seq order, and go out together in its next write(). Measured: with a lock held
+     * across each thread's own write() two threads did 0.83x the AES-GCM rate of one. */
+    atomic_bool writing;
+    char *batch; /* chained lines not yet written */
+    size_t batch_len, batch_cap;
+    char *spare; /* the previous batch buffer, reused */
+    size_t spare_cap;
+    _Atomic uint64_t written_seq; /* last seq handed to the kernel */
+    pthread_cond_t written;       /* appenders whose line is in a batch sleep here */
+    bool written_ready;
     /* -- the writer's state -- */
     pthread_cond_t wake;            /* the writer sleeps here */
     pthread_cond_t durable;         /* hf_audit_wait_durable sleeps here */
@@ -303,15 +318,122 @@ static int chain_hash(struct hf_audit *a, const char *line, size_t len, unsigned
     return 0;
 }
 
-/* Under state_lock: number the line, chain it, write it, and let the writer know. body is
- * preceded by SEQ_ROOM free bytes and followed by room for prev and hash. */
+/* Under state_lock: the sync writer learns that records up to last reached the kernel. */
+static void written_advance(struct hf_audit *a, uint64_t last)
+{
+    atomic_store(&a->written_seq, last);
+    if (!a->unsynced) {
+        a->unsynced = true;
+        clock_gettime(CLOCK_MONOTONIC, &a->unsynced_since);
+        pthread_cond_signal(&a->wake);
+    }
+}
+
+/* Under state_lock, with a->writing set by the caller: writes what is batched, the lock
+ * dropped around each write(). Stops once seq is written, so no thread writes for others for
+ * ever; a waiter whose line is still batched then takes over. */
+static void batch_drain(struct hf_audit *a, uint64_t seq)
+{
+    /* Past its own line the writer takes a few more batches, so appenders spinning on it return
+     * without a sleep and a wake-up each; then it hands over. */
+    for (int extra = 0; a->batch_len > 0 && !atomic_load(&a->failed) &&
+                        (atomic_load(&a->written_seq) < seq || extra++ < DRAIN_EXTRA_ROUNDS);) {
+        char *buf = a->batch;
+        size_t len = a->batch_len, cap = a->batch_cap;
+        uint64_t last = a->seq;
+        int err;
+
+        a->batch = a->spare;
+        a->batch_cap = a->spare_cap;
+        a->batch_len = 0;
+        pthread_mutex_unlock(&a->state_lock);
+        err = write_all(a->fd, buf, len);
+        pthread_mutex_lock(&a->state_lock);
+        a->spare = buf;
+        a->spare_cap = cap;
+        if (err != 0)
+            mark_failed(a, "write", err, false);
+        else
+            written_advance(a, last);
+    }
+}
+
+static CK_RV batch_append(struct hf_audit *a, const char *line, size_t len)
+{
+    if (a->batch_len + len > a->batch_cap) {
+        size_t cap = a->batch_cap ? a->batch_cap : 8192;
+        char *p;
+        while (cap < a->batch_len + len)
+            cap *= 2;
+        if (!(p = realloc(a->batch, cap))) return CKR_HOST_MEMORY;
+        a->batch = p;
+        a->batch_cap = cap;
+    }
+    memcpy(a->batch + a->batch_len, line, len);
+    a->batch_len += len;
+    return CKR_OK;
+}
+
+/* A write() takes a few microseconds: waiting for one by spinning is cheaper than a sleep and a
+ * wake-up, which cost more than the write itself. */
+static void line_spin(struct hf_audit *a, uint64_t seq)
+{
+    for (int i = 0; i < SPIN_LIMIT; i++) {
+        if (atomic_load(&a->written_seq) >= seq || atomic_load(&a->failed) ||
+            !atomic_load(&a->writing))
+            return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+/* Under state_lock: returns once line seq reached the kernel, written by this thread or by the
+ * one writing when it was chained. */
+static CK_RV line_write(struct hf_audit *a, const char *line, size_t len, uint64_t seq)
+{
+    int err;
+
+    if (!a->writing && a->batch_len == 0) {
+        /* Uncontended: write straight from the caller's buffer. */
+        a->writing = true;
+        pthread_mutex_unlock(&a->state_lock);
+        err = write_all(a->fd, line, len);
+        pthread_mutex_lock(&a->state_lock);
+        if (err != 0)
+            mark_failed(a, "write", err, false);
+        else
+            written_advance(a, seq);
+    } else {
+        if (batch_append(a, line, len) != CKR_OK) {
+            mark_failed(a, "batching", ENOMEM, false);
+            goto done;
+        }
+        pthread_mutex_unlock(&a->state_lock);
+        line_spin(a, seq);
+        pthread_mutex_lock(&a->state_lock);
+        while (atomic_load(&a->written_seq) < seq && !atomic_load(&a->failed) && a->writing)
+            pthread_cond_wait(&a->written, &a->state_lock);
+        if (atomic_load(&a->written_seq) >= seq || atomic_load(&a->failed)) goto done;
+        a->writing = true;
+    }
+    batch_drain(a, seq);
+    a->writing = false;
+    pthread_cond_broadcast(&a->written);
+done:
+    return atomic_load(&a->written_seq) >= seq ? CKR_OK : CKR_HF_AUDIT_FAILED;
+}
+
+/* Under state_lock: number the line, chain it and write it. body is preceded by SEQ_ROOM free
+ * bytes and followed by room for prev and hash. The chain advances before the write, so the next
+ * line can be chained while this one is being written. */
 static CK_RV chain_write(struct hf_audit *a, char *body, char *end, uint64_t *seq)
 {
     unsigned char hash[HASH_LEN];
     uint64_t next = a->seq + 1;
     char *line = put_seq_before(body, next);
     char *p = put_raw(end, ",\"prev\":\"");
-    int err;
+    CK_RV rv;
 
     p = put_hex(p, a->prev, HASH_LEN);
     *p++ = '"';
@@ -319,20 +441,11 @@ static CK_RV chain_write(struct hf_audit *a, char *body, char *end, uint64_t *se
     p = put_raw(p, ",\"hash\":\"");
     p = put_hex(p, hash, HASH_LEN);
     p = put_raw(p, "\"}\n");
-    err = write_all(a->fd, line, (size_t)(p - line));
-    if (err != 0) {
-        mark_failed(a, "write", err, false);
-        return CKR_HF_AUDIT_FAILED;
-    }
     a->seq = next;
     memcpy(a->prev, hash, HASH_LEN);
-    if (!a->unsynced) {
-        a->unsynced = true;
-        clock_gettime(CLOCK_MONOTONIC, &a->unsynced_since);
-        pthread_cond_signal(&a->wake);
-    }
-    if (seq) *seq = next;
-    return CKR_OK;
+    rv = line_write(a, line, (size_t)(p - line), next);
+    if (rv == CKR_OK && seq) *seq = next;
+    return rv;
 }
 
 static CK_RV record_write(struct hf_audit *a, const struct hf_audit_record *rec, uint64_t *seq)
@@ -365,11 +478,7 @@ CK_RV hf_audit_append(struct hf_audit *audit, const struct hf_audit_record *rec,
     if (!audit || !rec) return CKR_ARGUMENTS_BAD;
     if (atomic_load(&audit->abandoned) || atomic_load(&audit->failed)) return CKR_HF_AUDIT_FAILED;
     if (!audit->success_events && rec->result == CKR_OK) {
-        if (seq) {
-            pthread_mutex_lock(&audit->state_lock);
-            *seq = audit->seq;
-            pthread_mutex_unlock(&audit->state_lock);
-        }
+        if (seq) *seq = atomic_load(&audit->written_seq);
         return CKR_OK;
     }
     return record_write(audit, rec, seq);
@@ -386,6 +495,12 @@ uint64_t hf_audit_durable_seq(struct hf_audit *audit)
 }
 
 /* ---- durability: the writer thread ---- */
+
+/* A line chained but never written, because a write failed first: it will never be durable. */
+static bool line_is_lost(struct hf_audit *a, uint64_t seq)
+{
+    return atomic_load(&a->failed) && seq > atomic_load(&a->written_seq) && !a->writing;
+}
 
 static void notify_run(struct notify *list)
 {
@@ -407,7 +522,7 @@ static struct notify *notify_take_due(struct hf_audit *a)
 
     while (*pp) {
         struct notify *n = *pp;
-        if (all || n->seq <= durable) {
+        if (all || n->seq <= durable || line_is_lost(a, n->seq)) {
             *pp = n->next;
             n->next = NULL;
             *due_tail = n;
@@ -441,7 +556,7 @@ static bool sync_is_due(struct hf_audit *a, struct timespec *deadline)
  * written before it started: that is the group commit. */
 static void writer_sync(struct hf_audit *a)
 {
-    uint64_t target = a->seq;
+    uint64_t target = atomic_load(&a->written_seq);
     struct notify *due;
     int rc;
 
@@ -501,7 +616,8 @@ CK_RV hf_audit_wait_durable(struct hf_audit *audit, uint64_t seq)
         rv = CKR_ARGUMENTS_BAD; /* never written: nothing would ever wake us */
         goto done;
     }
-    while (atomic_load(&audit->durable_seq) < seq && !atomic_load(&audit->sync_failed)) {
+    while (atomic_load(&audit->durable_seq) < seq && !atomic_load(&audit->sync_failed) &&
+           !line_is_lost(audit, seq)) {
         if (!audit->sync_wanted) {
             audit->sync_wanted = true;
             pthread_cond_signal(&audit->wake);
@@ -664,6 +780,9 @@ static void audit_free(struct hf_audit *a)
     notify_run(a->notify_head);
     if (a->fd >= 0) close(a->fd);
     if (a->durable_ready) pthread_cond_destroy(&a->durable);
+    if (a->written_ready) pthread_cond_destroy(&a->written);
+    free(a->batch);
+    free(a->spare);
     if (a->wake_ready) pthread_cond_destroy(&a->wake);
     if (a->lock_ready) pthread_mutex_destroy(&a->state_lock);
     EVP_MD_CTX_free(a->mdctx);
@@ -681,9 +800,18 @@ static CK_RV audit_sync_init(struct hf_audit *a)
     if (pthread_condattr_init(&attr) != 0) return CKR_GENERAL_ERROR;
     /* The writer's deadline must not move with the wall clock. */
     if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0) goto done;
-    if (!(a->lock_ready = pthread_mutex_init(&a->state_lock, NULL) == 0)) goto done;
+    /* Adaptive: the lock is held for a hash, never across a system call, so a short spin beats
+     * a futex sleep when two threads meet (2 threads, AES-GCM: ~400k ops/s adaptive, 220-360k
+     * with a plain mutex). */
+    pthread_mutexattr_t mattr;
+    pthread_mutexattr_init(&mattr);
+    pthread_mutexattr_settype(&mattr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    a->lock_ready = pthread_mutex_init(&a->state_lock, &mattr) == 0;
+    pthread_mutexattr_destroy(&mattr);
+    if (!a->lock_ready) goto done;
     if (!(a->wake_ready = pthread_cond_init(&a->wake, &attr) == 0)) goto done;
     if (!(a->durable_ready = pthread_cond_init(&a->durable, NULL) == 0)) goto done;
+    if (!(a->written_ready = pthread_cond_init(&a->written, NULL) == 0)) goto done;
     rv = CKR_OK;
 done:
     pthread_condattr_destroy(&attr);
@@ -763,9 +891,7 @@ void hf_audit_close(struct hf_audit *audit)
     uint64_t seq;
 
     if (!audit) return;
-    pthread_mutex_lock(&audit->state_lock);
-    seq = audit->seq;
-    pthread_mutex_unlock(&audit->state_lock);
+    seq = atomic_load(&audit->written_seq);
     /* Records already returned are made durable even when the log has failed since, or the
      * close record cannot be written. */
     if (hf_audit_wait_durable(audit, seq) == CKR_OK &&

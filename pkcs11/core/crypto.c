@@ -21,18 +21,7 @@
 
 #include "secmem.h"
 
-/* Helgrind does not model the ordering that C11 atomics give the refcount: without these, every
- * last unref after another thread's use reads as a race. They cost a few instructions and do
- * nothing outside valgrind. */
-#if defined(__has_include)
-#if __has_include(<valgrind/helgrind.h>)
-#include <valgrind/helgrind.h>
-#endif
-#endif
-#ifndef ANNOTATE_HAPPENS_BEFORE
-#define ANNOTATE_HAPPENS_BEFORE(obj) ((void)(obj))
-#define ANNOTATE_HAPPENS_AFTER(obj) ((void)(obj))
-#endif
+#include "annotate.h" /* the refcount is ordered by atomics helgrind does not see */
 
 /* OpenSSL's error queue is per thread and belongs to the host application too: every public
  * function below sets a mark on entry and pops back to it on exit, so nothing we caused is left

@@ -91,6 +91,9 @@ struct hf_object {
     struct hf_key_version version; /* version metadata (wrapped material included) */
     bool is_current;
     EVP_PKEY *pub; /* RSA/EC public key (from version.public_der), for verify and encrypt */
+    /* The usable material, fetched from the core on first use and kept with the object: the
+     * core's cache sits behind one mutex that every operation would otherwise take. */
+    _Atomic(struct hf_material *) material;
     uint64_t generation;
 };
 

@@ -6,6 +6,7 @@
 #include "hf-build.h"
 
 #include "internal.h"
+#include "pkcs11/core/annotate.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ void hf_object_unref(struct hf_object *obj)
     hf_key_clear(&obj->key);
     hf_key_version_clear(&obj->version);
     EVP_PKEY_free(obj->pub);
+    hf_material_unref(atomic_load(&obj->material));
     free(obj);
 }
 
@@ -286,7 +288,20 @@ CK_RV hf_object_material(struct hf_object *obj, struct hf_material **out)
 {
     hf_return_val_if_fail(obj && out, CKR_ARGUMENTS_BAD);
     if (obj->kind == HF_OBJ_PUBLIC) return CKR_KEY_TYPE_INCONSISTENT;
-    return hf_core_material(hf_mod.core, &obj->version, out);
+    struct hf_material *m = atomic_load(&obj->material), *none = NULL;
+    if (m == NULL) {
+        CK_RV rv = hf_core_material(hf_mod.core, &obj->version, &m);
+        if (rv != CKR_OK) return rv;
+        /* Two threads may race here: one keeps its material, the other drops its own. */
+        ANNOTATE_HAPPENS_BEFORE(&obj->material);
+        if (!atomic_compare_exchange_strong(&obj->material, &none, m)) {
+            hf_material_unref(m);
+            m = none;
+        }
+    }
+    ANNOTATE_HAPPENS_AFTER(&obj->material);
+    *out = hf_material_ref(m);
+    return CKR_OK;
 }
 
 /* What each face may do at all: a public key never decrypts, signs or unwraps. */
