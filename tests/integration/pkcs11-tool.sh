@@ -21,8 +21,13 @@ grep -q "RSA-PKCS-OAEP" "$out" || hf_fail "OAEP decryption was not exercised"
 grep -qi "signatures" "$out" || hf_fail "signature tests did not run"
 
 # --test-fork: the child of an initialised process calls C_Initialize again and must get CKR_OK.
-p11 --login --pin "$HF_USER_PIN" --test-fork >"$out" 2>&1 || { cat "$out"; hf_fail "--test-fork failed"; }
-grep -q "Calling C_Initialize in forked child" "$out" || { cat "$out"; hf_fail "--test-fork did not fork"; }
+# Not in an ASan build: GCC 12's preloaded ASan allocator is not fork-safe while another thread
+# (our audit writer) exists, and the child can hang inside ASan's own malloc lock (seen). The
+# module's fork handling still runs under ASan in test-module-general.
+if [ -z "$HF_SANITIZED" ]; then
+    p11 --login --pin "$HF_USER_PIN" --test-fork >"$out" 2>&1 || { cat "$out"; hf_fail "--test-fork failed"; }
+    grep -q "Calling C_Initialize in forked child" "$out" || { cat "$out"; hf_fail "--test-fork did not fork"; }
+fi
 
 # Key generation through PKCS#11 creates Holdfast keys the CLI sees.
 p11 --login --pin "$HF_USER_PIN" --keygen --key-type AES:32 --label p11-aes >/dev/null 2>&1 ||
