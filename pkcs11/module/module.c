@@ -263,85 +263,81 @@ HF_EXPORT CK_RV C_CancelFunction(CK_SESSION_HANDLE hSession)
     return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_PARALLEL;
 }
 
-HF_EXPORT CK_RV C_WaitForSlotEvent(CK_FLAGS flags, CK_SLOT_ID_PTR pSlot, CK_VOID_PTR pReserved)
+/* Entry points of the 2.40 list Holdfast does not offer: still "not initialised" first. */
+static CK_RV unsupported(void)
 {
     CK_RV rv = hf_module_check();
     return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
 }
 
+HF_EXPORT CK_RV C_WaitForSlotEvent(CK_FLAGS flags, CK_SLOT_ID_PTR pSlot, CK_VOID_PTR pReserved)
+{
+    return unsupported();
+}
+
 HF_EXPORT CK_RV C_GetOperationState(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pOperationState,
                                     CK_ULONG_PTR pulOperationStateLen)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_SetOperationState(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pOperationState,
                                     CK_ULONG ulOperationStateLen, CK_OBJECT_HANDLE hEncryptionKey,
                                     CK_OBJECT_HANDLE hAuthenticationKey)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_SignRecoverInit(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechanism,
                                   CK_OBJECT_HANDLE hKey)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_SignRecover(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pData, CK_ULONG ulDataLen,
                               CK_BYTE_PTR pSignature, CK_ULONG_PTR pulSignatureLen)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_VerifyRecoverInit(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechanism,
                                     CK_OBJECT_HANDLE hKey)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_VerifyRecover(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pSignature,
                                 CK_ULONG ulSignatureLen, CK_BYTE_PTR pData, CK_ULONG_PTR pulDataLen)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_DigestEncryptUpdate(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pPart,
                                       CK_ULONG ulPartLen, CK_BYTE_PTR pEncryptedPart,
                                       CK_ULONG_PTR pulEncryptedPartLen)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_DecryptDigestUpdate(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pEncryptedPart,
                                       CK_ULONG ulEncryptedPartLen, CK_BYTE_PTR pPart,
                                       CK_ULONG_PTR pulPartLen)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_SignEncryptUpdate(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pPart,
                                     CK_ULONG ulPartLen, CK_BYTE_PTR pEncryptedPart,
                                     CK_ULONG_PTR pulEncryptedPartLen)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 HF_EXPORT CK_RV C_DecryptVerifyUpdate(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pEncryptedPart,
                                       CK_ULONG ulEncryptedPartLen, CK_BYTE_PTR pPart,
                                       CK_ULONG_PTR pulPartLen)
 {
-    CK_RV rv = hf_module_check();
-    return rv != CKR_OK ? rv : CKR_FUNCTION_NOT_SUPPORTED;
+    return unsupported();
 }
 
 /* ---- function lists and interfaces ------------------------------------------------------- */
