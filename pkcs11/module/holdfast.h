@@ -62,7 +62,11 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 0
+#define HF_INTERFACE_VERSION_MINOR 1
+
+/* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
+ * identical typedef is legal C11, should a newer header bring one). */
+typedef unsigned long long CK_ULONG_LONG;
 
 /* What a gateway knows about the request it is serving; copied into the audit record of the
  * next key operation on the session. Strings are NUL-terminated UTF-8 (NULL = not known) and are
@@ -74,16 +78,16 @@ typedef struct HF_REQUEST_CONTEXT {
     const char *request_id; /* the cloud's request id, e.g. kmsRequestId */
     const char *link_type; /* with link_id: the link the call came through, checked for "blocked" */
     const char *link_id;
+    const char *detail; /* why a request was refused (the API's error name and message), or NULL */
+    /* CLOCK_MONOTONIC time the request arrived, in microseconds (0: unknown), so the record's
+     * latency is the request's, not just the key operation's. */
+    CK_ULONG_LONG received_us;
 } HF_REQUEST_CONTEXT;
 
 typedef struct HF_LINK_INFO {
     char key_uuid[37];
     CK_BBOOL blocked;
 } HF_LINK_INFO;
-
-/* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
- * identical typedef is legal C11, should a newer header bring one). */
-typedef unsigned long long CK_ULONG_LONG;
 
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
  * thread: it must not block. */
@@ -103,6 +107,10 @@ typedef struct HF_FUNCTION_LIST {
     /* Look up a link (type as in HF_REQUEST_CONTEXT.link_type). CKR_KEY_HANDLE_INVALID if none. */
     CK_RV (*HF_GetLinkInfo)(CK_SESSION_HANDLE session, const char *link_type, const char *link_id,
                             HF_LINK_INFO *info);
+    /* 1.1: the one record of a request that ended before any key operation (bad input, failed
+     * authentication, denied, unknown key): result is the nearest CK_RV, ctx->detail says why.
+     * *seq gets the record's sequence number, for HF_AuditNotifyDurable. */
+    CK_RV (*HF_AuditRequest)(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 

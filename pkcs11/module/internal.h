@@ -71,6 +71,8 @@ void hf_module_actor(const struct hf_session *s, struct hf_actor *who, char *buf
  * caller and request id from the session's request context (vendor interface) or "pkcs11". */
 CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct hf_object *obj,
                       const char *detail, CK_RV result, uint64_t started_us);
+/* The record of a gateway request that ended before any key operation (HF_AuditRequest). */
+CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
 
 /* ---- objects (object.c, attr.c, find.c) ------------------------------------------------- */
 

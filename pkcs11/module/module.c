@@ -55,14 +55,13 @@ CK_VERSION hf_module_version(void)
 
 /* ---- the audit record of a key operation ------------------------------------------------- */
 
-CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct hf_object *obj,
-                      const char *detail, CK_RV result, uint64_t started_us)
+/* The one writer of module audit records: ctx (may be NULL) is the gateway's request. */
+static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *operation,
+                         const struct hf_object *obj, const char *detail, CK_RV result,
+                         uint64_t started_us, uint64_t *seq)
 {
-    const HF_REQUEST_CONTEXT *ctx = s && s->has_ctx ? &s->ctx : NULL;
     struct hf_audit_record rec = {0};
-    char detail_buf[256];
-    uint64_t seq = 0;
-    CK_RV rv;
+    char detail_buf[512];
 
     if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
     rec.api = ctx && ctx->api ? ctx->api : "pkcs11";
@@ -70,11 +69,12 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
     rec.request_id = ctx ? ctx->request_id : NULL;
     rec.operation = operation;
     rec.detail = detail;
-    if (ctx && ctx->operation) {
+    if (ctx && (ctx->operation || ctx->detail)) {
         /* The record names the API's operation; the PKCS#11 one stays visible in the detail. */
-        snprintf(detail_buf, sizeof(detail_buf), "%s%s%s", operation, detail ? " " : "",
-                 detail ? detail : "");
-        rec.operation = ctx->operation;
+        snprintf(detail_buf, sizeof(detail_buf), "%s%s%s%s%s", operation ? operation : "",
+                 detail && operation ? " " : "", detail ? detail : "",
+                 ctx->detail && (operation || detail) ? "; " : "", ctx->detail ? ctx->detail : "");
+        rec.operation = ctx->operation ? ctx->operation : operation;
         rec.detail = detail_buf;
     }
     if (obj) {
@@ -82,14 +82,34 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
         rec.key_name = obj->key.name;
         rec.version = obj->version.version;
     }
+    if (ctx && ctx->received_us) started_us = ctx->received_us;
     rec.result = result;
     rec.latency_us = started_us ? hf_monotonic_us() - started_us : 0;
-    rv = hf_audit_append(hf_core_audit(hf_mod.core), &rec, &seq);
+    return hf_audit_append(hf_core_audit(hf_mod.core), &rec, seq);
+}
+
+CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct hf_object *obj,
+                      const char *detail, CK_RV result, uint64_t started_us)
+{
+    uint64_t seq = 0;
+    CK_RV rv = audit_write(s && s->has_ctx ? &s->ctx : NULL, operation, obj, detail, result,
+                           started_us, &seq);
+
     if (s) {
         if (rv == CKR_OK) s->last_audit_seq = seq;
         hf_session_clear_ctx(s);
     }
     if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);
+    return rv;
+}
+
+CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
+{
+    uint64_t s = 0;
+    CK_RV rv = audit_write(ctx, NULL, NULL, NULL, result, 0, &s);
+
+    if (rv == CKR_OK) *seq = s;
+    if (rv != CKR_OK) hf_log_error("audit: cannot record a refused request: 0x%lx", (unsigned long)rv);
     return rv;
 }
 

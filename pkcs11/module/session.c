@@ -77,6 +77,7 @@ void hf_session_clear_ctx(struct hf_session *s)
     free((char *)s->ctx.request_id);
     free((char *)s->ctx.link_type);
     free((char *)s->ctx.link_id);
+    free((char *)s->ctx.detail);
     memset(&s->ctx, 0, sizeof(s->ctx));
     s->has_ctx = false;
 }

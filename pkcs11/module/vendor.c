@@ -22,11 +22,12 @@ static CK_RV HF_SetRequestContext(CK_SESSION_HANDLE session, const HF_REQUEST_CO
     hf_session_clear_ctx(s);
     if (ctx) {
         s->has_ctx = true;
+        s->ctx.received_us = ctx->received_us;
         if (!str_copy(&s->ctx.api, ctx->api) || !str_copy(&s->ctx.operation, ctx->operation) ||
             !str_copy(&s->ctx.caller, ctx->caller) ||
             !str_copy(&s->ctx.request_id, ctx->request_id) ||
             !str_copy(&s->ctx.link_type, ctx->link_type) ||
-            !str_copy(&s->ctx.link_id, ctx->link_id)) {
+            !str_copy(&s->ctx.link_id, ctx->link_id) || !str_copy(&s->ctx.detail, ctx->detail)) {
             hf_session_clear_ctx(s);
             rv = CKR_HOST_MEMORY;
         }
@@ -90,6 +91,15 @@ done:
     return rv;
 }
 
+static CK_RV HF_AuditRequest(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
+{
+    CK_RV rv = hf_module_check();
+
+    if (rv != CKR_OK) return rv;
+    hf_return_val_if_fail(ctx && ctx->api && ctx->operation && seq, CKR_ARGUMENTS_BAD);
+    return hf_module_audit_request(ctx, result, seq);
+}
+
 const HF_FUNCTION_LIST hf_vendor_functions = {
     {HF_INTERFACE_VERSION_MAJOR, HF_INTERFACE_VERSION_MINOR},
     HF_SetRequestContext,
@@ -97,4 +107,5 @@ const HF_FUNCTION_LIST hf_vendor_functions = {
     HF_AuditWaitDurable,
     HF_AuditNotifyDurable,
     HF_GetLinkInfo,
+    HF_AuditRequest,
 };
