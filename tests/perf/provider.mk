@@ -1,0 +1,1 @@
+# (empty: filled in as the provider lands)
