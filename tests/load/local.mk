@@ -1,0 +1,1 @@
+# (empty: filled in as hf-load lands)
