@@ -1,20 +1,23 @@
 /* The audit log: one record per key operation, success or failure.
  *
- * File format: one JSON object per line, appended with O_APPEND by every process that opens the
- * key store. Each opening process writes its own chain ("stream"): the stream's first record
- * (op "stream-open") names the hash of the file's last record at that moment, and every record
- * carries "prev", the hash of the previous record of the same stream, and "hash" =
- * hex(SHA-256(prev_hash_bytes || the line's bytes up to the "hash" member)). Streams interleave in
- * one file without cross-process locking; `holdfast audit verify` (hf_audit_verify) replays every
- * stream and fails on any removed, altered or reordered record.
+ * File format: one JSON object per line, in one file that every process opening the key store
+ * writes. An opened log writes one or more chains ("streams"): a stream's first record (op
+ * "stream-open") names, in "prev", the hash of a record already in the file; every later record
+ * has "hash" = hex(SHA-256(hash of the stream's previous record || the line's bytes up to the
+ * "hash" member)). Streams interleave in the file without cross-process locking;
+ * `holdfast audit verify` (hf_audit_verify) replays every stream and fails on any removed,
+ * altered or reordered record.
  *
- * Durability: hf_audit_append() write()s the record before it returns, so a killed process loses
- * nothing that returned. One writer thread fdatasync()s at most every sync_interval_ms, and at
- * once when somebody waits (group commit). Callers that must not answer before the record is
- * durable wait (hf_audit_wait_durable) or ask to be called back (hf_audit_notify_durable).
+ * Durability: a record is stored in the file's page cache (through a shared mapping) before
+ * hf_audit_append() returns, so a killed process loses nothing that returned; no system call is
+ * made per record. One writer thread fdatasync()s at most every sync_interval_ms, and at once when
+ * somebody waits (group commit). Callers that must not answer before the record is durable wait
+ * (hf_audit_wait_durable) or ask to be called back (hf_audit_notify_durable).
  *
- * Failure: once a write or sync fails, the log is "failed" and every later append returns
- * CKR_HF_AUDIT_FAILED, so key operations stop rather than run unrecorded. */
+ * Failure: once the log cannot grow or a sync fails, the log is "failed" and every later append
+ * returns CKR_HF_AUDIT_FAILED, so key operations stop rather than run unrecorded. Space is
+ * claimed ahead (posix_fallocate) in chunks: a full disk stops appends before it could lose one.
+ * The file must not be truncated while a process has it open (rotate by renaming it). */
 #ifndef HF_AUDIT_H
 #define HF_AUDIT_H
 
@@ -27,7 +30,7 @@
 struct hf_audit;
 
 struct hf_audit_config {
-    const char *path; /* created 0600 if missing */
+    const char *path; /* created 0600 if missing; not a regular file (a FIFO): write() per record */
     const char *node; /* this process's node name */
     unsigned sync_interval_ms;
     bool success_events; /* false: successful operations are not recorded */
@@ -74,7 +77,9 @@ struct hf_audit_verify_result {
     char reason[160];
 };
 /* CKR_OK when every chain holds; CKR_FUNCTION_FAILED with result->bad_line and reason when not.
- * A torn last line (a process killed mid-write leaves at most that) is reported, not fatal. */
+ * What a killed process leaves (a torn record with nothing of its stream after it, zeros where it
+ * had claimed space) is reported in reason, not fatal. A failure is looked at again (up to three
+ * reads in all) before it is reported, since a live writer may have been storing just there. */
 CK_RV hf_audit_verify(const char *path, struct hf_audit_verify_result *result);
 
 #endif

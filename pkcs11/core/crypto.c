@@ -28,6 +28,8 @@
  * queued (an application that checks ERR_get_error after an unrelated call would otherwise see
  * our failures) while errors the application queued before calling us survive. */
 
+#define HF_SIGN_CTX_POOL 8
+
 struct hf_material {
     atomic_uint refs;
     enum hf_alg alg;
@@ -35,6 +37,11 @@ struct hf_material {
     unsigned char *secret; /* AES: hf_secmem memory */
     size_t secret_len;
     EVP_PKEY *pkey; /* RSA/EC: private key in the private library context */
+    /* EC: contexts already through EVP_PKEY_sign_init, reused: creating and initialising one
+     * (a provider fetch under OpenSSL's method-store lock) cost a sixth of an ECDSA P-256 sign. */
+    pthread_mutex_t sign_ctx_lock;
+    EVP_PKEY_CTX *sign_ctxs[HF_SIGN_CTX_POOL];
+    unsigned nsign_ctxs;
 };
 
 /* Fetching an algorithm walks the provider's method store under a lock: measured at several
@@ -144,6 +151,7 @@ static struct hf_material *material_new(enum hf_alg alg, unsigned bits)
 
     if (m == NULL) return NULL;
     atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->sign_ctx_lock, NULL);
     m->alg = alg;
     m->bits = bits;
     return m;
@@ -181,6 +189,9 @@ void hf_material_unref(struct hf_material *m)
     if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1) return;
     ANNOTATE_HAPPENS_AFTER(&m->refs);
     hf_secmem_free(m->secret, m->secret_len);
+    while (m->nsign_ctxs > 0)
+        EVP_PKEY_CTX_free(m->sign_ctxs[--m->nsign_ctxs]);
+    pthread_mutex_destroy(&m->sign_ctx_lock);
     EVP_PKEY_free(m->pkey); /* OpenSSL clears private BIGNUMs as it frees them */
     free(m);
 }
@@ -772,19 +783,52 @@ done:
     return rv;
 }
 
-static CK_RV ecdsa_sign(EVP_PKEY *pkey, const struct tbs *t, unsigned char *out, size_t *outlen)
+/* A sign-initialised context of m's key, from the pool or new; NULL on failure. The material is
+ * shared and otherwise immutable: only the pool changes, under its lock. */
+static EVP_PKEY_CTX *sign_ctx_take(struct hf_material *m)
 {
-    size_t half = ec_half(pkey), der_len = (size_t)EVP_PKEY_get_size(pkey);
     EVP_PKEY_CTX *pctx = NULL;
-    unsigned char *der = malloc(der_len);
+
+    pthread_mutex_lock(&m->sign_ctx_lock);
+    if (m->nsign_ctxs > 0) pctx = m->sign_ctxs[--m->nsign_ctxs];
+    pthread_mutex_unlock(&m->sign_ctx_lock);
+    if (pctx != NULL) return pctx;
+    if ((pctx = EVP_PKEY_CTX_new_from_pkey(libctx, m->pkey, NULL)) == NULL ||
+        EVP_PKEY_sign_init(pctx) <= 0) {
+        EVP_PKEY_CTX_free(pctx);
+        return NULL;
+    }
+    return pctx;
+}
+
+static void sign_ctx_give_back(struct hf_material *m, EVP_PKEY_CTX *pctx)
+{
+    pthread_mutex_lock(&m->sign_ctx_lock);
+    if (m->nsign_ctxs < HF_SIGN_CTX_POOL) {
+        m->sign_ctxs[m->nsign_ctxs++] = pctx;
+        pctx = NULL;
+    }
+    pthread_mutex_unlock(&m->sign_ctx_lock);
+    EVP_PKEY_CTX_free(pctx);
+}
+
+static CK_RV ecdsa_sign(struct hf_material *m, const struct tbs *t, unsigned char *out,
+                        size_t *outlen)
+{
+    size_t half = ec_half(m->pkey), der_len = (size_t)EVP_PKEY_get_size(m->pkey);
+    EVP_PKEY_CTX *pctx = NULL;
+    unsigned char der[160]; /* an ECDSA signature over P-521 is at most 139 bytes of DER */
     const unsigned char *p = der;
     ECDSA_SIG *sig = NULL;
     CK_RV rv = CKR_FUNCTION_FAILED;
 
-    if (der == NULL) return CKR_HOST_MEMORY;
-    if ((pctx = EVP_PKEY_CTX_new_from_pkey(libctx, pkey, NULL)) == NULL ||
-        EVP_PKEY_sign_init(pctx) <= 0 || EVP_PKEY_sign(pctx, der, &der_len, t->data, t->len) <= 0)
-        goto done;
+    if (der_len > sizeof(der)) return CKR_FUNCTION_FAILED;
+    if ((pctx = sign_ctx_take(m)) == NULL) return CKR_FUNCTION_FAILED;
+    if (EVP_PKEY_sign(pctx, der, &der_len, t->data, t->len) <= 0) {
+        EVP_PKEY_CTX_free(pctx); /* its state after a failure is not worth trusting */
+        return CKR_FUNCTION_FAILED;
+    }
+    sign_ctx_give_back(m, pctx);
     /* PKCS#11 (and every cloud API) wants r || s, each as wide as the group order. */
     if ((sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len)) == NULL ||
         BN_bn2binpad(ECDSA_SIG_get0_r(sig), out, (int)half) < 0 ||
@@ -794,8 +838,6 @@ static CK_RV ecdsa_sign(EVP_PKEY *pkey, const struct tbs *t, unsigned char *out,
     rv = CKR_OK;
 done:
     ECDSA_SIG_free(sig);
-    EVP_PKEY_CTX_free(pctx);
-    free(der);
     return rv;
 }
 
@@ -817,7 +859,7 @@ CK_RV hf_asym_sign(const struct hf_material *m, const struct hf_asym_params *p,
     ERR_set_mark();
     if ((rv = tbs_prepare(&t, p, in, inlen)) != CKR_OK) goto done;
     if (m->alg == HF_ALG_EC)
-        rv = ecdsa_sign(m->pkey, &t, out, outlen);
+        rv = ecdsa_sign((struct hf_material *)m, &t, out, outlen);
     else
         rv = rsa_sign(m->pkey, p, &t, out, outlen);
 done:

@@ -40,9 +40,12 @@ struct hf_store_ops {
 };
 /* clang-format on */
 
+struct hf_link_cache;
+
 /* Every backend's struct starts with this. */
 struct hf_store {
     const struct hf_store_ops *ops;
+    struct hf_link_cache *links; /* owned; made and freed by store.c, not by the backend */
 };
 
 CK_RV hf_store_sqlite_open(const char *path, struct hf_store **out);

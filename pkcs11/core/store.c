@@ -4,7 +4,10 @@
 
 #include "pkcs11/core/log.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define return_val_if_fail(cond, val)                                                              \
     do {                                                                                           \
@@ -13,8 +16,94 @@
 
 #define SQLITE_PREFIX "sqlite:"
 
+/* ---- the link cache (hf_store_link_state) ---- */
+
+/* One link's answer, as read at fetched_us. */
+struct link_slot {
+    char *type, *ext_id; /* owned; NULL: empty slot */
+    char key_uuid[HF_UUID_LEN + 1];
+    bool found, blocked;
+    uint64_t fetched_us;
+};
+
+/* Direct-mapped by a hash of (type, ext_id). A gateway asks on every request (>10k/s) about the
+ * few links its clouds use; a store query each time cost a serialised SQLite lookup. */
+struct hf_link_cache {
+    pthread_rwlock_t lock; /* guards changes and slots */
+    uint64_t changes;      /* links changed through this handle: an answer read before is stale */
+    struct link_slot slots[HF_LINK_CACHE_SLOTS];
+};
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* FNV-1a over type, a 0 byte, ext_id. */
+static struct link_slot *link_slot_of(struct hf_link_cache *c, const char *type, const char *ext_id)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (const char *p = type; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+    h *= 0x100000001b3ULL;
+    for (const char *p = ext_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+    return &c->slots[h % HF_LINK_CACHE_SLOTS];
+}
+
+static bool link_slot_is(const struct link_slot *slot, const char *type, const char *ext_id)
+{
+    return slot->type && strcmp(slot->type, type) == 0 && strcmp(slot->ext_id, ext_id) == 0;
+}
+
+static void link_slot_clear(struct link_slot *slot)
+{
+    free(slot->type);
+    free(slot->ext_id);
+    memset(slot, 0, sizeof(*slot));
+}
+
+static struct hf_link_cache *link_cache_new(void)
+{
+    struct hf_link_cache *c = calloc(1, sizeof(*c));
+
+    if (c && pthread_rwlock_init(&c->lock, NULL) != 0) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static void link_cache_free(struct hf_link_cache *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < HF_LINK_CACHE_SLOTS; i++)
+        link_slot_clear(&c->slots[i]);
+    pthread_rwlock_destroy(&c->lock);
+    free(c);
+}
+
+/* A change made through this handle: its next answer comes from the store. */
+static void link_cache_forget(struct hf_store *store, const char *type, const char *ext_id)
+{
+    struct hf_link_cache *c = store->links;
+
+    if (!c) return;
+    pthread_rwlock_wrlock(&c->lock);
+    struct link_slot *slot = link_slot_of(c, type, ext_id);
+    if (link_slot_is(slot, type, ext_id)) link_slot_clear(slot);
+    c->changes++;
+    pthread_rwlock_unlock(&c->lock);
+}
+
 CK_RV hf_store_open(const char *locator, struct hf_store **out)
 {
+    CK_RV rv;
+
     return_val_if_fail(locator && *locator, CKR_ARGUMENTS_BAD);
     return_val_if_fail(out, CKR_ARGUMENTS_BAD);
 
@@ -25,12 +114,21 @@ CK_RV hf_store_open(const char *locator, struct hf_store **out)
     if (strncmp(locator, SQLITE_PREFIX, strlen(SQLITE_PREFIX)) == 0)
         locator += strlen(SQLITE_PREFIX);
     return_val_if_fail(*locator, CKR_ARGUMENTS_BAD);
-    return hf_store_sqlite_open(locator, out);
+    rv = hf_store_sqlite_open(locator, out);
+    if (rv == CKR_OK && !((*out)->links = link_cache_new())) {
+        hf_store_close(*out);
+        *out = NULL;
+        rv = CKR_HOST_MEMORY;
+    }
+    return rv;
 }
 
 void hf_store_close(struct hf_store *store)
 {
-    if (store) store->ops->close(store);
+    if (!store) return;
+    link_cache_free(store->links);
+    store->links = NULL;
+    store->ops->close(store);
 }
 
 CK_RV hf_store_schema_version(struct hf_store *store, int *version)
@@ -158,7 +256,9 @@ CK_RV hf_store_link_insert(struct hf_store *store, struct hf_link *link)
     return_val_if_fail(store && link && link->type && link->ext_id, CKR_ARGUMENTS_BAD);
     return_val_if_fail(*link->type && *link->ext_id, CKR_ATTRIBUTE_VALUE_INVALID);
     return_val_if_fail(hf_uuid_is_valid(link->key_uuid), CKR_KEY_HANDLE_INVALID);
-    return store->ops->link_insert(store, link);
+    CK_RV rv = store->ops->link_insert(store, link);
+    link_cache_forget(store, link->type, link->ext_id);
+    return rv;
 }
 
 CK_RV hf_store_link_get(struct hf_store *store, const char *type, const char *ext_id,
@@ -172,13 +272,17 @@ CK_RV hf_store_link_set_blocked(struct hf_store *store, const char *type, const 
                                 bool blocked, int64_t when)
 {
     return_val_if_fail(store && type && ext_id, CKR_ARGUMENTS_BAD);
-    return store->ops->link_set_blocked(store, type, ext_id, blocked, when);
+    CK_RV rv = store->ops->link_set_blocked(store, type, ext_id, blocked, when);
+    link_cache_forget(store, type, ext_id);
+    return rv;
 }
 
 CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char *ext_id)
 {
     return_val_if_fail(store && type && ext_id, CKR_ARGUMENTS_BAD);
-    return store->ops->link_delete(store, type, ext_id);
+    CK_RV rv = store->ops->link_delete(store, type, ext_id);
+    link_cache_forget(store, type, ext_id);
+    return rv;
 }
 
 CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
@@ -186,6 +290,69 @@ CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf
 {
     return_val_if_fail(store && links && n, CKR_ARGUMENTS_BAD);
     return store->ops->link_list(store, key_uuid, links, n);
+}
+
+CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *ext_id,
+                          char key_uuid[HF_UUID_LEN + 1], bool *blocked)
+{
+    struct hf_link_cache *c;
+    struct hf_link link = {0};
+    struct link_slot *slot;
+    uint64_t now = now_us(), changes = 0;
+    CK_RV rv = CKR_OK;
+
+    return_val_if_fail(store && type && ext_id && key_uuid && blocked, CKR_ARGUMENTS_BAD);
+    c = store->links;
+    if (c) {
+        pthread_rwlock_rdlock(&c->lock);
+        slot = link_slot_of(c, type, ext_id);
+        bool hit =
+            link_slot_is(slot, type, ext_id) && slot->fetched_us + HF_LINK_CACHE_MS * 1000ULL > now;
+        if (hit) {
+            memcpy(key_uuid, slot->key_uuid, HF_UUID_LEN + 1);
+            *blocked = slot->blocked;
+            rv = slot->found ? CKR_OK : CKR_KEY_HANDLE_INVALID;
+        }
+        changes = c->changes;
+        pthread_rwlock_unlock(&c->lock);
+        if (hit) return rv;
+    }
+    /* Taken before the query: an answer is never trusted past HF_LINK_CACHE_MS after it was
+     * asked for. */
+    now = now_us();
+    rv = store->ops->link_get(store, type, ext_id, &link);
+    if (rv != CKR_OK && rv != CKR_KEY_HANDLE_INVALID) goto done; /* a failure is not an answer */
+    memset(key_uuid, 0, HF_UUID_LEN + 1);
+    *blocked = false;
+    if (rv == CKR_OK) {
+        memcpy(key_uuid, link.key_uuid, HF_UUID_LEN + 1);
+        key_uuid[HF_UUID_LEN] = '\0';
+        *blocked = link.blocked;
+    }
+    if (c) {
+        char *t = strdup(type), *e = strdup(ext_id);
+        pthread_rwlock_wrlock(&c->lock);
+        slot = link_slot_of(c, type, ext_id);
+        /* Not when a change through this handle may have come after the read, and not over a
+         * newer answer another thread stored meanwhile. */
+        if (t && e && c->changes == changes &&
+            !(link_slot_is(slot, type, ext_id) && slot->fetched_us > now)) {
+            link_slot_clear(slot);
+            slot->type = t;
+            slot->ext_id = e;
+            t = e = NULL;
+            memcpy(slot->key_uuid, key_uuid, HF_UUID_LEN + 1);
+            slot->found = rv == CKR_OK;
+            slot->blocked = *blocked;
+            slot->fetched_us = now;
+        }
+        pthread_rwlock_unlock(&c->lock);
+        free(t);
+        free(e);
+    }
+done:
+    hf_link_clear(&link);
+    return rv;
 }
 
 CK_RV hf_store_meta_get(struct hf_store *store, const char *name, char **value)

@@ -78,6 +78,16 @@ CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char 
 CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
                          size_t *n);
 
+/* The key a link maps to and its blocked flag, for the request path (every gateway request names
+ * a link): answered from a cache of this handle's, each answer (also "no such link":
+ * CKR_KEY_HANDLE_INVALID) trusted for at most HF_LINK_CACHE_MS. So a change made through another
+ * handle or process (the CLI blocking a link) takes effect within that time; one made through this
+ * handle, at once. Bounded: HF_LINK_CACHE_SLOTS links, a newer one taking an older one's slot. */
+#define HF_LINK_CACHE_MS 500
+#define HF_LINK_CACHE_SLOTS 1024
+CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *ext_id,
+                          char key_uuid[HF_UUID_LEN + 1], bool *blocked);
+
 /* Token metadata (PIN hashes, token serial, ...): small named text values. *value is malloc'd;
  * CKR_KEY_HANDLE_INVALID when absent. */
 CK_RV hf_store_meta_get(struct hf_store *store, const char *name, char **value);

@@ -109,7 +109,8 @@ CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_UL
     CK_RV rv = audit_write(ctx, NULL, NULL, NULL, result, 0, &s);
 
     if (rv == CKR_OK) *seq = s;
-    if (rv != CKR_OK) hf_log_error("audit: cannot record a refused request: 0x%lx", (unsigned long)rv);
+    if (rv != CKR_OK)
+        hf_log_error("audit: cannot record a refused request: 0x%lx", (unsigned long)rv);
     return rv;
 }
 

@@ -220,18 +220,20 @@ static struct hf_object *table_insert(struct hf_object *obj)
 }
 
 /* The kill switch (ARCHITECTURE.md): a request context naming a blocked link stops every use of
- * a key through that session. Read from the store each time, so a block reaches every process
- * at once. */
+ * a key through that session. The gateway names a link on every request, so the answer comes
+ * from the store's link cache: a block made anywhere (the CLI, another node) takes effect within
+ * HF_LINK_CACHE_MS, inside the one second the design promises. */
 static CK_RV link_check(const struct hf_session *s)
 {
-    struct hf_link link = {0};
+    char key_uuid[HF_UUID_LEN + 1];
+    bool blocked = false;
     CK_RV rv;
 
     if (!s || !s->has_ctx || !s->ctx.link_type || !s->ctx.link_id) return CKR_OK;
-    rv = hf_store_link_get(hf_core_store(hf_mod.core), s->ctx.link_type, s->ctx.link_id, &link);
+    rv = hf_store_link_state(hf_core_store(hf_mod.core), s->ctx.link_type, s->ctx.link_id, key_uuid,
+                             &blocked);
     /* No such link: CKR_KEY_HANDLE_INVALID, as from HF_GetLinkInfo. */
-    if (rv == CKR_OK && link.blocked) rv = CKR_HF_LINK_BLOCKED;
-    hf_link_clear(&link);
+    if (rv == CKR_OK && blocked) rv = CKR_HF_LINK_BLOCKED;
     return rv;
 }
 

@@ -67,10 +67,13 @@ static CK_RV HF_AuditNotifyDurable(CK_ULONG_LONG seq, HF_AUDIT_DURABLE_FN fn, vo
     return hf_audit_notify_durable(hf_core_audit(hf_mod.core), seq, fn, arg);
 }
 
+/* From the store's link cache, like the check every key operation makes (object.c), so that the
+ * two never disagree for longer than HF_LINK_CACHE_MS. */
 static CK_RV HF_GetLinkInfo(CK_SESSION_HANDLE session, const char *link_type, const char *link_id,
                             HF_LINK_INFO *info)
 {
-    struct hf_link link = {0};
+    char key_uuid[HF_UUID_LEN + 1];
+    bool blocked = false;
     struct hf_session *s;
     CK_RV rv = hf_session_get(session, &s);
 
@@ -79,14 +82,12 @@ static CK_RV HF_GetLinkInfo(CK_SESSION_HANDLE session, const char *link_type, co
         rv = CKR_ARGUMENTS_BAD;
         goto done;
     }
-    rv = hf_store_link_get(hf_core_store(hf_mod.core), link_type, link_id, &link);
+    rv = hf_store_link_state(hf_core_store(hf_mod.core), link_type, link_id, key_uuid, &blocked);
     if (rv != CKR_OK) goto done;
     memset(info, 0, sizeof(*info));
-    memcpy(info->key_uuid, link.key_uuid, sizeof(info->key_uuid));
-    info->key_uuid[sizeof(info->key_uuid) - 1] = '\0';
-    info->blocked = link.blocked ? CK_TRUE : CK_FALSE;
+    memcpy(info->key_uuid, key_uuid, sizeof(info->key_uuid));
+    info->blocked = blocked ? CK_TRUE : CK_FALSE;
 done:
-    hf_link_clear(&link);
     hf_session_put(s);
     return rv;
 }

@@ -54,12 +54,23 @@ audit="$HOLDFAST_STATE_DIR/audit.log"
 # 3. Every operation that returned has its audit record.
 python3 - "$audit" "$done_log" "$p11_log" <<'PY' || hf_fail "an operation that returned has no audit record"
 import json, sys
-records = []
-for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
-    try:
-        records.append(json.loads(line))
-    except ValueError:
-        pass  # a torn last line is reported by audit verify
+# The log as audit.c lays it out: one record per line; zeros where a killed process had claimed
+# space (also in front of the next record, on its line); blanks (spaces) a closing one gave up;
+# a record a killed process was storing, torn, glued in front of the record after it. Each is
+# read as `holdfast audit verify` reads it.
+records, zeroed, torn = [], 0, 0
+for raw in open(sys.argv[1], "rb").read().split(b"\n"):
+    line = raw.lstrip(b"\0 ")
+    zeroed += b"\0" in raw
+    if not line:
+        continue
+    for text in (line, line[line.rfind(b'{"seq":'):]):
+        try:
+            records.append(json.loads(text.decode("utf-8", errors="replace")))
+            torn += text is not line
+            break
+        except ValueError:
+            pass  # torn: that record was never returned; audit verify reports it
 ok = lambda r: r.get("result") in ("0x0", 0) or r.get("ok") is True
 by_pid_seq = {(r.get("pid"), r.get("seq")): r for r in records}
 missing = 0
@@ -80,7 +91,8 @@ for _, pid, seq, op, label in (l for l in p11 if len(l) == 5):
         hit = r is not None and r.get("op") == op and ok(r)
     if not hit:
         print("no audit record for PKCS#11", op, pid, seq); missing += 1
-print(f"crash-safety: {len(cli)} CLI and {len(p11)} PKCS#11 operations returned; {len(records)} records; {missing} missing")
+print(f"crash-safety: {len(cli)} CLI and {len(p11)} PKCS#11 operations returned; {len(records)} records "
+      f"({zeroed} lines with a killed process's unused space, {torn} after a torn record); {missing} missing")
 sys.exit(1 if missing else 0)
 PY
 echo "crash-safety: ok ($rounds kills)"

@@ -4,14 +4,17 @@
  * and the Holdfast vendor interface. Every entry point's bad-argument answers are checked. */
 #include "hf-build.h"
 
+#include <json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "module-loader.h"
+#include "pkcs11/core/audit.h"
 #include "pkcs11/core/core.h"
 
 static struct hf_test_env env;
@@ -241,7 +244,8 @@ static void test_interface_list_offers_pkcs11_and_holdfast(void)
 static void test_get_interface_matches_name_version_and_flags(void)
 {
     CK_C_GetInterface get = (CK_C_GetInterface)hf_test_module_sym(&mod, "C_GetInterface");
-    CK_VERSION v240 = {2, 40}, v30 = {3, 0}, v10 = {1, 0};
+    CK_VERSION v240 = {2, 40}, v30 = {3, 0};
+    CK_VERSION vhf = {HF_INTERFACE_VERSION_MAJOR, HF_INTERFACE_VERSION_MINOR};
     CK_INTERFACE_PTR i = NULL;
     HF_FUNCTION_LIST *hf;
 
@@ -257,12 +261,13 @@ static void test_get_interface_matches_name_version_and_flags(void)
     CU_ASSERT_NOT_EQUAL(get((CK_UTF8CHAR_PTR) "PKCS 11", NULL, &i, CKF_INTERFACE_FORK_SAFE),
                         CKR_OK);
     CU_ASSERT_NOT_EQUAL(get((CK_UTF8CHAR_PTR) "Vendor NSS FIPS Interface", NULL, &i, 0), CKR_OK);
-    CU_ASSERT_EQUAL_FATAL(get((CK_UTF8CHAR_PTR)HF_INTERFACE_NAME, &v10, &i, 0), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(get((CK_UTF8CHAR_PTR)HF_INTERFACE_NAME, &vhf, &i, 0), CKR_OK);
     hf = i->pFunctionList;
     CU_ASSERT_EQUAL(hf->version.major, HF_INTERFACE_VERSION_MAJOR);
     CU_ASSERT_EQUAL(hf->version.minor, HF_INTERFACE_VERSION_MINOR);
     CU_ASSERT_PTR_NOT_NULL(hf->HF_SetRequestContext);
     CU_ASSERT_PTR_NOT_NULL(hf->HF_GetLinkInfo);
+    CU_ASSERT_PTR_NOT_NULL(hf->HF_AuditRequest); /* 1.1 */
 }
 
 /* ---- library, slot and token information --------------------------------------------------- */
@@ -708,7 +713,39 @@ static void store_link(const char *key_uuid, bool add, bool blocked)
     hf_store_close(st);
 }
 
-static void test_a_blocked_link_stops_its_key_at_once(void)
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* One use of key through the link of ctx (a context serves one operation). */
+static CK_RV use_through_link(HF_FUNCTION_LIST *hf, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                              const HF_REQUEST_CONTEXT *ctx)
+{
+    CK_ATTRIBUTE get_cls = {CKA_CLASS, NULL, 0};
+    CK_RV rv = hf->HF_SetRequestContext(s, ctx);
+
+    return rv != CKR_OK ? rv : p11->C_GetAttributeValue(s, key, &get_cls, 1);
+}
+
+/* Milliseconds until use_through_link gives want (polling every 10 ms), or more than limit. */
+static uint64_t ms_until(HF_FUNCTION_LIST *hf, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                         const HF_REQUEST_CONTEXT *ctx, CK_RV want, uint64_t limit)
+{
+    uint64_t start = mono_ms(), now = start;
+
+    while (use_through_link(hf, s, key, ctx) != want && (now = mono_ms()) - start <= limit)
+        usleep(10000);
+    return now - start;
+}
+
+/* The kill switch through the link cache: a block made through another store handle (as the CLI
+ * makes it, from another process) stops the key's use through the link within a second, and an
+ * unblock lets it through again as soon; an unknown link is refused, also when asked again. */
+static void test_a_blocked_link_stops_its_key_within_a_second(void)
 {
     HF_FUNCTION_LIST *hf = vendor();
     HF_REQUEST_CONTEXT ctx = {.api = "aws-xks",
@@ -717,6 +754,7 @@ static void test_a_blocked_link_stops_its_key_at_once(void)
                               .request_id = "r-1",
                               .link_type = "aws-xks",
                               .link_id = "xks-key-1"};
+    HF_REQUEST_CONTEXT unknown = ctx;
     CK_SESSION_HANDLE s = open_session(RW);
     CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
     CK_ULONG len = 32;
@@ -726,31 +764,191 @@ static void test_a_blocked_link_stops_its_key_at_once(void)
     CK_ATTRIBUTE get_cls = {CKA_CLASS, NULL, 0};
     CK_OBJECT_HANDLE key;
     HF_LINK_INFO info;
+    uint64_t ms;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    unknown.link_id = "xks-no-such-key";
     CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(s, &mech, tmpl, 2, &key), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(p11->C_GetAttributeValue(s, key, &get_uuid, 1), CKR_OK);
+    /* Asked about before it exists: "no such link" is an answer the cache keeps for a while. */
+    CU_ASSERT_EQUAL(hf->HF_GetLinkInfo(s, "aws-xks", "xks-key-1", &info), CKR_KEY_HANDLE_INVALID);
     store_link(uuid, true, false);
-
+    ms = ms_until(hf, s, key, &ctx, CKR_OK, 1500);
+    CU_ASSERT(ms <= 1000);
     CU_ASSERT_EQUAL(hf->HF_GetLinkInfo(s, "aws-xks", "xks-key-1", &info), CKR_OK);
     CU_ASSERT_STRING_EQUAL(info.key_uuid, uuid);
     CU_ASSERT_EQUAL(info.blocked, CK_FALSE);
-    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
-    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(s, key, &get_cls, 1), CKR_OK);
 
     store_link(uuid, false, true);
+    ms = ms_until(hf, s, key, &ctx, CKR_HF_LINK_BLOCKED, 1500);
+    CU_ASSERT(ms <= 1000);
+    if (ms > 1000) fprintf(stderr, "\n    the block took %llu ms\n", (unsigned long long)ms);
+    /* From then on, every use through the link is refused, and the vendor call agrees. */
+    for (int i = 0; i < 20; i++)
+        CU_ASSERT_EQUAL(use_through_link(hf, s, key, &ctx), CKR_HF_LINK_BLOCKED);
     CU_ASSERT_EQUAL(hf->HF_GetLinkInfo(s, "aws-xks", "xks-key-1", &info), CKR_OK);
     CU_ASSERT_EQUAL(info.blocked, CK_TRUE);
-    /* No revalidation delay: the very next use through the link is refused. */
-    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(s, key, &get_cls, 1), CKR_HF_LINK_BLOCKED);
     /* Without the link in the context the key is the key: other programs are not cut off. */
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, NULL), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_GetAttributeValue(s, key, &get_cls, 1), CKR_OK);
 
+    /* An unknown link fails, the second time (from the cache) as the first. */
+    CU_ASSERT_EQUAL(use_through_link(hf, s, key, &unknown), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(use_through_link(hf, s, key, &unknown), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf->HF_GetLinkInfo(s, "aws-xks", "xks-no-such-key", &info),
+                    CKR_KEY_HANDLE_INVALID);
+
     store_link(uuid, false, false);
+    ms = ms_until(hf, s, key, &ctx, CKR_OK, 1500);
+    CU_ASSERT(ms <= 1000);
+    CU_ASSERT_EQUAL(use_through_link(hf, s, key, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(s, key), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
+}
+
+/* ---- the vendor audit record of a request ------------------------------------------------ */
+
+static uint64_t audit_records(void)
+{
+    struct hf_audit_verify_result res;
+
+    CU_ASSERT_EQUAL(hf_audit_verify(env.cfg.audit_path, &res), CKR_OK);
+    return res.records;
+}
+
+/* The record whose line holds needle (a unique request id), parsed; NULL if none. The caller
+ * frees it with json_object_put. */
+static json_object *audit_record_with(const char *needle)
+{
+    FILE *fp = fopen(env.cfg.audit_path, "r");
+    char *line = NULL, *rec;
+    size_t cap = 0;
+    json_object *found = NULL;
+
+    if (!fp) return NULL;
+    while (!found && getline(&line, &cap, fp) >= 0)
+        if (strstr(line, needle) && (rec = strstr(line, "{\"seq\":")))
+            found = json_tokener_parse(rec);
+    free(line);
+    fclose(fp);
+    return found;
+}
+
+static const char *member(json_object *o, const char *name)
+{
+    json_object *v;
+
+    return o && json_object_object_get_ex(o, name, &v) ? json_object_get_string(v) : "";
+}
+
+static int64_t member_int(json_object *o, const char *name)
+{
+    json_object *v;
+
+    return o && json_object_object_get_ex(o, name, &v) ? json_object_get_int64(v) : -1;
+}
+
+/* A request that ended before any key operation (here: failed authentication) still gets its one
+ * record, with what the gateway knew, and a seq to wait on. */
+static void test_audit_request_writes_one_record_with_the_context(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    HF_REQUEST_CONTEXT ctx = {.api = "aws-xks",
+                              .operation = "Decrypt",
+                              .caller = "arn:aws:iam::111122223333:role/kms",
+                              .request_id = "req-audit-request-7f3a",
+                              .detail = "AuthenticationFailedException: signature mismatch"};
+    CK_ULONG_LONG seq = 0;
+    uint64_t n0;
+    json_object *rec;
+    char seqtxt[32];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    n0 = audit_records();
+    CU_ASSERT_EQUAL(hf->HF_AuditRequest(&ctx, CKR_PIN_INCORRECT, &seq), CKR_OK);
+    CU_ASSERT(seq > 0);
+    CU_ASSERT_EQUAL(hf->HF_AuditWaitDurable(seq), CKR_OK);
+    CU_ASSERT_EQUAL(audit_records(), n0 + 1);
+    rec = audit_record_with("req-audit-request-7f3a");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+    snprintf(seqtxt, sizeof(seqtxt), "%llu", seq);
+    CU_ASSERT_STRING_EQUAL(member(rec, "seq"), seqtxt);
+    CU_ASSERT_STRING_EQUAL(member(rec, "api"), "aws-xks");
+    CU_ASSERT_STRING_EQUAL(member(rec, "op"), "Decrypt");
+    CU_ASSERT_STRING_EQUAL(member(rec, "caller"), "arn:aws:iam::111122223333:role/kms");
+    CU_ASSERT_STRING_EQUAL(member(rec, "request_id"), "req-audit-request-7f3a");
+    CU_ASSERT_STRING_EQUAL(member(rec, "detail"),
+                           "AuthenticationFailedException: signature mismatch");
+    CU_ASSERT_STRING_EQUAL(member(rec, "result"), "0xa0"); /* CKR_PIN_INCORRECT */
+    CU_ASSERT_STRING_EQUAL(member(rec, "ok"), "false");
+    json_object_put(rec);
+}
+
+static void test_audit_request_refuses_bad_arguments(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    HF_REQUEST_CONTEXT ctx = {.api = "aws-xks", .operation = "Encrypt", .request_id = "r-bad"};
+    HF_REQUEST_CONTEXT no_api = ctx, no_op = ctx;
+    CK_ULONG_LONG seq = 0;
+    uint64_t n0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    no_api.api = NULL;
+    no_op.operation = NULL;
+    n0 = audit_records();
+    CU_ASSERT_EQUAL(hf->HF_AuditRequest(NULL, CKR_OK, &seq), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequest(&ctx, CKR_OK, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequest(&no_api, CKR_OK, &seq), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequest(&no_op, CKR_OK, &seq), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(seq, 0);
+    CU_ASSERT_EQUAL(audit_records(), n0); /* nothing recorded for a bad call */
+}
+
+/* With received_us set, the record's latency runs from when the request arrived (here 250 ms
+ * before the operation), not from when the key operation started. */
+static void test_a_key_operation_records_latency_from_received_us(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    struct timespec now;
+    HF_REQUEST_CONTEXT ctx = {.api = "aws-xks",
+                              .operation = "Encrypt",
+                              .caller = "arn:test",
+                              .request_id = "req-latency-91c2"};
+    CK_SESSION_HANDLE s = open_session(RW);
+    CK_MECHANISM gen = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_ULONG len = 32, ctlen;
+    CK_ATTRIBUTE tmpl[] = {{CKA_LABEL, "latency-key", 11}, {CKA_VALUE_LEN, &len, sizeof(len)}};
+    unsigned char iv[12] = {1}, msg[16] = {2}, ct[64];
+    CK_GCM_PARAMS gp = {iv, sizeof(iv), 96, NULL, 0, 128};
+    CK_MECHANISM gcm = {CKM_AES_GCM, &gp, sizeof(gp)};
+    CK_ULONG_LONG seq = 0;
+    CK_OBJECT_HANDLE key;
+    json_object *rec;
+    int64_t latency;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(s, &gen, tmpl, 2, &key), CKR_OK);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ctx.received_us =
+        (CK_ULONG_LONG)now.tv_sec * 1000000u + (CK_ULONG_LONG)now.tv_nsec / 1000u - 250000u;
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
-    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(s, key, &get_cls, 1), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_EncryptInit(s, &gcm, key), CKR_OK);
+    ctlen = sizeof(ct);
+    CU_ASSERT_EQUAL(p11->C_Encrypt(s, msg, sizeof(msg), ct, &ctlen), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_GetLastAuditSeq(s, &seq), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_AuditWaitDurable(seq), CKR_OK);
+    rec = audit_record_with("req-latency-91c2");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+    CU_ASSERT_STRING_EQUAL(member(rec, "op"), "Encrypt");
+    CU_ASSERT_STRING_EQUAL(member(rec, "result"), "0x0");
+    CU_ASSERT_EQUAL(member_int(rec, "seq"), (int64_t)seq);
+    latency = member_int(rec, "latency_us");
+    CU_ASSERT(latency >= 250000 && latency < 250000 + 5000000);
+    json_object_put(rec);
     CU_ASSERT_EQUAL(p11->C_DestroyObject(s, key), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
@@ -849,7 +1047,13 @@ static CU_TestInfo session_tests[] = {
     {"the vendor request context lands in the audit record",
      test_vendor_context_lands_in_the_audit_record},
     {"vendor link info", test_vendor_link_info},
-    {"a blocked link stops its key at once", test_a_blocked_link_stops_its_key_at_once},
+    {"a blocked link stops its key within a second",
+     test_a_blocked_link_stops_its_key_within_a_second},
+    {"HF_AuditRequest writes one record with the context",
+     test_audit_request_writes_one_record_with_the_context},
+    {"HF_AuditRequest refuses bad arguments", test_audit_request_refuses_bad_arguments},
+    {"a key operation records latency from received_us",
+     test_a_key_operation_records_latency_from_received_us},
     {"a forked child initializes again", test_fork_child_initializes_again},
     CU_TEST_INFO_NULL,
 };
