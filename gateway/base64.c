@@ -11,15 +11,15 @@
 
 #include <openssl/evp.h>
 
-size_t hf_base64_decoded_max(size_t len)
+HF_PLUGIN_EXPORT size_t hf_base64_decoded_max(size_t len)
 {
     return len / 4 * 3;
 }
 
 static bool is_b64_char(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/';
 }
 
 /* Canonical form only: the bits a padded group leaves over must be zero (RFC 4648 section 3.5),
@@ -34,7 +34,8 @@ static bool pad_bits_are_zero(unsigned char last, size_t pad)
     return pad == 0 || (pad == 1 ? (v & 3) == 0 : (v & 15) == 0);
 }
 
-bool hf_base64_decode(const char *in, size_t len, unsigned char *out, size_t *outlen)
+HF_PLUGIN_EXPORT bool hf_base64_decode(const char *in, size_t len, unsigned char *out,
+                                       size_t *outlen)
 {
     size_t pad = 0, i;
     int n;
@@ -54,7 +55,7 @@ bool hf_base64_decode(const char *in, size_t len, unsigned char *out, size_t *ou
     return true;
 }
 
-char *hf_base64_encode(const unsigned char *in, size_t len)
+HF_PLUGIN_EXPORT char *hf_base64_encode(const unsigned char *in, size_t len)
 {
     size_t need;
     char *out;

@@ -49,15 +49,15 @@ enum hf_status {
     HF_STATUS_KEY_NOT_FOUND,      /* no such key (or link) for this caller */
     HF_STATUS_PATH_NOT_FOUND,     /* no such route */
     HF_STATUS_METHOD_NOT_ALLOWED, /* route exists for another method */
-    HF_STATUS_KEY_DISABLED,       /* the key's state forbids the operation, or its link is blocked */
-    HF_STATUS_KEY_USAGE,          /* the key may not do this operation */
-    HF_STATUS_BAD_CIPHERTEXT,     /* decryption failed authentication */
-    HF_STATUS_TOO_LARGE,          /* body over the gateway's limit (refused from Content-Length) */
-    HF_STATUS_UNSUPPORTED,        /* valid, but over an implementation cap */
-    HF_STATUS_THROTTLED,          /* over a rate limit, or the backend queue is full */
-    HF_STATUS_TIMEOUT,            /* the HSM did not answer in time */
-    HF_STATUS_UNAVAILABLE,        /* the backend failed */
-    HF_STATUS_INTERNAL,           /* anything else */
+    HF_STATUS_KEY_DISABLED,   /* the key's state forbids the operation, or its link is blocked */
+    HF_STATUS_KEY_USAGE,      /* the key may not do this operation */
+    HF_STATUS_BAD_CIPHERTEXT, /* decryption failed authentication */
+    HF_STATUS_TOO_LARGE,      /* body over the gateway's limit (refused from Content-Length) */
+    HF_STATUS_UNSUPPORTED,    /* valid, but over an implementation cap */
+    HF_STATUS_THROTTLED,      /* over a rate limit, or the backend queue is full */
+    HF_STATUS_TIMEOUT,        /* the HSM did not answer in time */
+    HF_STATUS_UNAVAILABLE,    /* the backend failed */
+    HF_STATUS_INTERNAL,       /* anything else */
     HF_STATUS_COUNT
 };
 
@@ -159,14 +159,14 @@ enum hf_status hf_status_from_ckr(CK_RV rv);
 struct hf_key_ref {
     char uuid[37];
     char name[129];
-    CK_KEY_TYPE key_type;        /* CKK_AES, CKK_RSA, CKK_EC */
-    CK_ULONG bits;               /* 256, 3072, ... */
-    CK_ULONG state;              /* HF_STATE_* of the current version */
-    CK_ULONG usage;              /* HF_USAGE_* mask */
-    CK_ULONG version;            /* the current version's number */
-    CK_OBJECT_HANDLE current;    /* secret or private key object of the current version */
+    CK_KEY_TYPE key_type;         /* CKK_AES, CKK_RSA, CKK_EC */
+    CK_ULONG bits;                /* 256, 3072, ... */
+    CK_ULONG state;               /* HF_STATE_* of the current version */
+    CK_ULONG usage;               /* HF_USAGE_* mask */
+    CK_ULONG version;             /* the current version's number */
+    CK_OBJECT_HANDLE current;     /* secret or private key object of the current version */
     CK_OBJECT_HANDLE current_pub; /* public key object (RSA, EC), else CK_INVALID_HANDLE */
-    bool blocked;                /* the link is blocked */
+    bool blocked;                 /* the link is blocked */
 };
 /* HF_STATUS_KEY_NOT_FOUND when no such link (or its key is destroyed); HF_STATUS_UNAVAILABLE
  * when the module cannot be asked. */

@@ -1,1 +1,3 @@
-# (empty: filled in as the gateway lands)
+# The aws-xks plugin end to end: holdfastd with the plugin, driven by curl --aws-sigv4.
+TESTS += tests/integration/xks.sh
+EXTRA_DIST += tests/integration/xks.sh tests/integration/xks-body.py

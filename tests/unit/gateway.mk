@@ -1,1 +1,17 @@
-# (empty: filled in as the gateway lands)
+# CUnit suites of the gateway's pure parts: the router and the config file.
+if HAVE_CUNIT
+GATEWAY_UNIT_TESTS = \
+	tests/unit/test-gateway-router \
+	tests/unit/test-gateway-config
+check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
+TESTS += $(GATEWAY_UNIT_TESTS)
+GATEWAY_UNIT_CPPFLAGS = $(GATEWAY_CPPFLAGS) $(CUNIT_CFLAGS)
+GATEWAY_UNIT_LDADD = libhftest.la gateway/libhfgateway.la $(CUNIT_LIBS)
+
+tests_unit_test_gateway_router_SOURCES = tests/unit/test-gateway-router.c
+tests_unit_test_gateway_router_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_router_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_config_SOURCES = tests/unit/test-gateway-config.c
+tests_unit_test_gateway_config_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_config_LDADD = $(GATEWAY_UNIT_LDADD)
+endif

@@ -18,12 +18,12 @@
 /* The parsed Authorization header. Field sizes are the largest the spec allows; longer is
  * malformed. */
 struct hf_sigv4_auth {
-    char akid[31];            /* 20..30 of [A-Z2-7] */
-    char date[9];             /* yyyymmdd from the credential scope */
+    char akid[31]; /* 20..30 of [A-Z2-7] */
+    char date[9];  /* yyyymmdd from the credential scope */
     char region[33];
     char service[33];
     char signed_headers[1024]; /* as listed: lowercase names joined by ';' */
-    char signature[65];       /* 64 lowercase hex */
+    char signature[65];        /* 64 lowercase hex */
 };
 
 enum hf_sigv4_result {
@@ -52,13 +52,19 @@ struct hf_sigv4_request {
 };
 
 struct hf_sigv4_policy {
-    const char *service;         /* "kms-xks-proxy" */
-    const char *const *regions;  /* allowed regions */
+    const char *service;        /* "kms-xks-proxy" */
+    const char *const *regions; /* allowed regions */
     size_t nregions;
-    unsigned max_skew_s;         /* HF_SIGV4_MAX_SKEW_S */
+    unsigned max_skew_s; /* HF_SIGV4_MAX_SKEW_S (0 means that default) */
     hf_sigv4_secret_fn secret;
     void *secret_ctx;
 };
+
+/* The shapes KMS allows (API XksProxyAuthenticationCredentialType): an access key id is 20..30 of
+ * [A-Z2-7]; a secret is 43..64 of [A-Za-z0-9/+=]. For the configuration loader; verify refuses a
+ * secret that fails this too. */
+bool hf_sigv4_akid_is_valid(const char *akid);
+bool hf_sigv4_secret_is_valid(const char *secret);
 
 struct hf_sigv4_cache;
 struct hf_sigv4_cache *hf_sigv4_cache_new(void);
@@ -84,7 +90,10 @@ enum hf_sigv4_result hf_sigv4_verify(const struct hf_sigv4_request *req,
                                      size_t whylen);
 
 /* Signs like a client would (for tests and the load tester): fills the Authorization header value
- * (a new string, free()) for the given headers; x_amz_date is "yyyymmddThhmmssZ". */
+ * (a new string, free()) for the given headers; x_amz_date is "yyyymmddThhmmssZ". Any credential
+ * is accepted (AWS's test suite uses AKIDEXAMPLE); signed_headers may be in any order and case
+ * (it is lowercased and sorted), and req->header must answer for each of them, "x-amz-date"
+ * included. NULL on a bad argument, a missing header or out of memory. */
 char *hf_sigv4_sign(const struct hf_sigv4_request *req, const char *akid, const char *secret,
                     const char *region, const char *service, const char *x_amz_date,
                     const char *signed_headers);

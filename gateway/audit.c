@@ -1,0 +1,55 @@
+/* Finding or writing a request's one audit record (audit.h). */
+#include "hf-build.h"
+
+#include "gateway/audit.h"
+#include "gateway/log.h"
+#include "gateway/p11.h"
+
+#include <stdio.h>
+
+bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LONG *seq)
+{
+    const HF_FUNCTION_LIST *v = hf_p11_vendor();
+    char detail[512];
+    CK_ULONG_LONG now = 0;
+    HF_REQUEST_CONTEXT ctx;
+    CK_RV rv;
+
+    *seq = 0;
+    if (!v) return true; /* another vendor's module: it keeps no audit of ours */
+    if (req->p11_began && v->HF_GetLastAuditSeq(req->p11_session, &now) == CKR_OK &&
+        now > req->seq_before) {
+        *seq = now; /* the key operation's record is the request's */
+        return true;
+    }
+    if (!req->failed) {
+        /* A key operation that succeeded without a record: the core's success events are off.
+         * A success without a key operation: ours may be. */
+        if (req->p11_began || !success_events) return true;
+    }
+    if (!hf_gw_p11_has_audit_request()) {
+        hf_gw_log_warn("audit: the PKCS#11 module cannot record request %s (no HF_AuditRequest)",
+                       req->id);
+        return true;
+    }
+    if (req->failed)
+        snprintf(detail, sizeof(detail), "%s: %s", req->error_name ? req->error_name : "Error",
+                 req->message);
+    ctx = (HF_REQUEST_CONTEXT){
+        .api = req->api,
+        .operation = req->operation,
+        .caller = req->caller,
+        .request_id = req->cloud_request_id ? req->cloud_request_id : req->id,
+        .link_type = req->link_type,
+        .link_id = req->link_id,
+        .detail = req->failed ? detail : NULL,
+        .received_us = req->received_us,
+    };
+    rv = v->HF_AuditRequest(&ctx, req->failed ? hf_gw_ckr_from_status(req->status) : CKR_OK, seq);
+    if (rv != CKR_OK) {
+        hf_gw_log_error("audit: cannot record request %s: 0x%lx", req->id, (unsigned long)rv);
+        *seq = 0;
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,15 @@
+/* The one audit record of a request (plugin.h, "Audit"). The core writes it when the handler's
+ * key operation ran on the session from hf_p11_begin; otherwise the gateway asks the core to
+ * write it (HF_AuditRequest) from the request's outcome. The caller then waits for it to be
+ * durable (server.c) before answering. */
+#ifndef HF_GATEWAY_AUDIT_H
+#define HF_GATEWAY_AUDIT_H
+
+#include "gateway/request.h"
+
+/* Finds or writes req's record. *seq gets its sequence number, or 0 when there is nothing to
+ * wait for (a module without the vendor interface, success events switched off). false when the
+ * record could not be written: the request must then not succeed. */
+bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LONG *seq);
+
+#endif /* HF_GATEWAY_AUDIT_H */

@@ -1,0 +1,94 @@
+/* holdfastd's one config file (conf/holdfastd.conf.sample documents every key).
+ *
+ * [gateway] listeners, threads, limits, the PKCS#11 module and its login, plugins, log; [tls];
+ * [audit]; [plugin:NAME] (where a plugin's shared object is); every other section belongs to the
+ * plugin it is named after ("NAME" or "NAME:instance") and is handed, line by line, to that
+ * plugin's configure() once the plugins are loaded (plugins.c). */
+#ifndef HF_GATEWAY_CONFIG_H
+#define HF_GATEWAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define HF_GW_DEFAULT_MAX_BODY (64 * 1024)
+#define HF_GW_DEFAULT_MAX_CONNECTIONS 1024
+#define HF_GW_DEFAULT_CONNECTION_TIMEOUT 30
+
+struct hf_gw_listen {
+    char *host; /* numeric address or name; "[::1]" is stored as "::1" */
+    char *port;
+    bool tls;
+    unsigned line;
+};
+
+struct hf_gw_plugin_conf {
+    char *name;
+    char *path; /* NULL: plugin_dir/NAME.so */
+    unsigned line;
+};
+
+/* One line of a plugin's section, kept until the plugin is loaded. */
+struct hf_gw_setting {
+    char *section;
+    char *name;
+    char *value;
+    unsigned line;
+};
+
+struct hf_gw_api_flag {
+    char *api;
+    bool on;
+};
+
+struct hf_gw_config {
+    char *path; /* for messages: "path:line: ..." */
+
+    struct hf_gw_listen *listens;
+    size_t nlistens;
+    unsigned threads; /* 0 = one per core */
+    size_t max_body;
+    unsigned max_connections;
+    unsigned connection_timeout; /* seconds of idleness before a connection is closed */
+
+    char *module;      /* PKCS#11 module path */
+    char *token_label; /* NULL: the first slot with a token */
+    char *pin;         /* the user PIN itself (discouraged) */
+    char *pin_file;    /* or a file whose first line is the PIN */
+
+    char *plugin_dir;
+    struct hf_gw_plugin_conf *plugins; /* in config order: routes are tried in this order */
+    size_t nplugins;
+
+    char *log_path; /* NULL or "-": stderr */
+    char *pidfile;
+
+    struct {
+        char *cert, *key, *client_ca, *priority;
+        char **subjects; /* accepted client subject DNs (any of), RFC 4514 */
+        size_t nsubjects;
+        char **sans; /* accepted client subjectAltName values (any of) */
+        size_t nsans;
+    } tls;
+
+    bool success_events; /* gateway-written records of successful requests */
+    struct hf_gw_api_flag *success_by_api;
+    size_t nsuccess_by_api;
+
+    struct hf_gw_setting *settings;
+    size_t nsettings;
+};
+
+/* Reads path. NULL with "path:line: why" in err on any error (unknown section or key, bad
+ * value, no listener, a TLS listener without [tls] cert and key). */
+struct hf_gw_config *hf_gw_config_load(const char *path, char *err, size_t errlen);
+/* The same from memory; name is used in messages. */
+struct hf_gw_config *hf_gw_config_parse(const char *text, size_t len, const char *name, char *err,
+                                        size_t errlen);
+void hf_gw_config_free(struct hf_gw_config *cfg);
+
+/* Whether the gateway records successful requests of api that made no key operation. */
+bool hf_gw_config_success_events(const struct hf_gw_config *cfg, const char *api);
+/* Whether a section name is one the gateway reads itself. */
+bool hf_gw_config_section_is_own(const char *section);
+
+#endif /* HF_GATEWAY_CONFIG_H */

@@ -1,0 +1,390 @@
+/* hf_keys_by_link and hf_keys_version over a cache of links and key versions (keys.h).
+ *
+ * An entry older than a second is revalidated cheaply: the link is read again (HF_GetLinkInfo)
+ * and the cached current object asked whether it still is current (C_GetAttributeValue); only a
+ * rotation (or a link moved to another key) costs a new C_FindObjects. Lookups run on the
+ * thread's lookup session, which never carries a request context. */
+#include "hf-build.h"
+
+#include "gateway/keys.h"
+#include "gateway/p11.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SHARDS 64
+#define BUCKETS_PER_SHARD 64
+
+enum entry_kind { ENTRY_LINK, ENTRY_VERSION };
+
+struct entry {
+    struct entry *next;
+    char *key; /* "L\x1ftype\x1fid" or "V\x1fuuid\x1fversion" */
+    uint64_t fetched_us;
+    enum hf_status status;   /* what the lookup answered: OK or KEY_NOT_FOUND */
+    struct hf_key_ref ref;   /* ENTRY_LINK */
+    CK_OBJECT_HANDLE object; /* ENTRY_VERSION */
+    CK_ULONG state;
+};
+
+struct shard {
+    pthread_rwlock_t lock; /* guards buckets and every entry in them */
+    struct entry *buckets[BUCKETS_PER_SHARD];
+};
+
+static struct shard shards[SHARDS];
+static atomic_uint nentries;
+static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
+
+static void shards_init(void)
+{
+    for (size_t i = 0; i < SHARDS; i++)
+        pthread_rwlock_init(&shards[i].lock, NULL);
+}
+
+static uint64_t monotonic_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint32_t hash_of(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* A copy of the entry for key, if cached. */
+static bool cache_get(const char *key, struct entry *out)
+{
+    uint32_t h = hash_of(key);
+    struct shard *sh = &shards[h % SHARDS];
+    bool found = false;
+
+    pthread_once(&shards_once, shards_init);
+    pthread_rwlock_rdlock(&sh->lock);
+    for (struct entry *e = sh->buckets[(h / SHARDS) % BUCKETS_PER_SHARD]; e; e = e->next)
+        if (strcmp(e->key, key) == 0) {
+            *out = *e;
+            out->next = NULL;
+            out->key = NULL;
+            found = true;
+            break;
+        }
+    pthread_rwlock_unlock(&sh->lock);
+    return found;
+}
+
+static void cache_put(const char *key, const struct entry *value)
+{
+    uint32_t h = hash_of(key);
+    struct shard *sh = &shards[h % SHARDS];
+    struct entry **slot, *e;
+
+    pthread_once(&shards_once, shards_init);
+    pthread_rwlock_wrlock(&sh->lock);
+    slot = &sh->buckets[(h / SHARDS) % BUCKETS_PER_SHARD];
+    for (e = *slot; e; e = e->next)
+        if (strcmp(e->key, key) == 0) break;
+    if (e) {
+        struct entry *next = e->next;
+        char *k = e->key;
+        *e = *value;
+        e->next = next;
+        e->key = k;
+    } else if (atomic_load(&nentries) < HF_GW_KEYS_MAX_ENTRIES && (e = malloc(sizeof(*e))) &&
+               (*e = *value, e->key = strdup(key))) {
+        e->next = *slot;
+        *slot = e;
+        atomic_fetch_add(&nentries, 1);
+    } else {
+        free(e);
+    }
+    pthread_rwlock_unlock(&sh->lock);
+}
+
+void hf_gw_keys_flush(void)
+{
+    pthread_once(&shards_once, shards_init);
+    for (size_t i = 0; i < SHARDS; i++) {
+        pthread_rwlock_wrlock(&shards[i].lock);
+        for (size_t b = 0; b < BUCKETS_PER_SHARD; b++) {
+            struct entry *e = shards[i].buckets[b];
+            while (e) {
+                struct entry *next = e->next;
+                free(e->key);
+                free(e);
+                atomic_fetch_sub(&nentries, 1);
+                e = next;
+            }
+            shards[i].buckets[b] = NULL;
+        }
+        pthread_rwlock_unlock(&shards[i].lock);
+    }
+}
+
+void hf_gw_keys_shutdown(void)
+{
+    hf_gw_keys_flush();
+}
+
+/* ---- reading objects ---------------------------------------------------------------------- */
+
+static const unsigned char OID_P256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
+                                         0xce, 0x3d, 0x03, 0x01, 0x07};
+static const unsigned char OID_P384[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22};
+
+static CK_RV find_all(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_ATTRIBUTE *tmpl, CK_ULONG n,
+                      CK_OBJECT_HANDLE *found, CK_ULONG max, CK_ULONG *nfound)
+{
+    CK_RV rv = f->C_FindObjectsInit(s, tmpl, n);
+
+    if (rv != CKR_OK) return rv;
+    rv = f->C_FindObjects(s, found, max, nfound);
+    f->C_FindObjectsFinal(s);
+    return rv;
+}
+
+static CK_ULONG ec_bits(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE o)
+{
+    unsigned char params[64];
+    CK_ATTRIBUTE a = {CKA_EC_PARAMS, params, sizeof(params)};
+
+    if (f->C_GetAttributeValue(s, o, &a, 1) != CKR_OK) return 0;
+    if (a.ulValueLen == sizeof(OID_P256) && memcmp(params, OID_P256, sizeof(OID_P256)) == 0)
+        return 256;
+    if (a.ulValueLen == sizeof(OID_P384) && memcmp(params, OID_P384, sizeof(OID_P384)) == 0)
+        return 384;
+    return 0;
+}
+
+/* The current version of key uuid into ref (uuid, name, type, bits, state, usage, version,
+ * handles). */
+static enum hf_status current_find(CK_SESSION_HANDLE s, const char *uuid, struct hf_key_ref *ref)
+{
+    CK_FUNCTION_LIST_PTR f = hf_p11_functions();
+    CK_BBOOL yes = CK_TRUE;
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_HF_KEY_UUID, (void *)uuid, strlen(uuid)},
+        {CKA_HF_IS_CURRENT, &yes, sizeof(yes)},
+    };
+    CK_OBJECT_HANDLE found[4];
+    CK_ULONG n = 0;
+    CK_RV rv;
+
+    if (!f) return HF_STATUS_UNAVAILABLE;
+    rv = find_all(f, s, tmpl, 2, found, 4, &n);
+    if (rv != CKR_OK) {
+        if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
+        return HF_STATUS_UNAVAILABLE;
+    }
+    ref->current = ref->current_pub = CK_INVALID_HANDLE;
+    for (CK_ULONG i = 0; i < n; i++) {
+        CK_OBJECT_CLASS cls;
+        CK_ATTRIBUTE a = {CKA_CLASS, &cls, sizeof(cls)};
+        if (f->C_GetAttributeValue(s, found[i], &a, 1) != CKR_OK) continue;
+        if (cls == CKO_PUBLIC_KEY)
+            ref->current_pub = found[i];
+        else if (cls == CKO_SECRET_KEY || cls == CKO_PRIVATE_KEY)
+            ref->current = found[i];
+    }
+    /* No secret or private face: a destroyed key, or one this login may not see. */
+    if (ref->current == CK_INVALID_HANDLE) return HF_STATUS_KEY_NOT_FOUND;
+    {
+        CK_ULONG value_len = 0, modulus_bits = 0;
+        char name[sizeof(ref->name)] = "";
+        CK_ATTRIBUTE attrs[] = {
+            {CKA_KEY_TYPE, &ref->key_type, sizeof(ref->key_type)},
+            {CKA_HF_STATE, &ref->state, sizeof(ref->state)},
+            {CKA_HF_USAGE, &ref->usage, sizeof(ref->usage)},
+            {CKA_HF_VERSION, &ref->version, sizeof(ref->version)},
+            {CKA_LABEL, name, sizeof(name) - 1},
+        };
+        rv = f->C_GetAttributeValue(s, ref->current, attrs, 5);
+        if (rv != CKR_OK)
+            return rv == CKR_OBJECT_HANDLE_INVALID ? HF_STATUS_KEY_NOT_FOUND
+                                                   : HF_STATUS_UNAVAILABLE;
+        name[attrs[4].ulValueLen < sizeof(name) ? attrs[4].ulValueLen : sizeof(name) - 1] = '\0';
+        memcpy(ref->name, name, sizeof(ref->name));
+        if (ref->key_type == CKK_AES) {
+            CK_ATTRIBUTE a = {CKA_VALUE_LEN, &value_len, sizeof(value_len)};
+            if (f->C_GetAttributeValue(s, ref->current, &a, 1) == CKR_OK) ref->bits = value_len * 8;
+        } else if (ref->key_type == CKK_RSA) {
+            CK_OBJECT_HANDLE o =
+                ref->current_pub != CK_INVALID_HANDLE ? ref->current_pub : ref->current;
+            CK_ATTRIBUTE a = {CKA_MODULUS_BITS, &modulus_bits, sizeof(modulus_bits)};
+            if (f->C_GetAttributeValue(s, o, &a, 1) == CKR_OK) ref->bits = modulus_bits;
+        } else if (ref->key_type == CKK_EC) {
+            ref->bits = ec_bits(
+                f, s, ref->current_pub != CK_INVALID_HANDLE ? ref->current_pub : ref->current);
+        }
+    }
+    if (ref->state == HF_STATE_DESTROYED) return HF_STATUS_KEY_NOT_FOUND;
+    return HF_STATUS_OK;
+}
+
+/* Whether the cached current object still is current; refreshes its state and name. */
+static bool current_is_still(CK_SESSION_HANDLE s, struct hf_key_ref *ref)
+{
+    CK_FUNCTION_LIST_PTR f = hf_p11_functions();
+    CK_BBOOL current = CK_FALSE;
+    char name[sizeof(ref->name)] = "";
+    CK_ULONG state = 0, usage = 0;
+    CK_ATTRIBUTE attrs[] = {
+        {CKA_HF_IS_CURRENT, &current, sizeof(current)},
+        {CKA_HF_STATE, &state, sizeof(state)},
+        {CKA_HF_USAGE, &usage, sizeof(usage)},
+        {CKA_LABEL, name, sizeof(name) - 1},
+    };
+
+    if (!f || f->C_GetAttributeValue(s, ref->current, attrs, 4) != CKR_OK || !current) return false;
+    name[attrs[3].ulValueLen < sizeof(name) ? attrs[3].ulValueLen : sizeof(name) - 1] = '\0';
+    memcpy(ref->name, name, sizeof(ref->name));
+    ref->state = state;
+    ref->usage = usage;
+    return state != HF_STATE_DESTROYED;
+}
+
+static enum hf_status link_fetch(const char *type, const char *id, const struct entry *old,
+                                 struct entry *out)
+{
+    const HF_FUNCTION_LIST *v = hf_p11_vendor();
+    HF_LINK_INFO info;
+    CK_SESSION_HANDLE s;
+    CK_RV rv;
+
+    memset(out, 0, sizeof(*out));
+    if (!v) return HF_STATUS_UNAVAILABLE;
+    for (int attempt = 0;; attempt++) {
+        if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return HF_STATUS_UNAVAILABLE;
+        rv = v->HF_GetLinkInfo(s, type, id, &info);
+        if (!hf_gw_p11_rv_is_session_lost(rv) || attempt > 0) break;
+        hf_gw_p11_sessions_drop();
+    }
+    out->fetched_us = monotonic_us();
+    if (rv == CKR_KEY_HANDLE_INVALID) {
+        out->status = HF_STATUS_KEY_NOT_FOUND;
+        return HF_STATUS_OK; /* a cacheable answer */
+    }
+    if (rv != CKR_OK) return HF_STATUS_UNAVAILABLE;
+    info.key_uuid[sizeof(info.key_uuid) - 1] = '\0';
+    if (old && old->status == HF_STATUS_OK && strcmp(old->ref.uuid, info.key_uuid) == 0) {
+        out->ref = old->ref;
+        if (current_is_still(s, &out->ref)) {
+            out->ref.blocked = info.blocked == CK_TRUE;
+            out->status = HF_STATUS_OK;
+            return HF_STATUS_OK;
+        }
+    }
+    memset(&out->ref, 0, sizeof(out->ref));
+    memcpy(out->ref.uuid, info.key_uuid, sizeof(out->ref.uuid));
+    out->ref.blocked = info.blocked == CK_TRUE;
+    out->status = current_find(s, info.key_uuid, &out->ref);
+    if (out->status != HF_STATUS_OK && out->status != HF_STATUS_KEY_NOT_FOUND)
+        return HF_STATUS_UNAVAILABLE;
+    return HF_STATUS_OK;
+}
+
+HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const char *link_id,
+                                                struct hf_key_ref *out)
+{
+    char key[600];
+    struct entry cached, fresh;
+    bool have;
+    enum hf_status st;
+
+    if (!link_type || !link_id || !out) return HF_STATUS_INTERNAL;
+    if ((size_t)snprintf(key, sizeof(key), "L\x1f%s\x1f%s", link_type, link_id) >= sizeof(key))
+        return HF_STATUS_KEY_NOT_FOUND; /* no link id is that long */
+    have = cache_get(key, &cached);
+    if (!have || monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+        if ((st = link_fetch(link_type, link_id, have ? &cached : NULL, &fresh)) != HF_STATUS_OK)
+            return st;
+        cache_put(key, &fresh);
+        cached = fresh;
+    }
+    if (cached.status != HF_STATUS_OK) return cached.status;
+    *out = cached.ref;
+    return HF_STATUS_OK;
+}
+
+static enum hf_status version_fetch(const struct hf_key_ref *key, CK_ULONG version,
+                                    const struct entry *old, struct entry *out)
+{
+    CK_FUNCTION_LIST_PTR f = hf_p11_functions();
+    CK_OBJECT_CLASS cls = key->key_type == CKK_AES ? CKO_SECRET_KEY : CKO_PRIVATE_KEY;
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},
+        {CKA_HF_KEY_UUID, (void *)key->uuid, strlen(key->uuid)},
+        {CKA_HF_VERSION, &version, sizeof(version)},
+    };
+    CK_ATTRIBUTE state = {CKA_HF_STATE, &out->state, sizeof(out->state)};
+    CK_OBJECT_HANDLE found[2];
+    CK_SESSION_HANDLE s;
+    CK_ULONG n = 0;
+    CK_RV rv;
+
+    memset(out, 0, sizeof(*out));
+    if (!f) return HF_STATUS_UNAVAILABLE;
+    if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return HF_STATUS_UNAVAILABLE;
+    out->fetched_us = monotonic_us();
+    /* Revalidation: the handle is stable (holdfast.h), only the state moves. */
+    if (old && old->status == HF_STATUS_OK &&
+        f->C_GetAttributeValue(s, old->object, &state, 1) == CKR_OK) {
+        out->object = old->object;
+        out->status = out->state == HF_STATE_DESTROYED ? HF_STATUS_KEY_NOT_FOUND : HF_STATUS_OK;
+        return HF_STATUS_OK;
+    }
+    rv = find_all(f, s, tmpl, 3, found, 2, &n);
+    if (rv != CKR_OK) {
+        if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
+        return HF_STATUS_UNAVAILABLE;
+    }
+    if (n == 0) {
+        out->status = HF_STATUS_KEY_NOT_FOUND;
+        return HF_STATUS_OK;
+    }
+    out->object = found[0];
+    rv = f->C_GetAttributeValue(s, out->object, &state, 1);
+    if (rv != CKR_OK) return HF_STATUS_UNAVAILABLE;
+    out->status = out->state == HF_STATE_DESTROYED ? HF_STATUS_KEY_NOT_FOUND : HF_STATUS_OK;
+    return HF_STATUS_OK;
+}
+
+HF_PLUGIN_EXPORT enum hf_status hf_keys_version(const struct hf_key_ref *key, CK_ULONG version,
+                                                CK_OBJECT_HANDLE *object, CK_ULONG *state)
+{
+    char ckey[80];
+    struct entry cached, fresh;
+    bool have;
+    enum hf_status st;
+
+    if (!key || !object || key->uuid[0] == '\0') return HF_STATUS_INTERNAL;
+    if (version == key->version && key->current != CK_INVALID_HANDLE) {
+        *object = key->current;
+        if (state) *state = key->state;
+        return HF_STATUS_OK;
+    }
+    if (version == 0) return HF_STATUS_KEY_NOT_FOUND;
+    snprintf(ckey, sizeof(ckey), "V\x1f%.36s\x1f%lu", key->uuid, (unsigned long)version);
+    have = cache_get(ckey, &cached);
+    if (!have || monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+        if ((st = version_fetch(key, version, have ? &cached : NULL, &fresh)) != HF_STATUS_OK)
+            return st;
+        cache_put(ckey, &fresh);
+        cached = fresh;
+    }
+    if (cached.status != HF_STATUS_OK) return cached.status;
+    *object = cached.object;
+    if (state) *state = cached.state;
+    return HF_STATUS_OK;
+}

@@ -1,0 +1,253 @@
+/* Prometheus metrics (metrics.h). A series is a fixed block of atomic counters: one per HTTP
+ * status (100-599) and one per latency bucket, so recording a request is a few relaxed atomic
+ * adds and never a lock or an allocation. */
+#include "hf-build.h"
+
+#include "gateway/metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Upper bounds in microseconds. KMS gives an XKS call 250 ms end to end, so the resolution is
+ * finest below that. */
+static const uint64_t bucket_us[] = {250,   500,    1000,   2500,   5000,    10000,  25000,
+                                     50000, 100000, 250000, 500000, 1000000, 2500000};
+#define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
+#define STATUS_MIN 100
+#define STATUS_MAX 599
+
+struct hf_gw_series {
+    struct hf_gw_series *next;
+    char *api, *operation;
+    atomic_ullong by_status[STATUS_MAX - STATUS_MIN + 1];
+    atomic_ullong buckets[NBUCKETS + 1]; /* the last is +Inf */
+    atomic_ullong sum_us, count;
+};
+
+static struct {
+    pthread_mutex_t lock; /* guards the list (registration, rendering, shutdown) */
+    struct hf_gw_series *head;
+    atomic_ullong reload_ok, reload_failed, audit_failures;
+    atomic_llong inflight, audit_waiting;
+} m = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+struct hf_gw_series *hf_gw_metrics_series(const char *api, const char *operation)
+{
+    struct hf_gw_series *s, **tail;
+
+    if (!api || !operation) return NULL;
+    pthread_mutex_lock(&m.lock);
+    for (tail = &m.head; (s = *tail); tail = &s->next)
+        if (strcmp(s->api, api) == 0 && strcmp(s->operation, operation) == 0) goto done;
+    if ((s = calloc(1, sizeof(*s)))) {
+        s->api = strdup(api);
+        s->operation = strdup(operation);
+        if (!s->api || !s->operation) {
+            free(s->api);
+            free(s->operation);
+            free(s);
+            s = NULL;
+        } else {
+            *tail = s; /* appended: rendering keeps registration order */
+        }
+    }
+done:
+    pthread_mutex_unlock(&m.lock);
+    return s;
+}
+
+void hf_gw_metrics_observe(struct hf_gw_series *s, unsigned http_status, uint64_t latency_us)
+{
+    size_t b = 0;
+
+    if (!s) return;
+    if (http_status < STATUS_MIN || http_status > STATUS_MAX) http_status = 500;
+    atomic_fetch_add_explicit(&s->by_status[http_status - STATUS_MIN], 1, memory_order_relaxed);
+    while (b < NBUCKETS && latency_us > bucket_us[b])
+        b++;
+    atomic_fetch_add_explicit(&s->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->sum_us, latency_us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+}
+
+void hf_gw_metrics_reload_count(bool ok)
+{
+    atomic_fetch_add(ok ? &m.reload_ok : &m.reload_failed, 1);
+}
+
+void hf_gw_metrics_audit_failure(void)
+{
+    atomic_fetch_add(&m.audit_failures, 1);
+}
+
+void hf_gw_metrics_inflight_add(int delta)
+{
+    atomic_fetch_add_explicit(&m.inflight, delta, memory_order_relaxed);
+}
+
+void hf_gw_metrics_audit_waiting_add(int delta)
+{
+    atomic_fetch_add_explicit(&m.audit_waiting, delta, memory_order_relaxed);
+}
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->oom) return;
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) break;
+        {
+            size_t cap = b->cap * 2 + (size_t)n;
+            char *grown = realloc(b->p, cap);
+            if (!grown) {
+                b->oom = true;
+                return;
+            }
+            b->p = grown;
+            b->cap = cap;
+        }
+    }
+    b->len += (size_t)n;
+}
+
+/* A label value as the text format wants it: backslash, quote and newline escaped. */
+static const char *label_escape(const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+
+    for (; *in && o + 3 < size; in++) {
+        if (*in == '\\' || *in == '"') {
+            out[o++] = '\\';
+            out[o++] = *in;
+        } else if (*in == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else {
+            out[o++] = *in;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static unsigned long long load(atomic_ullong *a)
+{
+    return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+char *hf_gw_metrics_render(bool key_source_up, size_t *len)
+{
+    struct buf b = {malloc(8192), 0, 8192, false};
+    struct hf_gw_series *s;
+    char api[160], op[160];
+
+    if (!b.p) return NULL;
+    b.p[0] = '\0';
+    buf_printf(&b, "# HELP holdfast_requests_total HTTP requests answered, by API, operation and "
+                   "status.\n# TYPE holdfast_requests_total counter\n");
+    pthread_mutex_lock(&m.lock);
+    for (s = m.head; s; s = s->next) {
+        label_escape(s->api, api, sizeof(api));
+        label_escape(s->operation, op, sizeof(op));
+        for (unsigned i = 0; i <= STATUS_MAX - STATUS_MIN; i++) {
+            unsigned long long n = load(&s->by_status[i]);
+            if (n)
+                buf_printf(&b,
+                           "holdfast_requests_total{api=\"%s\",operation=\"%s\",status=\"%u\"} "
+                           "%llu\n",
+                           api, op, i + STATUS_MIN, n);
+        }
+    }
+    buf_printf(&b, "# HELP holdfast_request_duration_seconds Time from the request's headers to "
+                   "its response, audit record included.\n"
+                   "# TYPE holdfast_request_duration_seconds histogram\n");
+    for (s = m.head; s; s = s->next) {
+        unsigned long long cum = 0, count = load(&s->count);
+        if (count == 0) continue;
+        label_escape(s->api, api, sizeof(api));
+        label_escape(s->operation, op, sizeof(op));
+        for (size_t i = 0; i <= NBUCKETS; i++) {
+            cum += load(&s->buckets[i]);
+            if (i < NBUCKETS)
+                buf_printf(&b,
+                           "holdfast_request_duration_seconds_bucket{api=\"%s\",operation=\"%s\","
+                           "le=\"%g\"} %llu\n",
+                           api, op, (double)bucket_us[i] / 1e6, cum);
+            else
+                buf_printf(&b,
+                           "holdfast_request_duration_seconds_bucket{api=\"%s\",operation=\"%s\","
+                           "le=\"+Inf\"} %llu\n",
+                           api, op, cum);
+        }
+        buf_printf(&b,
+                   "holdfast_request_duration_seconds_sum{api=\"%s\",operation=\"%s\"} %.6f\n"
+                   "holdfast_request_duration_seconds_count{api=\"%s\",operation=\"%s\"} %llu\n",
+                   api, op, (double)load(&s->sum_us) / 1e6, api, op, count);
+    }
+    pthread_mutex_unlock(&m.lock);
+    buf_printf(&b,
+               "# HELP holdfast_key_source_up Whether the PKCS#11 module and its key store "
+               "answer.\n# TYPE holdfast_key_source_up gauge\nholdfast_key_source_up %d\n",
+               key_source_up ? 1 : 0);
+    buf_printf(&b,
+               "# HELP holdfast_inflight_requests Requests received and not yet answered.\n"
+               "# TYPE holdfast_inflight_requests gauge\nholdfast_inflight_requests %lld\n",
+               (long long)atomic_load(&m.inflight));
+    buf_printf(&b,
+               "# HELP holdfast_audit_waiting_requests Requests whose answer waits for its audit "
+               "record to be durable.\n# TYPE holdfast_audit_waiting_requests gauge\n"
+               "holdfast_audit_waiting_requests %lld\n",
+               (long long)atomic_load(&m.audit_waiting));
+    buf_printf(&b,
+               "# HELP holdfast_audit_failures_total Requests answered with an error because "
+               "their audit record could not be made durable.\n"
+               "# TYPE holdfast_audit_failures_total counter\nholdfast_audit_failures_total "
+               "%llu\n",
+               load(&m.audit_failures));
+    buf_printf(&b,
+               "# HELP holdfast_config_reloads_total SIGHUP reloads, by result.\n"
+               "# TYPE holdfast_config_reloads_total counter\n"
+               "holdfast_config_reloads_total{result=\"ok\"} %llu\n"
+               "holdfast_config_reloads_total{result=\"error\"} %llu\n",
+               load(&m.reload_ok), load(&m.reload_failed));
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
+
+void hf_gw_metrics_shutdown(void)
+{
+    pthread_mutex_lock(&m.lock);
+    while (m.head) {
+        struct hf_gw_series *s = m.head;
+        m.head = s->next;
+        free(s->api);
+        free(s->operation);
+        free(s);
+    }
+    pthread_mutex_unlock(&m.lock);
+}

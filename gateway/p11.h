@@ -1,0 +1,40 @@
+/* The gateway's PKCS#11 connection: one module loaded by path (never through the p11-kit proxy,
+ * which hides the vendor interface), logged in once, and two sessions per thread made on first
+ * use: one that carries request contexts to key operations (hf_p11_begin) and one for lookups
+ * (keys.c), so a lookup never consumes, or is refused by, a request's context. */
+#ifndef HF_GATEWAY_P11_H
+#define HF_GATEWAY_P11_H
+
+#include "gateway/plugin.h"
+
+/* Loads module, initialises it (CKF_OS_LOCKING_OK), finds the token labelled token_label (NULL:
+ * the first slot with a token) and logs in with pin (NULL: no login). */
+bool hf_gw_p11_open(const char *module, const char *token_label, const char *pin, char *err,
+                    size_t errlen);
+void hf_gw_p11_close(void);
+bool hf_gw_p11_is_open(void);
+const char *hf_gw_p11_module(void);
+
+/* Whether the module answers (C_GetTokenInfo on our slot). */
+bool hf_gw_p11_is_healthy(void);
+
+/* This thread's lookup session. */
+CK_RV hf_gw_p11_lookup_session(CK_SESSION_HANDLE *session);
+/* Forgets this thread's sessions after CKR_SESSION_HANDLE_INVALID & co.: the next use opens new
+ * ones. */
+void hf_gw_p11_sessions_drop(void);
+bool hf_gw_p11_rv_is_session_lost(CK_RV rv);
+
+/* Whether the module can record a request that made no key operation (HF_AuditRequest). */
+bool hf_gw_p11_has_audit_request(void);
+/* After a request: clears a request context that no key operation consumed. */
+void hf_gw_p11_request_end(struct hf_request *req);
+
+/* The CK_RV an audit record gets for a request that failed with status before any key
+ * operation. */
+CK_RV hf_gw_ckr_from_status(enum hf_status status);
+
+/* A PIN from a file: its first line, without the line end. NULL with err on failure. */
+char *hf_gw_pin_read(const char *path, char *err, size_t errlen);
+
+#endif /* HF_GATEWAY_P11_H */

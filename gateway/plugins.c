@@ -1,0 +1,224 @@
+/* Loading plugins and building a generation (plugins.h). A plugin is a shared object exporting
+ * hf_plugin_entry(); it resolves the hf_* functions of plugin.h from holdfastd itself (linked
+ * with -export-dynamic). dlopen of an already loaded object only counts a reference, so a
+ * reload reuses the code and makes a fresh state. */
+#include "hf-build.h"
+
+#include "gateway/plugins.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef const struct hf_plugin *(*entry_fn)(void);
+
+static void plugin_unload(struct hf_gw_plugin *pl)
+{
+    if (pl->state && pl->p && pl->p->destroy) pl->p->destroy(pl->state);
+    pl->state = NULL;
+    if (pl->dl) dlclose(pl->dl);
+    pl->dl = NULL;
+    free(pl->name);
+    free(pl->path);
+}
+
+/* A plugin that would crash us later is refused now. */
+static bool plugin_is_valid(const struct hf_plugin *p, const char *name, char *why, size_t len)
+{
+    if (p->abi_version != HF_PLUGIN_ABI_VERSION) {
+        snprintf(why, len, "ABI version %u, holdfastd speaks %u", (unsigned)p->abi_version,
+                 (unsigned)HF_PLUGIN_ABI_VERSION);
+        return false;
+    }
+    if (!p->name || strcmp(p->name, name) != 0) {
+        snprintf(why, len, "calls itself \"%s\"", p->name ? p->name : "(null)");
+        return false;
+    }
+    if (!p->errors || !p->error_body || !p->create || !p->configure || !p->destroy ||
+        (p->nroutes && !p->routes)) {
+        snprintf(why, len, "incomplete struct hf_plugin");
+        return false;
+    }
+    for (size_t i = 0; i < p->nroutes; i++)
+        if (!p->routes[i].method || !p->routes[i].pattern || !p->routes[i].operation ||
+            !p->routes[i].handle) {
+            snprintf(why, len, "route %zu is incomplete", i);
+            return false;
+        }
+    for (size_t i = 1; i < HF_STATUS_COUNT; i++)
+        if (p->errors[i].http_status < 100 || p->errors[i].http_status > 599 ||
+            !p->errors[i].name) {
+            snprintf(why, len, "error table row %zu is incomplete", i);
+            return false;
+        }
+    return true;
+}
+
+static bool plugin_load(const struct hf_gw_config *cfg, const struct hf_gw_plugin_conf *pc,
+                        struct hf_gw_plugin *pl, char *err, size_t errlen)
+{
+    char why[256];
+    entry_fn entry;
+    size_t need;
+
+    if (pc->path) {
+        pl->path = strdup(pc->path);
+    } else {
+        need = strlen(cfg->plugin_dir) + strlen(pc->name) + 5;
+        if ((pl->path = malloc(need)))
+            snprintf(pl->path, need, "%s/%s.so", cfg->plugin_dir, pc->name);
+    }
+    if (!(pl->name = strdup(pc->name)) || !pl->path) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    /* RTLD_NODELETE: what a plugin caches in OpenSSL (fetched algorithms) must stay reachable
+     * after a reload drops its last reference; replacing a plugin's file needs a restart. */
+    if (!(pl->dl = dlopen(pl->path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE))) {
+        snprintf(err, errlen, "%s:%u: plugin %s: %s", cfg->path, pc->line, pc->name, dlerror());
+        return false;
+    }
+    *(void **)&entry = dlsym(pl->dl, "hf_plugin_entry");
+    if (!entry || !(pl->p = entry())) {
+        snprintf(err, errlen, "%s:%u: plugin %s: %s has no hf_plugin_entry", cfg->path, pc->line,
+                 pc->name, pl->path);
+        return false;
+    }
+    if (!plugin_is_valid(pl->p, pc->name, why, sizeof(why))) {
+        snprintf(err, errlen, "%s:%u: plugin %s (%s): %s", cfg->path, pc->line, pc->name, pl->path,
+                 why);
+        pl->p = NULL; /* not ours to call destroy on */
+        return false;
+    }
+    if (!(pl->state = pl->p->create())) {
+        snprintf(err, errlen, "plugin %s: out of memory", pc->name);
+        return false;
+    }
+    pl->success_events = hf_gw_config_success_events(cfg, pc->name);
+    return true;
+}
+
+static struct hf_gw_plugin *plugin_for_section(struct hf_gw_generation *gen, const char *section,
+                                               const char **instance)
+{
+    size_t len = strcspn(section, ":");
+
+    for (size_t i = 0; i < gen->nplugins; i++)
+        if (strlen(gen->plugins[i].name) == len &&
+            memcmp(gen->plugins[i].name, section, len) == 0) {
+            *instance = section[len] == ':' ? section + len + 1 : "";
+            return &gen->plugins[i];
+        }
+    return NULL;
+}
+
+static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errlen)
+{
+    const struct hf_gw_config *cfg = gen->config;
+
+    for (size_t i = 0; i < cfg->nsettings; i++) {
+        const struct hf_gw_setting *s = &cfg->settings[i];
+        const char *instance = "";
+        struct hf_gw_plugin *pl = plugin_for_section(gen, s->section, &instance);
+        char why[256] = "";
+
+        if (!pl) {
+            snprintf(err, errlen, "%s:%u: unknown section [%s] (no plugin of that name)", cfg->path,
+                     s->line, s->section);
+            return false;
+        }
+        if (!pl->p->configure(pl->state, instance, s->name, s->value, why, sizeof(why))) {
+            snprintf(err, errlen, "%s:%u: [%s] %s: %s", cfg->path, s->line, s->section, s->name,
+                     why[0] ? why : "refused");
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool routes_build(struct hf_gw_generation *gen, char *err, size_t errlen)
+{
+    size_t n = 0, k = 0;
+
+    for (size_t i = 0; i < gen->nplugins; i++)
+        n += gen->plugins[i].p->nroutes;
+    if (!(gen->router = hf_router_new()) ||
+        (n && !(gen->routes = calloc(n, sizeof(*gen->routes))))) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < gen->nplugins; i++) {
+        struct hf_gw_plugin *pl = &gen->plugins[i];
+        for (size_t r = 0; r < pl->p->nroutes; r++, k++) {
+            const struct hf_route *route = &pl->p->routes[r];
+            char why[160];
+
+            gen->routes[k] =
+                (struct hf_gw_route){pl, route, hf_gw_metrics_series(pl->name, route->operation)};
+            if (!hf_router_add(gen->router, route->method, route->pattern, &gen->routes[k], why,
+                               sizeof(why))) {
+                snprintf(err, errlen, "plugin %s: route %s %s: %s", pl->name, route->method,
+                         route->pattern, why);
+                return false;
+            }
+        }
+    }
+    gen->nroutes = n;
+    return true;
+}
+
+struct hf_gw_generation *hf_gw_generation_build(struct hf_gw_config *cfg, bool start, char *err,
+                                                size_t errlen)
+{
+    struct hf_gw_generation *gen = calloc(1, sizeof(*gen));
+
+    if (!gen) {
+        hf_gw_config_free(cfg);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    atomic_init(&gen->refs, 1);
+    gen->config = cfg;
+    if (cfg->nplugins && !(gen->plugins = calloc(cfg->nplugins, sizeof(*gen->plugins)))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->nplugins; i++) {
+        gen->nplugins = i + 1; /* so a failure unloads what was loaded */
+        if (!plugin_load(cfg, &cfg->plugins[i], &gen->plugins[i], err, errlen)) goto fail;
+    }
+    if (!settings_apply(gen, err, errlen)) goto fail;
+    for (size_t i = 0; start && i < gen->nplugins; i++) {
+        struct hf_gw_plugin *pl = &gen->plugins[i];
+        char why[256] = "";
+        if (pl->p->start && !pl->p->start(pl->state, why, sizeof(why))) {
+            snprintf(err, errlen, "plugin %s: %s", pl->name, why[0] ? why : "start failed");
+            goto fail;
+        }
+        pl->started = true;
+    }
+    if (!routes_build(gen, err, errlen)) goto fail;
+    return gen;
+fail:
+    hf_gw_generation_unref(gen);
+    return NULL;
+}
+
+struct hf_gw_generation *hf_gw_generation_ref(struct hf_gw_generation *gen)
+{
+    if (gen) atomic_fetch_add_explicit(&gen->refs, 1, memory_order_relaxed);
+    return gen;
+}
+
+void hf_gw_generation_unref(struct hf_gw_generation *gen)
+{
+    if (!gen || atomic_fetch_sub_explicit(&gen->refs, 1, memory_order_acq_rel) != 1) return;
+    hf_router_free(gen->router);
+    free(gen->routes);
+    for (size_t i = 0; i < gen->nplugins; i++)
+        plugin_unload(&gen->plugins[i]);
+    free(gen->plugins);
+    hf_gw_config_free(gen->config);
+    free(gen);
+}

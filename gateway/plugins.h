@@ -1,0 +1,50 @@
+/* A generation: one configuration with its plugins loaded, configured and started, and the
+ * router over their routes. Built at start and on every SIGHUP (reload.c); reference-counted, so
+ * requests in flight finish on the generation they started on. */
+#ifndef HF_GATEWAY_PLUGINS_H
+#define HF_GATEWAY_PLUGINS_H
+
+#include "gateway/config.h"
+#include "gateway/metrics.h"
+#include "gateway/plugin.h"
+#include "gateway/router.h"
+
+#include <stdatomic.h>
+
+struct hf_gw_plugin {
+    char *name;
+    char *path;
+    void *dl;
+    const struct hf_plugin *p;
+    void *state;
+    bool started;
+    bool success_events;
+};
+
+/* What a route's router entry points to. */
+struct hf_gw_route {
+    struct hf_gw_plugin *plugin;
+    const struct hf_route *route;
+    struct hf_gw_series *series;
+};
+
+struct hf_gw_generation {
+    atomic_uint refs;
+    struct hf_gw_config *config; /* owned */
+    struct hf_gw_plugin *plugins;
+    size_t nplugins;
+    struct hf_gw_route *routes;
+    size_t nroutes;
+    struct hf_router *router;
+};
+
+/* Loads cfg's plugins, hands each its sections (configure) and, when start is true, starts
+ * them (start may use the PKCS#11 connection, which must then be open). Takes cfg in every case.
+ * NULL with "file:line: why" (or "plugin NAME: why") in err. */
+struct hf_gw_generation *hf_gw_generation_build(struct hf_gw_config *cfg, bool start, char *err,
+                                                size_t errlen);
+struct hf_gw_generation *hf_gw_generation_ref(struct hf_gw_generation *gen);
+/* The last reference destroys the plugins' states and the router. */
+void hf_gw_generation_unref(struct hf_gw_generation *gen);
+
+#endif /* HF_GATEWAY_PLUGINS_H */

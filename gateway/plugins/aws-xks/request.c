@@ -1,0 +1,325 @@
+/* XKS request bodies: strict JSON through json-c, strict base64 through hf_base64_decode, then the
+ * spec's field rules per operation (request.h). */
+#include "hf-build.h"
+
+#include "gateway/plugins/aws-xks/request.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "gateway/plugins/aws-xks/crypto.h"
+
+/* Nesting a real request never needs; json-c's default (32) would also do, this just bounds
+ * what a hostile body can make the parser build. */
+#define XKS_JSON_DEPTH 16
+
+bool hf_xks_key_id_is_valid(const char *key_id)
+{
+    size_t n = 0;
+
+    if (key_id == NULL) return false;
+    for (const char *p = key_id; *p; p++, n++) {
+        char c = *p;
+        if (n >= 128 || !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return n >= 1;
+}
+
+void hf_xks_request_clear(struct hf_xks_request *r)
+{
+    struct json_object *pt = NULL;
+
+    if (r == NULL) return;
+    if (r->input.data != NULL) OPENSSL_clear_free(r->input.data, r->input.len);
+    /* The base64 plaintext in the JSON tree is the plaintext too: json-c frees without
+     * cleansing, so wipe it first (the tree is ours and about to go). */
+    if (r->op == HF_XKS_OP_ENCRYPT && r->root != NULL &&
+        json_object_object_get_ex(r->root, "plaintext", &pt) &&
+        json_object_is_type(pt, json_type_string) && json_object_get_string_len(pt) > 0)
+        OPENSSL_cleanse((char *)json_object_get_string(pt), (size_t)json_object_get_string_len(pt));
+    free(r->aad.data);
+    free(r->cm.data);
+    json_object_put(r->root);
+    OPENSSL_cleanse(r, sizeof(*r));
+}
+
+/* A body object's member: false (with why) when it is missing and required, or not a string.
+ * Strings with an embedded NUL are refused: every consumer of these reads C strings. */
+static enum hf_status get_string(struct json_object *obj, const char *where, const char *name,
+                                 bool required, const char **out, size_t *out_len, char *why,
+                                 size_t whylen)
+{
+    struct json_object *v = NULL;
+    const char *s;
+    int len;
+
+    *out = NULL;
+    if (out_len) *out_len = 0;
+    if (!json_object_object_get_ex(obj, name, &v)) {
+        if (!required) return HF_STATUS_OK;
+        snprintf(why, whylen, "%s%s is required", where, name);
+        return HF_STATUS_BAD_REQUEST;
+    }
+    if (!json_object_is_type(v, json_type_string)) {
+        snprintf(why, whylen, "%s%s must be a string", where, name);
+        return HF_STATUS_BAD_REQUEST;
+    }
+    s = json_object_get_string(v);
+    len = json_object_get_string_len(v);
+    if (s == NULL || len < 0 || strlen(s) != (size_t)len) {
+        snprintf(why, whylen, "%s%s must not contain a NUL character", where, name);
+        return HF_STATUS_BAD_REQUEST;
+    }
+    *out = s;
+    if (out_len) *out_len = (size_t)len;
+    return HF_STATUS_OK;
+}
+
+/* A base64 member decoded into blob. cap: the largest decoded size Holdfast takes
+ * (over it: HF_STATUS_UNSUPPORTED), or exact sizes for fixed fields (checked by the caller). */
+static enum hf_status get_blob(struct json_object *obj, const char *name, bool required, size_t cap,
+                               enum hf_status over_cap, struct hf_xks_blob *blob, char *why,
+                               size_t whylen)
+{
+    const char *s;
+    size_t len, max;
+    enum hf_status st = get_string(obj, "", name, required, &s, &len, why, whylen);
+
+    if (st != HF_STATUS_OK || s == NULL) return st;
+    max = hf_base64_decoded_max(len);
+    /* +1: malloc(0) may return NULL, and an empty field is valid. */
+    if ((blob->data = malloc(max + 1)) == NULL) {
+        snprintf(why, whylen, "out of memory decoding %s", name);
+        return HF_STATUS_INTERNAL;
+    }
+    if (!hf_base64_decode(s, len, blob->data, &blob->len)) {
+        snprintf(why, whylen, "%s is not valid base64 (RFC 4648 section 4, padded)", name);
+        return HF_STATUS_BAD_REQUEST;
+    }
+    blob->present = true;
+    if (blob->len > cap) {
+        if (over_cap == HF_STATUS_UNSUPPORTED)
+            snprintf(why, whylen, "%s is %zu bytes; this proxy takes at most %zu", name, blob->len,
+                     cap);
+        else
+            snprintf(why, whylen, "%s is %zu bytes; at most %zu are allowed", name, blob->len, cap);
+        return over_cap;
+    }
+    return HF_STATUS_OK;
+}
+
+/* The requestMetadata fields each operation requires (spec: the operation's request payload). */
+static enum hf_status parse_metadata(enum hf_xks_op op, struct json_object *root,
+                                     struct hf_xks_request_metadata *md, char *why, size_t whylen)
+{
+    static const char where[] = "requestMetadata.";
+    struct json_object *obj = NULL;
+    const bool key_op = op != HF_XKS_OP_HEALTH;
+    const bool crypto_op = op == HF_XKS_OP_ENCRYPT || op == HF_XKS_OP_DECRYPT;
+    const struct {
+        const char *name;
+        bool required;
+        const char **out;
+    } fields[] = {
+        {"awsPrincipalArn", key_op, &md->aws_principal_arn},
+        /* Absent on the GetKeyMetadata of a KMS CreateKey: the key ARN does not exist yet. */
+        {"kmsKeyArn", crypto_op, &md->kms_key_arn},
+        {"kmsOperation", true, &md->kms_operation},
+        {"kmsRequestId", true, &md->kms_request_id},
+        {"kmsViaService", false, &md->kms_via_service},
+        {"awsSourceVpc", false, &md->aws_source_vpc},
+        {"awsSourceVpce", false, &md->aws_source_vpce},
+    };
+    enum hf_status st;
+    size_t len;
+
+    if (!json_object_object_get_ex(root, "requestMetadata", &obj)) {
+        snprintf(why, whylen, "requestMetadata is required");
+        return HF_STATUS_BAD_REQUEST;
+    }
+    if (!json_object_is_type(obj, json_type_object)) {
+        snprintf(why, whylen, "requestMetadata must be an object");
+        return HF_STATUS_BAD_REQUEST;
+    }
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        st = get_string(obj, where, fields[i].name, fields[i].required, fields[i].out, &len, why,
+                        whylen);
+        if (st != HF_STATUS_OK) return st;
+        /* kmsOperation and kmsRequestId are opaque (never rejected for their content); a length
+         * over what ARNs may have is still over this proxy's cap. */
+        if (*fields[i].out != NULL && len > HF_XKS_ARN_MAX) {
+            snprintf(why, whylen, "%s%s is %zu characters; this proxy takes at most %d", where,
+                     fields[i].name, len, HF_XKS_ARN_MAX);
+            return HF_STATUS_UNSUPPORTED;
+        }
+    }
+    return HF_STATUS_OK;
+}
+
+static enum hf_status expect_enum(struct json_object *root, const char *name, bool required,
+                                  const char *want, bool *present, char *why, size_t whylen)
+{
+    const char *s;
+    enum hf_status st = get_string(root, "", name, required, &s, NULL, why, whylen);
+
+    if (present) *present = s != NULL;
+    if (st != HF_STATUS_OK || s == NULL) return st;
+    if (strcmp(s, want) != 0) {
+        snprintf(why, whylen, "%s must be %s", name, want);
+        return HF_STATUS_BAD_REQUEST;
+    }
+    return HF_STATUS_OK;
+}
+
+/* Strict JSON (json-c's JSON_TOKENER_STRICT), one value, nothing after it but whitespace. */
+static enum hf_status parse_json(const unsigned char *body, size_t len, struct json_object **out,
+                                 char *why, size_t whylen)
+{
+    struct json_tokener *tok = NULL;
+    struct json_object *root = NULL;
+    enum hf_status st = HF_STATUS_BAD_REQUEST;
+    size_t end;
+
+    *out = NULL;
+    if (len == 0) {
+        snprintf(why, whylen, "the body is empty; a JSON object is required");
+        goto done;
+    }
+    if (len > (size_t)INT32_MAX) {
+        snprintf(why, whylen, "the body is too large");
+        st = HF_STATUS_UNSUPPORTED;
+        goto done;
+    }
+    if ((tok = json_tokener_new_ex(XKS_JSON_DEPTH)) == NULL) {
+        snprintf(why, whylen, "out of memory parsing the body");
+        st = HF_STATUS_INTERNAL;
+        goto done;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
+    root = json_tokener_parse_ex(tok, (const char *)body, (int)len);
+    if (root == NULL) {
+        enum json_tokener_error err = json_tokener_get_error(tok);
+        snprintf(why, whylen, "the body is not valid JSON (%s)",
+                 err == json_tokener_continue ? "unexpected end of data"
+                                              : json_tokener_error_desc(err));
+        goto done;
+    }
+    for (end = json_tokener_get_parse_end(tok); end < len; end++)
+        if (body[end] != ' ' && body[end] != '\t' && body[end] != '\r' && body[end] != '\n') {
+            snprintf(why, whylen, "the body has data after its JSON value");
+            goto done;
+        }
+    if (!json_object_is_type(root, json_type_object)) {
+        snprintf(why, whylen, "the body must be a JSON object");
+        goto done;
+    }
+    *out = root;
+    root = NULL;
+    st = HF_STATUS_OK;
+done:
+    json_object_put(root);
+    if (tok) json_tokener_free(tok);
+    return st;
+}
+
+static enum hf_status parse_encrypt(struct json_object *root, const struct hf_xks_caps *caps,
+                                    struct hf_xks_request *r, char *why, size_t whylen)
+{
+    enum hf_status st;
+
+    if ((st = get_blob(root, "plaintext", true, caps->max_plaintext, HF_STATUS_UNSUPPORTED,
+                       &r->input, why, whylen)) != HF_STATUS_OK ||
+        (st = expect_enum(root, "encryptionAlgorithm", true, "AES_GCM", NULL, why, whylen)) !=
+            HF_STATUS_OK ||
+        (st = get_blob(root, "additionalAuthenticatedData", false, caps->max_aad,
+                       HF_STATUS_UNSUPPORTED, &r->aad, why, whylen)) != HF_STATUS_OK ||
+        (st = expect_enum(root, "ciphertextDataIntegrityValueAlgorithm", false, "SHA_256",
+                          &r->want_cdiv, why, whylen)) != HF_STATUS_OK)
+        return st;
+    return HF_STATUS_OK;
+}
+
+static enum hf_status parse_decrypt(struct json_object *root, const struct hf_xks_caps *caps,
+                                    struct hf_xks_request *r, char *why, size_t whylen)
+{
+    struct hf_xks_blob iv = {0}, tag = {0};
+    enum hf_status st;
+
+    if ((st = get_blob(root, "ciphertext", true, caps->max_plaintext, HF_STATUS_UNSUPPORTED,
+                       &r->input, why, whylen)) != HF_STATUS_OK ||
+        (st = expect_enum(root, "encryptionAlgorithm", true, "AES_GCM", NULL, why, whylen)) !=
+            HF_STATUS_OK ||
+        (st = get_blob(root, "additionalAuthenticatedData", false, caps->max_aad,
+                       HF_STATUS_UNSUPPORTED, &r->aad, why, whylen)) != HF_STATUS_OK ||
+        /* The spec caps ciphertextMetadata at 20 bytes: more is not ours, nor anyone's. */
+        (st = get_blob(root, "ciphertextMetadata", false, HF_XKS_CM_SPEC_MAX, HF_STATUS_BAD_REQUEST,
+                       &r->cm, why, whylen)) != HF_STATUS_OK ||
+        (st = get_blob(root, "initializationVector", true, sizeof(r->iv), HF_STATUS_BAD_REQUEST,
+                       &iv, why, whylen)) != HF_STATUS_OK ||
+        (st = get_blob(root, "authenticationTag", true, sizeof(r->tag), HF_STATUS_BAD_REQUEST, &tag,
+                       why, whylen)) != HF_STATUS_OK)
+        goto done;
+    st = HF_STATUS_BAD_REQUEST;
+    if (iv.len != 12 && iv.len != 16) {
+        snprintf(why, whylen, "initializationVector must be 12 or 16 bytes, not %zu", iv.len);
+        goto done;
+    }
+    if (tag.len != HF_XKS_TAG_LEN) {
+        snprintf(why, whylen, "authenticationTag must be %d bytes, not %zu", HF_XKS_TAG_LEN,
+                 tag.len);
+        goto done;
+    }
+    memcpy(r->iv, iv.data, iv.len);
+    r->iv_len = iv.len;
+    memcpy(r->tag, tag.data, tag.len);
+    st = HF_STATUS_OK;
+done:
+    free(iv.data);
+    free(tag.data);
+    return st;
+}
+
+enum hf_status hf_xks_request_parse(enum hf_xks_op op, const unsigned char *body, size_t len,
+                                    const struct hf_xks_caps *caps, struct hf_xks_request *out,
+                                    char *why, size_t whylen)
+{
+    static const struct hf_xks_caps spec_minimum = {HF_XKS_MIN_PLAINTEXT, HF_XKS_MIN_AAD};
+    char scratch[8];
+    enum hf_status st = HF_STATUS_INTERNAL;
+
+    if (why == NULL || whylen == 0) why = scratch, whylen = sizeof(scratch);
+    why[0] = '\0';
+    if (out == NULL || (body == NULL && len != 0)) {
+        snprintf(why, whylen, "internal: bad arguments");
+        return HF_STATUS_INTERNAL;
+    }
+    memset(out, 0, sizeof(*out));
+    out->op = op;
+    if (caps == NULL) caps = &spec_minimum;
+    if ((st = parse_json(body, len, &out->root, why, whylen)) != HF_STATUS_OK) goto done;
+    if ((st = parse_metadata(op, out->root, &out->md, why, whylen)) != HF_STATUS_OK) goto done;
+    switch (op) {
+    case HF_XKS_OP_ENCRYPT:
+        st = parse_encrypt(out->root, caps, out, why, whylen);
+        break;
+    case HF_XKS_OP_DECRYPT:
+        st = parse_decrypt(out->root, caps, out, why, whylen);
+        break;
+    case HF_XKS_OP_METADATA:
+    case HF_XKS_OP_HEALTH:
+        st = HF_STATUS_OK;
+        break;
+    default:
+        snprintf(why, whylen, "internal: unknown operation");
+        st = HF_STATUS_INTERNAL;
+    }
+done:
+    if (st != HF_STATUS_OK) hf_xks_request_clear(out);
+    return st;
+}

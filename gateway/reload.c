@@ -1,0 +1,141 @@
+/* SIGHUP: a new generation is built beside the current one and swapped in (reload.h). Listeners,
+ * TLS, the PKCS#11 module and its login stay as they started: changing them needs a restart,
+ * and a reload that tries says so in the log. */
+#include "hf-build.h"
+
+#include "gateway/reload.h"
+#include "gateway/keys.h"
+#include "gateway/log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct thread_gen {
+    struct hf_gw_generation *gen;
+    unsigned epoch;
+};
+
+static struct {
+    pthread_mutex_t lock; /* guards current (the swap), and the slow path of acquire */
+    struct hf_gw_generation *current;
+    atomic_uint epoch; /* bumped on every swap */
+    pthread_key_t key;
+    pthread_once_t once;
+} cur = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT};
+
+static void thread_gen_free(void *arg)
+{
+    struct thread_gen *tg = arg;
+
+    if (tg) hf_gw_generation_unref(tg->gen);
+    free(tg);
+}
+
+static void key_make(void)
+{
+    pthread_key_create(&cur.key, thread_gen_free);
+}
+
+void hf_gw_reload_install(struct hf_gw_generation *gen)
+{
+    struct hf_gw_generation *old;
+
+    pthread_mutex_lock(&cur.lock);
+    old = cur.current;
+    cur.current = gen;
+    atomic_fetch_add(&cur.epoch, 1);
+    pthread_mutex_unlock(&cur.lock);
+    hf_gw_generation_unref(old);
+}
+
+struct hf_gw_generation *hf_gw_current_acquire(void)
+{
+    struct thread_gen *tg;
+    struct hf_gw_generation *old = NULL, *gen;
+    unsigned epoch = atomic_load(&cur.epoch);
+
+    pthread_once(&cur.once, key_make);
+    if (!(tg = pthread_getspecific(cur.key))) {
+        if (!(tg = calloc(1, sizeof(*tg))) || pthread_setspecific(cur.key, tg) != 0) {
+            free(tg);
+            /* No thread cache: the lock every time, still correct. */
+            pthread_mutex_lock(&cur.lock);
+            gen = hf_gw_generation_ref(cur.current);
+            pthread_mutex_unlock(&cur.lock);
+            return gen;
+        }
+    }
+    if (tg->gen == NULL || tg->epoch != epoch) {
+        pthread_mutex_lock(&cur.lock);
+        old = tg->gen;
+        tg->gen = hf_gw_generation_ref(cur.current);
+        tg->epoch = atomic_load(&cur.epoch);
+        pthread_mutex_unlock(&cur.lock);
+        hf_gw_generation_unref(old); /* outside the lock: may destroy a plugin state */
+    }
+    return hf_gw_generation_ref(tg->gen);
+}
+
+static bool strs_differ(const char *a, const char *b)
+{
+    return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+/* What a reload cannot change, compared so the log says it was ignored. */
+static void restart_only_check(const struct hf_gw_config *old, const struct hf_gw_config *new)
+{
+    bool listen_changed = old->nlistens != new->nlistens;
+
+    for (size_t i = 0; !listen_changed && i < old->nlistens; i++)
+        listen_changed = strs_differ(old->listens[i].host, new->listens[i].host) ||
+                         strs_differ(old->listens[i].port, new->listens[i].port) ||
+                         old->listens[i].tls != new->listens[i].tls;
+    if (listen_changed || old->threads != new->threads ||
+        old->max_connections != new->max_connections ||
+        old->connection_timeout != new->connection_timeout)
+        hf_gw_log_warn("reload: listeners, threads and connection limits change only with a "
+                       "restart; the running ones stay");
+    if (strs_differ(old->tls.cert, new->tls.cert) || strs_differ(old->tls.key, new->tls.key) ||
+        strs_differ(old->tls.client_ca, new->tls.client_ca) ||
+        strs_differ(old->tls.priority, new->tls.priority) ||
+        old->tls.nsubjects != new->tls.nsubjects || old->tls.nsans != new->tls.nsans)
+        hf_gw_log_warn("reload: [tls] changes only with a restart; the running TLS setup stays");
+    if (strs_differ(old->module, new->module) || strs_differ(old->token_label, new->token_label))
+        hf_gw_log_warn("reload: module and token change only with a restart");
+}
+
+bool hf_gw_reload(const char *path, char *err, size_t errlen)
+{
+    struct hf_gw_config *cfg = hf_gw_config_load(path, err, errlen);
+    struct hf_gw_generation *gen, *old;
+    char logerr[256];
+
+    if (!cfg) return false;
+    pthread_mutex_lock(&cur.lock);
+    old = hf_gw_generation_ref(cur.current);
+    pthread_mutex_unlock(&cur.lock);
+    if (old) restart_only_check(old->config, cfg);
+    hf_gw_generation_unref(old);
+    if (!hf_gw_log_open(cfg->log_path, logerr, sizeof(logerr)))
+        hf_gw_log_warn("reload: %s; logging where it did", logerr);
+    /* The cache first: new plugin states that look keys up in start() see fresh links. */
+    hf_gw_keys_flush();
+    if (!(gen = hf_gw_generation_build(cfg, true, err, errlen))) return false;
+    hf_gw_reload_install(gen);
+    return true;
+}
+
+void hf_gw_reload_shutdown(void)
+{
+    struct thread_gen *tg;
+
+    hf_gw_reload_install(NULL);
+    /* This thread's own cached reference (the main thread does not end before exit). */
+    pthread_once(&cur.once, key_make);
+    if ((tg = pthread_getspecific(cur.key))) {
+        pthread_setspecific(cur.key, NULL);
+        thread_gen_free(tg);
+    }
+}

@@ -1,0 +1,356 @@
+/* The request object behind plugin.h's hf_request_* accessors, hf_request_fail and
+ * hf_reply_json. Headers come from libmicrohttpd (case-insensitive lookup) when the request has a
+ * connection, from the request's own list otherwise (unit tests). */
+#include "hf-build.h"
+
+#include "gateway/request.h"
+#include "gateway/tls.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+static uint64_t monotonic_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* A random (version 4) UUID: unique across gateway nodes without coordination. */
+static void request_id_make(char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char b[16];
+    size_t o = 0;
+
+    if (RAND_bytes(b, sizeof(b)) != 1) {
+        /* The DRBG failing is not a reason to refuse service: fall back to time and address. */
+        uint64_t t = monotonic_us();
+        uintptr_t a = (uintptr_t)out;
+        memcpy(b, &t, 8);
+        memcpy(b + 8, &a, sizeof(a) < 8 ? sizeof(a) : 8);
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    for (size_t i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+struct hf_request *hf_request_new(const char *method, const char *target)
+{
+    struct hf_request *req;
+    char *q;
+
+    if (!method || !target || target[0] != '/') return NULL;
+    if (!(req = calloc(1, sizeof(*req)))) return NULL;
+    pthread_mutex_init(&req->wait_lock, NULL);
+    req->received_us = monotonic_us();
+    req->content_length = UINT64_MAX;
+    req->api = "gateway";
+    req->operation = "route";
+    request_id_make(req->id);
+    if (!(req->method = strdup(method)) || !(req->target = strdup(target))) {
+        hf_request_free(req);
+        return NULL;
+    }
+    req->path = req->target;
+    if ((q = strchr(req->target, '?'))) {
+        *q = '\0';
+        req->query = q + 1;
+    } else {
+        req->query = "";
+    }
+    return req;
+}
+
+static void str_clear_free(char *s)
+{
+    if (s) OPENSSL_clear_free(s, strlen(s));
+}
+
+void hf_request_free(struct hf_request *req)
+{
+    if (!req) return;
+    for (size_t i = 0; i < req->nheaders; i++) {
+        free(req->headers[i].name);
+        free(req->headers[i].value);
+    }
+    free(req->headers);
+    for (size_t i = 0; i < req->nextra_params; i++) {
+        free((char *)req->extra_params[i].name);
+        free(req->extra_params[i].value);
+    }
+    free(req->extra_params);
+    hf_router_match_clear(&req->match);
+    /* The body may hold a plaintext and the reply one too (decrypt): cleared, never left. */
+    if (req->body) OPENSSL_clear_free(req->body, req->body_cap);
+    if (req->reply) OPENSSL_clear_free(req->reply, req->reply_len);
+    free(req->client_subject);
+    free(req->client_sans);
+    str_clear_free(req->caller);
+    str_clear_free(req->cloud_request_id);
+    free(req->key_ref);
+    free(req->link_type);
+    free(req->link_id);
+    free(req->method);
+    free(req->target);
+    pthread_mutex_destroy(&req->wait_lock);
+    free(req);
+}
+
+bool hf_request_header_add(struct hf_request *req, const char *name, const char *value)
+{
+    struct hf_gw_header *grown;
+
+    if (!req || !name || !value || req->conn) return false;
+    if (!(grown = realloc(req->headers, (req->nheaders + 1) * sizeof(*grown)))) return false;
+    req->headers = grown;
+    grown[req->nheaders].name = strdup(name);
+    grown[req->nheaders].value = strdup(value);
+    if (!grown[req->nheaders].name || !grown[req->nheaders].value) {
+        free(grown[req->nheaders].name);
+        free(grown[req->nheaders].value);
+        return false;
+    }
+    req->nheaders++;
+    return true;
+}
+
+bool hf_request_param_add(struct hf_request *req, const char *name, const char *value)
+{
+    struct hf_router_capture *grown;
+    char *n, *v;
+
+    if (!req || !name || !value) return false;
+    if (!(grown = realloc(req->extra_params, (req->nextra_params + 1) * sizeof(*grown))))
+        return false;
+    req->extra_params = grown;
+    n = strdup(name);
+    v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return false;
+    }
+    grown[req->nextra_params++] = (struct hf_router_capture){n, v};
+    return true;
+}
+
+bool hf_request_body_append(struct hf_request *req, const void *data, size_t len)
+{
+    if (!req || (!data && len)) return false;
+    if (len > SIZE_MAX - req->body_len - 1) return false;
+    if (req->body_len + len + 1 > req->body_cap) {
+        size_t cap = req->body_cap ? req->body_cap : 1024;
+        unsigned char *grown;
+        while (cap < req->body_len + len + 1)
+            cap = cap > SIZE_MAX / 2 ? req->body_len + len + 1 : cap * 2;
+        /* Not realloc: the old buffer may hold a secret and must be cleared. */
+        if (!(grown = malloc(cap))) return false;
+        if (req->body) {
+            memcpy(grown, req->body, req->body_len);
+            OPENSSL_clear_free(req->body, req->body_cap);
+        }
+        req->body = grown;
+        req->body_cap = cap;
+    }
+    if (len) memcpy(req->body + req->body_len, data, len);
+    req->body_len += len;
+    req->body[req->body_len] = '\0'; /* handy for parsers that want a string; not counted */
+    return true;
+}
+
+bool hf_request_peer_set(struct hf_request *req, const char *subject, const char *sans,
+                         size_t sanslen)
+{
+    if (!req) return false;
+    free(req->client_subject);
+    free(req->client_sans);
+    req->client_subject = subject ? strdup(subject) : NULL;
+    req->client_sans = NULL;
+    if (sans) {
+        if (!(req->client_sans = malloc(sanslen + 2))) return false;
+        memcpy(req->client_sans, sans, sanslen);
+        req->client_sans[sanslen] = '\0';
+        req->client_sans[sanslen + 1] = '\0';
+    }
+    req->peer_read = true;
+    return true;
+}
+
+enum hf_status hf_request_outcome(const struct hf_request *req, unsigned *http_status,
+                                  const char **body, const char **message)
+{
+    if (http_status) *http_status = req->replied && !req->failed ? req->http_status : 0;
+    if (body) *body = req->replied && !req->failed ? req->reply : NULL;
+    if (message) *message = req->failed ? req->message : NULL;
+    if (req->failed) return req->status;
+    return req->replied ? HF_STATUS_OK : HF_STATUS_INTERNAL;
+}
+
+/* ---- plugin.h accessors ------------------------------------------------------------------- */
+
+HF_PLUGIN_EXPORT const char *hf_request_id(const struct hf_request *req)
+{
+    return req ? req->id : NULL;
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_method(const struct hf_request *req)
+{
+    return req ? req->method : NULL;
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_path(const struct hf_request *req)
+{
+    return req ? req->path : NULL;
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_query(const struct hf_request *req)
+{
+    return req ? req->query : NULL;
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_header(const struct hf_request *req, const char *name)
+{
+    if (!req || !name) return NULL;
+    if (req->conn) return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0) return req->headers[i].value;
+    return NULL;
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_param(const struct hf_request *req, const char *name)
+{
+    if (!req || !name) return NULL;
+    for (size_t i = 0; i < req->match.ncaptures; i++)
+        if (strcmp(req->match.captures[i].name, name) == 0) return req->match.captures[i].value;
+    for (size_t i = 0; i < req->nextra_params; i++)
+        if (strcmp(req->extra_params[i].name, name) == 0) return req->extra_params[i].value;
+    return NULL;
+}
+
+HF_PLUGIN_EXPORT const unsigned char *hf_request_body(const struct hf_request *req, size_t *len)
+{
+    static const unsigned char empty[1] = {0};
+
+    if (len) *len = req ? req->body_len : 0;
+    if (!req) return NULL;
+    return req->body ? req->body : empty;
+}
+
+HF_PLUGIN_EXPORT uint64_t hf_request_received_us(const struct hf_request *req)
+{
+    return req ? req->received_us : 0;
+}
+
+static void peer_read(const struct hf_request *req)
+{
+    struct hf_request *r = (struct hf_request *)req; /* a cache filled on first use */
+
+    if (r->peer_read) return;
+    r->peer_read = true;
+    if (r->conn) hf_gw_tls_peer(r->conn, &r->client_subject, &r->client_sans);
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_client_subject(const struct hf_request *req)
+{
+    if (!req) return NULL;
+    peer_read(req);
+    return req->client_subject;
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_client_sans(const struct hf_request *req)
+{
+    if (!req) return NULL;
+    peer_read(req);
+    return req->client_sans;
+}
+
+static void str_replace(char **field, const char *value)
+{
+    char *copy = value ? strdup(value) : NULL;
+
+    /* Out of memory leaves the field empty rather than stale: the record says less, not wrong. */
+    if (*field) OPENSSL_clear_free(*field, strlen(*field));
+    *field = copy;
+}
+
+HF_PLUGIN_EXPORT void hf_request_set_audit(struct hf_request *req, const char *caller,
+                                           const char *cloud_request_id, const char *key_ref)
+{
+    if (!req) return;
+    str_replace(&req->caller, caller);
+    str_replace(&req->cloud_request_id, cloud_request_id);
+    str_replace(&req->key_ref, key_ref);
+}
+
+HF_PLUGIN_EXPORT void hf_request_set_link(struct hf_request *req, const char *link_type,
+                                          const char *link_id)
+{
+    if (!req) return;
+    str_replace(&req->link_type, link_type);
+    str_replace(&req->link_id, link_id);
+}
+
+HF_PLUGIN_EXPORT enum hf_status hf_request_fail(struct hf_request *req, enum hf_status status,
+                                                const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!req) return status;
+    if (status == HF_STATUS_OK || (unsigned)status >= HF_STATUS_COUNT) status = HF_STATUS_INTERNAL;
+    if (req->failed) return status; /* the first failure is the one reported */
+    req->failed = true;
+    req->status = status;
+    req->message[0] = '\0';
+    if (fmt) {
+        va_start(ap, fmt);
+        vsnprintf(req->message, sizeof(req->message), fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+HF_PLUGIN_EXPORT void hf_reply_json(struct hf_request *req, unsigned http_status,
+                                    struct json_object *body)
+{
+    const char *s;
+    size_t len;
+
+    if (!req) {
+        json_object_put(body);
+        return;
+    }
+    if (req->reply) OPENSSL_clear_free(req->reply, req->reply_len);
+    req->reply = NULL;
+    req->reply_len = 0;
+    req->replied = true;
+    req->http_status = http_status;
+    if (body) {
+        s = json_object_to_json_string_ext(body,
+                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        len = s ? strlen(s) : 0;
+        if (s && (req->reply = malloc(len + 1))) {
+            memcpy(req->reply, s, len + 1);
+            req->reply_len = len;
+        } else {
+            req->replied = false; /* out of memory: the server answers INTERNAL */
+        }
+        /* json-c keeps the serialisation inside the object; it may be a plaintext. */
+        if (s) OPENSSL_cleanse((void *)s, len);
+        json_object_put(body);
+    }
+}

@@ -1,0 +1,118 @@
+/* struct hf_request: one HTTP request from the first header to the last byte of the response.
+ *
+ * The server (server.c) makes one per request and frees it when libmicrohttpd says the request
+ * is over; plugins see it only through plugin.h's accessors. The functions below also let a
+ * plugin's unit test build a request without a server (hf_request_new & co.), run its handler
+ * and read what it answered (hf_request_outcome). */
+#ifndef HF_GATEWAY_REQUEST_H
+#define HF_GATEWAY_REQUEST_H
+
+#include "gateway/plugin.h"
+#include "gateway/router.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct MHD_Connection;
+struct hf_gw_generation;
+struct hf_gw_route;
+struct hf_gw_series;
+
+struct hf_gw_header {
+    char *name, *value;
+};
+
+/* Where a request is in its life (server.c). */
+enum hf_gw_phase {
+    HF_GW_PHASE_HEADERS,  /* created from the request line, nothing decided yet */
+    HF_GW_PHASE_BODY,     /* routed, reading the body */
+    HF_GW_PHASE_DISCARD,  /* answer known (e.g. 413 on a chunked body), body thrown away */
+    HF_GW_PHASE_AUDIT,    /* handled; waiting for its audit record to be durable */
+    HF_GW_PHASE_RESPOND,  /* ready to queue the response */
+    HF_GW_PHASE_RESPONDED /* response queued */
+};
+
+struct hf_request {
+    char id[37];  /* UUID text */
+    char *target; /* the raw request target, split in place: path then query */
+    const char *path;
+    const char *query;
+    char *method;
+    uint64_t received_us;
+
+    struct MHD_Connection *conn;  /* NULL for requests made with hf_request_new */
+    struct hf_gw_header *headers; /* only without conn: with one, libmicrohttpd has them */
+    size_t nheaders;
+    struct hf_router_match match; /* route captures */
+    struct hf_gw_series *series;
+    struct hf_router_capture *extra_params; /* hf_request_param_add, for tests */
+    size_t nextra_params;
+
+    unsigned char *body;
+    size_t body_len, body_cap;
+    uint64_t content_length; /* UINT64_MAX: none given (chunked) */
+
+    /* mTLS peer, filled on first use */
+    bool peer_read;
+    char *client_subject;
+    char *client_sans; /* NUL-separated, ending with an empty string */
+
+    /* routing: the configuration generation this request runs on holds the route alive */
+    struct hf_gw_generation *gen;
+    const struct hf_gw_route *route;
+    const char *api;       /* plugin name, or "gateway" */
+    const char *operation; /* route operation, or "healthz", "metrics", "route" */
+    enum hf_gw_phase phase;
+
+    /* audit context from the handler */
+    char *caller, *cloud_request_id, *key_ref, *link_type, *link_id;
+
+    /* outcome */
+    bool failed;
+    enum hf_status status;
+    char message[256];
+    bool replied;
+    unsigned http_status;
+    const char *error_name; /* the API's name for status (its plugin's table), once settled */
+    char *reply;            /* serialised body */
+    size_t reply_len;
+    const char *allow;        /* for a 405: the Allow header */
+    const char *content_type; /* NULL: application/json */
+    bool counted;             /* in the in-flight gauge */
+    bool builtin;             /* /healthz or /metrics */
+    bool close_after; /* answered before its body was read: the connection cannot be reused */
+
+    /* PKCS#11: the session hf_p11_begin handed out and its audit sequence number before */
+    bool p11_began;
+    CK_SESSION_HANDLE p11_session;
+    CK_ULONG_LONG seq_before;
+
+    /* waiting for the audit record (server.c): wait_lock orders the writer thread's callback
+     * against the handler's suspend */
+    pthread_mutex_t wait_lock;
+    CK_ULONG_LONG audit_seq;
+    bool waiting, suspended, durable, orphaned;
+    uint64_t done_us;
+};
+
+/* ---- building requests (server.c, and plugin unit tests) ---------------------------------- */
+
+/* A request for method and target ("/path?query"), received now, with a fresh id. NULL if out
+ * of memory or target is not absolute. */
+struct hf_request *hf_request_new(const char *method, const char *target);
+void hf_request_free(struct hf_request *req);
+/* Without a connection only: headers, captures and body the handler will see. */
+bool hf_request_header_add(struct hf_request *req, const char *name, const char *value);
+bool hf_request_param_add(struct hf_request *req, const char *name, const char *value);
+bool hf_request_body_append(struct hf_request *req, const void *data, size_t len);
+/* Sets the client certificate identity a test wants the handler to see (sans NUL-separated,
+ * ending with an empty string, as hf_request_client_sans returns it). */
+bool hf_request_peer_set(struct hf_request *req, const char *subject, const char *sans,
+                         size_t sanslen);
+
+/* What the handler answered: HF_STATUS_OK with the reply (http_status, body), or the failure
+ * with its message. body and message stay owned by req. */
+enum hf_status hf_request_outcome(const struct hf_request *req, unsigned *http_status,
+                                  const char **body, const char **message);
+
+#endif /* HF_GATEWAY_REQUEST_H */

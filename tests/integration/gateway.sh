@@ -1,0 +1,347 @@
+#!/bin/sh
+# holdfastd end to end, through a test-only plugin (tests/integration/plugin-test.c) and a real
+# key store made with the CLI: /healthz, /metrics, request ids, 404/405 shapes, a 413 refused
+# from Content-Length without reading the body, one log line per request and no plaintext in it,
+# one audit record per request (written by the core for a key operation, by the gateway for a
+# request refused before one), TLS 1.2/1.3 only, mTLS (no certificate and a foreign CA refused in
+# the handshake), SIGHUP reloading plugin config under an open keep-alive connection (and a bad
+# config refused), a rotation seen within a second with old ciphertexts still decrypting (through
+# hf_keys_version), the link kill switch acting within a second, and a clean stop.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+HOLDFASTD=${HOLDFASTD:-$top_builddir/gateway/holdfastd}
+PLUGIN=$top_builddir/tests/integration/.libs/plugin-test.so
+[ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
+[ -f "$PLUGIN" ] || hf_skip "$PLUGIN not built (make check builds it)"
+for tool in curl openssl python3; do
+    command -v $tool >/dev/null || hf_skip "$tool not installed"
+done
+[ -f "$HF_MODULE" ] || hf_skip "$HF_MODULE not built"
+
+hf_store_setup
+"$HF_CLI" key create gw-key >/dev/null || hf_fail "key create"
+"$HF_CLI" link add aws-xks gw-link gw-key >/dev/null || hf_fail "link add"
+
+# ---- certificates: a CA, the server, a client it signed, and a client from another CA ----
+pki=$HF_TMP/pki
+mkdir -p "$pki"
+mkcert() { # NAME SUBJECT [SAN] [signing CA]: key and certificate, valid two days
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/$1.key" \
+        -out "$pki/$1.csr" -subj "$2" 2>/dev/null || hf_fail "openssl req $1"
+    printf 'subjectAltName=%s\n' "$3" >"$pki/$1.ext"
+    openssl x509 -req -in "$pki/$1.csr" -CA "$pki/$4.pem" -CAkey "$pki/$4.key" \
+        -CAcreateserial -out "$pki/$1.pem" -days 2 -extfile "$pki/$1.ext" 2>/dev/null ||
+        hf_fail "openssl x509 $1"
+}
+for ca in ca other-ca; do
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/$ca.key" \
+        -out "$pki/$ca.pem" -days 2 -subj "/CN=$ca" 2>/dev/null || hf_fail "openssl CA"
+done
+mkcert server "/CN=localhost" "DNS:localhost,IP:127.0.0.1" ca
+client_name=cks.kms.us-east-1.amazonaws.com
+mkcert client "/O=Test/CN=$client_name" "DNS:$client_name" ca
+mkcert foreign "/O=Test/CN=$client_name" "DNS:$client_name" other-ca
+mkcert wrong-name "/O=Test/CN=someone.example" "DNS:someone.example" ca
+
+# ---- the daemon ----
+port=$(hf_free_port)
+tport=$(hf_free_port)
+[ "$port" != "$tport" ] || tport=$(hf_free_port)
+conf=$HF_TMP/holdfastd.conf
+log=$HF_TMP/holdfastd.log
+write_conf() { # GREETING [EXTRA LINE]
+    cat >"$conf" <<EOF
+[gateway]
+listen = 127.0.0.1:$port
+listen = 127.0.0.1:$tport tls
+threads = 2
+max_body = 16k
+module = $HF_MODULE
+pin_file = $HOLDFAST_STATE_DIR/token-user.pin
+plugins = test
+
+[plugin:test]
+path = $PLUGIN
+
+[tls]
+cert = pki/server.pem
+key = pki/server.key
+client_ca = pki/ca.pem
+client_san = $client_name
+
+[test]
+greeting = $1
+$2
+EOF
+}
+write_conf first
+
+# -t checks a config without starting; a bad line is named with its number.
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$conf"
+printf '[gateway]\nlisten = 127.0.0.1:%s\nthreads = lots\n' "$port" >"$HF_TMP/bad.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/bad.conf"
+grep -q "bad.conf:3: threads" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "-t names the bad line"; }
+
+"$HOLDFASTD" -f -c "$conf" >"$log" 2>&1 &
+pid=$!
+hf_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+base=http://127.0.0.1:$port
+up=no
+for _ in $(seq 1 300); do
+    if curl -sf "$base/healthz" >/dev/null 2>&1; then up=yes; break; fi
+    kill -0 $pid 2>/dev/null || { cat "$log"; hf_fail "holdfastd exited at start"; }
+    sleep 0.1
+done
+[ $up = yes ] || { cat "$log"; hf_fail "holdfastd did not answer /healthz"; }
+
+# req OUT METHOD PATH [curl args]: the status on stdout; body in OUT.body, headers in OUT.hdr.
+req() {
+    _out=$HF_TMP/$1
+    _m=$2
+    _p=$3
+    shift 3
+    curl -s -X "$_m" -o "$_out.body" -D "$_out.hdr" -w '%{http_code}' "$@" "$base$_p"
+}
+header() { # FILE NAME
+    tr -d '\r' <"$HF_TMP/$1.hdr" | sed -n "s/^$2: //Ip" | head -n 1
+}
+json() { # FILE EXPR
+    python3 -c "import json,sys; d = json.load(open(sys.argv[1])); v = ($2); print(v)" "$HF_TMP/$1.body"
+}
+check() { # GOT WANT WHAT
+    [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"
+}
+metric() { # SERIES: its value in /metrics, 0 when absent
+    curl -s "$base/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
+}
+ids=""
+
+# ---- /healthz, ids, metrics ----
+check "$(req h GET /healthz)" 200 "/healthz"
+check "$(json h 'd["status"]')" ok "/healthz body"
+[ -n "$(header h X-Request-Id)" ] || hf_fail "no X-Request-Id on /healthz"
+enc_series='holdfast_requests_total{api="test",operation="encrypt",status="200"}'
+before=$(metric "$enc_series")
+
+# ---- a key operation: the core writes its record ----
+marker="PLAINTEXT-MARKER-must-not-be-logged"
+b64=$(printf '%s' "$marker" | openssl base64 -A)
+check "$(req e1 POST /test/v1/links/gw-link/encrypt -H 'X-Test-Caller: alice' \
+    --data "{\"plaintext\":\"$b64\"}")" 200 "encrypt"
+id_enc=$(header e1 X-Request-Id)
+ids="$ids $id_enc"
+check "$(json e1 'd["keyName"], d["keyVersion"], len(d["ciphertext"]) > 0')" "('gw-key', 1, True)" \
+    "encrypt reply"
+check "$(req e2 POST /test/v1/links/gw-link/encrypt -H 'X-Test-Request-Id: cloud-req-42' \
+    --data "{\"plaintext\":\"$b64\"}")" 200 "encrypt with a cloud request id"
+id_enc2=$(header e2 X-Request-Id)
+ids="$ids $id_enc2"
+check "$(metric "$enc_series")" $((before + 2)) "encrypt counter in /metrics"
+curl -s "$base/metrics" | grep -q '^holdfast_request_duration_seconds_bucket{api="test",operation="encrypt",le="+Inf"} ' ||
+    hf_fail "no latency histogram for encrypt"
+check "$(metric holdfast_key_source_up)" 1 "key source health gauge"
+
+# ---- refused before any key operation: the gateway writes its record ----
+check "$(req f GET /test/v1/fail -H 'X-Test-Caller: mallory')" 400 "fail route"
+check "$(json f 'd["errorName"]')" TestValidation "fail route error shape (the plugin's)"
+id_fail=$(header f X-Request-Id)
+ids="$ids $id_fail"
+check "$(req nokey POST /test/v1/links/no-such-link/encrypt --data '{"plaintext":"AA=="}')" 404 \
+    "unknown link"
+check "$(json nokey 'd["errorName"]')" TestKeyNotFound "unknown link error"
+ids="$ids $(header nokey X-Request-Id)"
+
+# ---- routing: 404, 405, captures ----
+check "$(req nf GET /no/such/path)" 404 "unknown path"
+check "$(json nf 'd["error"], d["request_id"] == "'"$(header nf X-Request-Id)"'"')" "('NotFound', True)" \
+    "404 generic body"
+ids="$ids $(header nf X-Request-Id)"
+check "$(req na POST /test/v1/fail --data x)" 405 "wrong method"
+check "$(json na 'd["errorName"]')" TestMethod "405 in the plugin's shape"
+check "$(header na Allow)" GET "405 Allow header"
+ids="$ids $(header na X-Request-Id)"
+check "$(req ec GET '/test/a/b%2Fc/echo/k%41y?x=1' -H 'X-Test-Echo: hi')" 200 "echo"
+check "$(json ec 'd["rest"], d["id"], d["query"], d["header"]')" "('a/b/c', 'kAy', 'x=1', 'hi')" \
+    "captures, query, header"
+ids="$ids $(header ec X-Request-Id)"
+
+# ---- 413 from Content-Length, body never read ----
+head -c 20000 /dev/zero >"$HF_TMP/big"
+check "$(req big POST /test/v1/links/gw-link/encrypt -H 'Expect:' --data-binary @"$HF_TMP/big")" \
+    413 "body over max_body"
+check "$(json big 'd["errorName"]')" TestTooLarge "413 in the plugin's shape"
+ids="$ids $(header big X-Request-Id)"
+# Announce 10 MB and send none of it: the answer comes anyway, so nothing waited for the body.
+python3 - "$port" >"$HF_TMP/raw413" <<'PY' || hf_fail "413 before the body: $(cat "$HF_TMP/raw413")"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"POST /test/v1/links/gw-link/encrypt HTTP/1.1\r\nHost: x\r\n"
+          b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n")
+data = b""
+try:
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+except socket.timeout:
+    print("no answer within 5 s: the gateway waited for the body")
+    sys.exit(1)
+print(data.split(b"\r\n")[0].decode())
+sys.exit(0 if data.startswith(b"HTTP/1.1 413") else 1)
+PY
+check "$(sed -n 1p "$HF_TMP/raw413")" "HTTP/1.1 413 Content Too Large" "413 without the body"
+
+# ---- TLS: 1.2 and 1.3 with the right client certificate; 1.1, no certificate, a foreign CA
+# and a name not allowed are refused in the handshake ----
+tbase=https://localhost:$tport
+good="--cacert $pki/ca.pem --cert $pki/client.pem --key $pki/client.key"
+# shellcheck disable=SC2086
+check "$(curl -s $good --tlsv1.3 -o "$HF_TMP/t13.body" -w '%{http_code}' "$tbase/test/x/echo/1")" \
+    200 "TLS 1.3 with the client certificate"
+check "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["clientSans"])' \
+    "$HF_TMP/t13.body")" "['$client_name']" "client SANs reach the plugin"
+# shellcheck disable=SC2086
+check "$(curl -s $good --tlsv1.2 --tls-max 1.2 -o /dev/null -w '%{http_code}' "$tbase/healthz")" \
+    200 "TLS 1.2 with the client certificate"
+if curl -s --cacert "$pki/ca.pem" -o /dev/null "$tbase/healthz"; then
+    hf_fail "TLS without a client certificate was accepted"
+fi
+if curl -s --cacert "$pki/ca.pem" --cert "$pki/foreign.pem" --key "$pki/foreign.key" -o /dev/null \
+    "$tbase/healthz"; then
+    hf_fail "a client certificate from another CA was accepted"
+fi
+if curl -s --cacert "$pki/ca.pem" --cert "$pki/wrong-name.pem" --key "$pki/wrong-name.key" \
+    -o /dev/null "$tbase/healthz"; then
+    hf_fail "a client certificate with a name not in client_san was accepted"
+fi
+# OpenSSL 3 refuses TLS 1.1 itself at its default security level: lowered, so the refusal seen
+# is the server's.
+if echo | openssl s_client -connect "127.0.0.1:$tport" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' \
+    -cert "$pki/client.pem" -key "$pki/client.key" >"$HF_TMP/tls11" 2>&1; then
+    cat "$HF_TMP/tls11"
+    hf_fail "TLS 1.1 handshake succeeded"
+fi
+grep -q "Cipher is (NONE)" "$HF_TMP/tls11" || { cat "$HF_TMP/tls11"; hf_fail "TLS 1.1 negotiated"; }
+if echo | openssl s_client -connect "127.0.0.1:$tport" -tls1_2 -cert "$pki/client.pem" \
+    -key "$pki/client.key" >"$HF_TMP/tls12" 2>&1; then :; fi
+grep -q "Cipher is ECDHE-ECDSA-AES256-GCM-SHA384" "$HF_TMP/tls12" ||
+    { cat "$HF_TMP/tls12"; hf_fail "TLS 1.2 suite is not ECDHE-ECDSA-AES256-GCM-SHA384"; }
+
+# ---- SIGHUP: new plugin config on the same keep-alive connection; a bad config is refused ----
+python3 - "$port" "$pid" "$conf" <<'PY' || hf_fail "reload under keep-alive"
+import http.client, json, os, signal, sys, time
+port, pid, conf = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def greeting():
+    c.request("GET", "/test/v1/config")
+    r = c.getresponse()
+    body = r.read()
+    if r.status != 200:
+        sys.exit("status %d" % r.status)
+    if c.sock is None:
+        sys.exit("the server closed the keep-alive connection")
+    return json.loads(body)["greeting"]
+if greeting() != "first":
+    sys.exit("greeting before the reload")
+local = c.sock.getsockname()
+text = open(conf).read()
+open(conf, "w").write(text.replace("greeting = first", "greeting = second"))
+os.kill(pid, signal.SIGHUP)
+deadline = time.time() + 10
+while greeting() != "second":
+    if time.time() > deadline:
+        sys.exit("the new greeting never showed")
+    time.sleep(0.05)
+if c.sock.getsockname() != local:
+    sys.exit("a new connection was made")
+# A config that does not parse: the running one stays.
+open(conf, "w").write(text.replace("greeting = first", "greeting = second") + "\n[test\n")
+os.kill(pid, signal.SIGHUP)
+time.sleep(0.5)
+if greeting() != "second" or c.sock.getsockname() != local:
+    sys.exit("a bad reload changed something")
+open(conf, "w").write(text.replace("greeting = first", "greeting = second"))
+print("ok")
+PY
+grep -q '"msg":"reload refused' "$log" || hf_fail "the refused reload is not logged"
+check "$(metric 'holdfast_config_reloads_total{result="error"}')" 1 "failed reloads counted"
+
+# ---- rotation: new encryptions use the new version within a second, old ciphertexts decrypt ----
+dec_body() { # FILE: a decrypt request for the ciphertext in FILE.body
+    python3 -c 'import json,sys; d = json.load(open(sys.argv[1]))
+print(json.dumps({"ciphertext": d["ciphertext"], "iv": d["iv"], "keyVersion": d["keyVersion"]}))' \
+        "$HF_TMP/$1.body"
+}
+"$HF_CLI" key rotate gw-key >/dev/null || hf_fail "key rotate"
+start=$(date +%s%N)
+while :; do
+    check "$(req rot POST /test/v1/links/gw-link/encrypt --data "{\"plaintext\":\"$b64\"}")" 200 \
+        "encrypt after the rotation"
+    [ "$(json rot 'd["keyVersion"]')" = 2 ] && break
+    [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 1500 ] || hf_fail "version 2 unused after 1.5 s"
+    sleep 0.1
+done
+check "$(req d1 POST /test/v1/links/gw-link/decrypt --data "$(dec_body e1)")" 200 \
+    "decrypt a version 1 ciphertext after the rotation"
+check "$(json d1 'd["plaintext"]')" "$b64" "version 1 plaintext"
+check "$(req d2 POST /test/v1/links/gw-link/decrypt --data "$(dec_body rot)")" 200 \
+    "decrypt a version 2 ciphertext"
+check "$(json d2 'd["plaintext"]')" "$b64" "version 2 plaintext"
+check "$(req d3 POST /test/v1/links/gw-link/decrypt \
+    --data '{"ciphertext":"AAAAAAAAAAAAAAAAAAAAAA==","iv":"AAAAAAAAAAAAAAAA","keyVersion":7}')" 404 \
+    "a version that does not exist"
+
+# ---- the kill switch: blocking the link stops the next request, no restart ----
+check "$(req pre POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA=="}')" 200 \
+    "encrypt before the block"
+"$HF_CLI" link block aws-xks gw-link >/dev/null || hf_fail "link block"
+start=$(date +%s%N)
+while :; do
+    st=$(req blk POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA=="}')
+    [ "$st" = 400 ] && break
+    [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 1000 ] || hf_fail "still $st a second after the block"
+    sleep 0.05
+done
+elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+check "$(json blk 'd["errorName"]')" TestKeyDisabled "blocked link error"
+ids="$ids $(header blk X-Request-Id)"
+echo "blocked link refused ${elapsed} ms after the CLI returned"
+"$HF_CLI" link unblock aws-xks gw-link >/dev/null || hf_fail "link unblock"
+sleep 1.1
+check "$(req post POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA=="}')" 200 \
+    "encrypt after the unblock"
+
+# ---- logs: one line per request, never the plaintext ----
+for id in $ids; do
+    n=$(grep -c "\"request_id\":\"$id\"" "$log")
+    [ "$n" = 1 ] || hf_fail "request $id has $n log lines"
+done
+if grep -q -e "$marker" -e "$b64" "$log"; then hf_fail "the plaintext reached the log"; fi
+
+# ---- audit: the chain verifies; each request has its record ----
+hf_expect_exit 0 "$HF_CLI" audit verify
+audit=$HOLDFAST_STATE_DIR/audit.log
+for id in $id_enc $id_fail; do
+    n=$(grep -a -o "\"request_id\":\"$id\"" "$audit" | wc -l)
+    [ "$n" = 1 ] || hf_fail "request $id has $n audit records"
+done
+grep -a -o "{[^{}]*\"request_id\":\"$id_enc\"[^{}]*}" "$audit" | grep -q '"api":"test","op":"encrypt","key":' ||
+    hf_fail "the encrypt record does not name the API, operation and key"
+grep -a -o "{[^{}]*\"request_id\":\"$id_fail\"[^{}]*}" "$audit" |
+    grep -q '"caller":"mallory".*TestValidation: refused before any key operation' ||
+    hf_fail "the refused request's record lacks its caller or reason"
+grep -a -q '"request_id":"cloud-req-42"' "$audit" || hf_fail "the cloud's request id is not recorded"
+grep -q "\"request_id\":\"$id_enc2\".*\"cloud_request_id\":\"cloud-req-42\"" "$log" ||
+    hf_fail "the log line does not tie our id to the cloud's"
+
+# ---- stop: SIGTERM ends it cleanly (and, under ASan, without a report) ----
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+check "$rc" 0 "holdfastd exit status after SIGTERM"
+if grep -q -e "ERROR: AddressSanitizer" -e "ERROR: LeakSanitizer" -e "runtime error:" "$log"; then
+    cat "$log"
+    hf_fail "sanitizer report"
+fi
+echo "gateway: all checks passed"
