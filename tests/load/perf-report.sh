@@ -1,0 +1,220 @@
+#!/bin/sh
+# make perf-report: repeats the seeds' test (shared/seeds/README.md) against a local holdfastd for
+# every API plugin that is built and that hf-load has a request builder for, and writes
+# OUTDIR/REPORT.md with the tables, the per-core comparison with the published figures, and the
+# plots (SVG and PNG) beside it.
+#
+#   perf-report.sh OUTDIR
+#
+# Local start (the default): a throw-away key store (SoftHSMv2 token + SQLite, as `holdfast init`
+# makes it), one AES-256 key linked for each API, holdfastd on a free loopback port over TLS with
+# a fresh self-signed certificate, default audit settings (durable records), threads = cores.
+# Against a deployment that is already running, set HF_REPORT_URL instead (and what hf-load needs
+# for it): HF_REPORT_KEY_ID, HF_REPORT_PREFIX, HF_LOAD_CREDENTIALS=AKID:SECRET, HF_REPORT_CACERT
+# or HF_REPORT_INSECURE=1, HF_REPORT_SERVER_CORES, HF_REPORT_SERVER_NODES, HF_REPORT_LABEL.
+#
+# Load shape (defaults are the seeds'): HF_REPORT_SWEEP=5:1280:x2 (stops after the first level
+# whose p90 passes the limit), HF_REPORT_RAMP_UP=5s, HF_REPORT_STEADY=30s, HF_REPORT_RAMP_DOWN=5s,
+# HF_REPORT_THINK (none), HF_REPORT_PAUSE=3s.
+set -u
+
+out=${1:?usage: perf-report.sh OUTDIR}
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+HF_LOAD=${HF_LOAD:-$top_builddir/tests/load/hf-load}
+HOLDFASTD=${HOLDFASTD:-$top_builddir/gateway/holdfastd}
+seeds=${HF_LOAD_SEEDS:-$top_srcdir/../shared/seeds}
+sweep=${HF_REPORT_SWEEP:-5:1280:x2}
+ramp_up=${HF_REPORT_RAMP_UP:-5s}
+steady=${HF_REPORT_STEADY:-30s}
+ramp_down=${HF_REPORT_RAMP_DOWN:-5s}
+pause=${HF_REPORT_PAUSE:-3s}
+think=${HF_REPORT_THINK:-}
+
+[ -x "$HF_LOAD" ] || { echo "perf-report: $HF_LOAD is not built" >&2; exit 1; }
+if ! command -v gnuplot >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox \
+        >/dev/null 2>&1 || true
+fi
+command -v gnuplot >/dev/null 2>&1 || echo "perf-report: gnuplot missing: no plots" >&2
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+[ -d "$seeds" ] || echo "perf-report: no seeds at $seeds (HF_LOAD_SEEDS): no comparison" >&2
+
+# plugin name -> the hf-load API that repeats its report's test (the seeds' operation). Each
+# plugin issue adds its line when it adds its request builder to tests/load/load-api.c.
+hf_load_api_for() {
+    case $1 in
+    aws-xks) echo xks-encrypt ;;  # aws-xks.csv: encrypt
+    *) echo "" ;;
+    esac
+}
+
+# Arguments as a shell would need them typed (for the report's command lines).
+shquote() {
+    for _a; do
+        case $_a in
+        *[!A-Za-z0-9_./:=,+-]*) printf "'%s' " "$(printf '%s' "$_a" | sed "s/'/'\\\\''/g")" ;;
+        *) printf '%s ' "$_a" ;;
+        esac
+    done
+}
+
+report=$out/REPORT.md
+common="--sweep $sweep --ramp-up $ramp_up --steady $steady --ramp-down $ramp_down --pause $pause"
+[ -n "$think" ] && common="$common --think $think"
+cores=$(nproc 2>/dev/null || echo 1)
+
+# ---- the report's head -------------------------------------------------------------------------
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n1)
+mem=$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null)
+rev=$(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo unknown)
+{
+    echo "# Holdfast performance report"
+    echo
+    echo "Made by \`make perf-report\` on $(date -u '+%Y-%m-%d %H:%M UTC'), source $rev."
+    echo "Machine: $cores cores ($cpu), $mem, $(uname -sr)."
+    echo
+    echo "Method: hf-load repeats the CipherTrust CCKM reports' k6 test (shared/seeds/README.md):"
+    echo "closed-loop virtual users, each one keep-alive TLS connection with no think time,"
+    echo "ramp-up $ramp_up, steady $steady, ramp-down $ramp_down; one reading per VU level; the"
+    echo "sweep ($sweep) stops after the first level whose p90 passes the API's limit."
+    echo "Throughput is normalised per server CPU core (ops/s / (nodes x cores)) to set it beside"
+    echo "the published figures, whose servers had 4 to 64 cores."
+    echo
+} >"$report"
+
+# ---- a remote (or already running) deployment --------------------------------------------------
+if [ -n "${HF_REPORT_URL:-}" ]; then
+    api=${HF_REPORT_API:-xks-encrypt}
+    set -- --url "$HF_REPORT_URL" --api "$api" --key-id "${HF_REPORT_KEY_ID:-}" \
+        --label "${HF_REPORT_LABEL:-$HF_REPORT_URL}" --server-nodes "${HF_REPORT_SERVER_NODES:-1}"
+    [ -n "${HF_REPORT_PREFIX:-}" ] && set -- "$@" --prefix "$HF_REPORT_PREFIX"
+    [ -n "${HF_REPORT_CACERT:-}" ] && set -- "$@" --cacert "$HF_REPORT_CACERT"
+    [ "${HF_REPORT_INSECURE:-0}" = 1 ] && set -- "$@" --insecure
+    [ -n "${HF_REPORT_SERVER_CORES:-}" ] && set -- "$@" --server-cores "$HF_REPORT_SERVER_CORES"
+    # shellcheck disable=SC2086
+    { "$HF_LOAD" "$@" $common --seeds "$seeds" --csv "$out/$api.csv" \
+        --markdown "$out/$api.md" --plot "$out/$api"; echo $? >"$out/$api.rc"; } |
+        tee "$out/$api.txt"
+    rc=$(cat "$out/$api.rc")
+    rm -f "$out/$api.rc"
+    {
+        echo "Target: $HF_REPORT_URL (a deployment started elsewhere)."
+        echo
+        cat "$out/$api.md" 2>/dev/null
+        [ -f "$out/$api.png" ] && printf '![%s](%s.png)\n\n[SVG](%s.svg)\n\n' "$api" "$api" "$api"
+    } >>"$report"
+    echo "perf-report: $report"
+    exit $rc
+fi
+
+# ---- local holdfastd -----------------------------------------------------------------------------
+set +u # lib.sh reads unset variables on purpose
+. "$top_srcdir/tests/integration/lib.sh"
+[ -x "$HOLDFASTD" ] || hf_fail "$HOLDFASTD is not built"
+command -v curl >/dev/null || hf_fail "curl is needed to see holdfastd come up"
+hf_store_setup
+pki=$HF_TMP/pki
+mkdir -p "$pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$pki/server.key" -out "$pki/server.pem" \
+    >/dev/null 2>&1 || hf_fail "openssl: no server certificate"
+# A fresh SigV4 pair for this run: AKID 20 of [A-Z2-7], secret 44 of base64.
+akid=$(head -c 512 /dev/urandom | tr -dc 'A-Z2-7' | head -c 20)
+secret=$(openssl rand -base64 33)
+HF_LOAD_CREDENTIALS="$akid:$secret"
+export HF_LOAD_CREDENTIALS # hf-load reads it: the secret stays out of the process list
+prefix=perf-report/store1
+
+port=$(hf_free_port)
+conf=$HF_TMP/holdfastd.conf
+plugins=""
+for so in "$top_builddir"/gateway/plugins/*/.libs/*.so; do
+    [ -f "$so" ] || continue
+    name=$(basename "$so" .so)
+    [ -n "$(hf_load_api_for "$name")" ] || {
+        echo "perf-report: plugin $name has no hf-load request builder yet: not measured" >&2
+        echo "- \`$name\`: no hf-load request builder yet, not measured." >>"$report.skipped"
+        continue
+    }
+    plugins="$plugins${plugins:+, }$name"
+    "$HF_CLI" key create "load-$name" >/dev/null || hf_fail "holdfast key create load-$name"
+    "$HF_CLI" link add "$name" "load-$name-link" "load-$name" >/dev/null ||
+        hf_fail "holdfast link add $name"
+done
+[ -n "$plugins" ] || hf_fail "no API plugin with an hf-load builder is built"
+{
+    cat <<CONF
+[gateway]
+listen = 127.0.0.1:$port tls
+max_connections = 8192
+module = $HF_MODULE
+pin_file = $HOLDFAST_STATE_DIR/token-user.pin
+plugins = $plugins
+log = $HF_TMP/holdfastd.log
+
+[tls]
+cert = $pki/server.pem
+key = $pki/server.key
+CONF
+    for name in $(echo "$plugins" | tr ',' ' '); do
+        printf '\n[plugin:%s]\npath = %s\n' "$name" \
+            "$top_builddir/gateway/plugins/$name/.libs/$name.so"
+        case $name in
+        aws-xks)
+            printf '\n[aws-xks]\nhealth_key = load-aws-xks-link\n'
+            printf '\n[aws-xks:load]\nprefix = %s\ncredential = %s\nregions = us-east-1\nkeys = *\n' \
+                "$prefix" "$HF_LOAD_CREDENTIALS"
+            ;;
+        esac
+    done
+} >"$conf"
+chmod 600 "$conf"
+"$HOLDFASTD" -f -c "$conf" >"$HF_TMP/holdfastd.out" 2>&1 &
+pid=$!
+hf_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+up=no
+for _ in $(seq 1 300); do
+    if curl -sfk "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; then up=yes; break; fi
+    kill -0 $pid 2>/dev/null || { cat "$HF_TMP/holdfastd.out" "$HF_TMP/holdfastd.log" 2>/dev/null;
+        hf_fail "holdfastd exited at start"; }
+    sleep 0.1
+done
+[ $up = yes ] || { cat "$HF_TMP/holdfastd.out"; hf_fail "holdfastd did not answer /healthz"; }
+
+{
+    echo "Server: holdfastd on this machine (loopback, TLS), plugins: $plugins; key store: the"
+    echo "embedded default (SoftHSMv2 token holding the root KEK, local AES-256 keys in SQLite);"
+    echo "audit: default (every operation recorded durably before the reply)."
+    echo "**The load client runs on the same $cores cores** (as in the seeds' zero-latency set-ups,"
+    echo "where k6 ran on the CM host), so the per-core figures below count the server's cores"
+    echo "while the client takes a share of them: they understate the server alone."
+    echo
+} >>"$report"
+
+rc=0
+for name in $(echo "$plugins" | tr ',' ' '); do
+    api=$(hf_load_api_for "$name")
+    set -- --url "https://127.0.0.1:$port" --api "$api" --cacert "$pki/server.pem" \
+        --key-id "load-$name-link" --server-cores "$cores" --label "holdfastd on loopback"
+    [ "$name" = aws-xks ] && set -- "$@" --prefix "$prefix"
+    echo "perf-report: $name: hf-load $* $common" >&2
+    # shellcheck disable=SC2086
+    { "$HF_LOAD" "$@" $common --seeds "$seeds" --csv "$out/$api.csv" \
+        --markdown "$out/$api.md" --plot "$out/$api"; echo $? >"$out/$api.rc"; } |
+        tee "$out/$api.txt"
+    [ "$(cat "$out/$api.rc")" = 0 ] || rc=1
+    rm -f "$out/$api.rc"
+    {
+        [ -f "$out/$api.md" ] && cat "$out/$api.md"
+        [ -f "$out/$api.png" ] && printf '![%s: p90 against ops/s per core](%s.png)\n\n[SVG](%s.svg) · [CSV](%s.csv)\n\n' \
+            "$api" "$api" "$api" "$api"
+        echo "Command: \`hf-load $(shquote "$@")$common --seeds SEEDS --csv $api.csv --markdown $api.md --plot $api\`"
+        echo "(HF_LOAD_CREDENTIALS held the SigV4 pair.)"
+        echo
+    } >>"$report"
+done
+[ -f "$report.skipped" ] && { echo "Not measured:"; cat "$report.skipped"; rm -f "$report.skipped"; } >>"$report"
+echo "perf-report: $report"
+exit $rc
