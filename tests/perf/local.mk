@@ -1,6 +1,8 @@
 # Benchmarks: never part of `make check`. Each prints figures beside a reference measured in the
 # same run (raw OpenSSL, SoftHSMv2 called directly).
-EXTRA_PROGRAMS = tests/perf/bench-pkcs11
+EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign
+tests_perf_xks_presign_SOURCES = tests/perf/xks-presign.c
+tests_perf_xks_presign_LDADD = gateway/plugins/aws-xks/libhf-sigv4.la $(CRYPTO_LIBS)
 tests_perf_bench_pkcs11_SOURCES = tests/perf/bench-pkcs11.c tests/p11-client.h
 tests_perf_bench_pkcs11_LDADD = $(CRYPTO_LIBS) $(PTHREAD_LIBS) $(LIBS)
 CLEANFILES += $(EXTRA_PROGRAMS)
@@ -11,3 +13,11 @@ bench-pkcs11: tests/perf/bench-pkcs11$(EXEEXT) pkcs11/module/holdfast-pkcs11.la 
 	  $(SHELL) $(top_srcdir)/tests/perf/bench-pkcs11.sh
 
 .PHONY: bench-pkcs11
+
+EXTRA_DIST += tests/perf/bench-gateway.sh
+bench-gateway: tests/perf/xks-presign$(EXEEXT) gateway/holdfastd$(EXEEXT) \
+		gateway/plugins/aws-xks/aws-xks.la pkcs11/module/holdfast-pkcs11.la pkcs11/tool/holdfast$(EXEEXT)
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
+	  $(SHELL) $(top_srcdir)/tests/perf/bench-gateway.sh
+
+.PHONY: bench-gateway
