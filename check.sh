@@ -42,7 +42,10 @@ else
     # only slow down (concurrency.sh runs its own helgrind pass).
     make -j"$jobs" "$target" TESTS='$(UNIT_TESTS)' || status=$?
 fi
-[ "$status" -eq 0 ] && [ "$distcheck" = yes ] && { make -j"$jobs" distcheck || status=$?; }
+distcheck_status=
+[ "$status" -eq 0 ] && [ "$distcheck" = yes ] && {
+    make -j"$jobs" distcheck && distcheck_status=passed || { status=$?; distcheck_status=FAILED; }
+}
 
 # One closing line any CI can read, from automake's own summary.
 case "$target" in
@@ -54,4 +57,5 @@ if [ -f "$summary" ]; then
          END { printf "%d passed, %d failed, %d skipped\n", n["PASS:"] + n["XFAIL:"],
                n["FAIL:"] + n["ERROR:"] + n["XPASS:"], n["SKIP:"] }' "$summary"
 fi
+[ -z "$distcheck_status" ] || echo "make distcheck: $distcheck_status"
 exit "$status"
