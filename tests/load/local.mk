@@ -16,7 +16,6 @@ tests_load_hf_load_LDADD = tests/load/libhf-load.la
 if HAVE_CUNIT
 LOAD_UNIT_TESTS = tests/load/test-load-stats tests/load/test-load-args
 check_PROGRAMS += $(LOAD_UNIT_TESTS)
-TESTS += $(LOAD_UNIT_TESTS)
 UNIT_TESTS += $(LOAD_UNIT_TESTS)
 tests_load_test_load_stats_SOURCES = tests/load/test-load-stats.c
 tests_load_test_load_stats_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)

@@ -4,7 +4,7 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
 	tests/unit/test-gateway-config
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
-TESTS += $(GATEWAY_UNIT_TESTS)
+# TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
 GATEWAY_UNIT_CPPFLAGS = $(GATEWAY_CPPFLAGS) $(CUNIT_CFLAGS)
 GATEWAY_UNIT_LDADD = libhftest.la gateway/libhfgateway.la $(CUNIT_LIBS)
