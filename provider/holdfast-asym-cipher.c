@@ -95,15 +95,6 @@ static int md_set(struct cipher_ctx *ctx, EVP_MD **slot, const char *name)
     return 1;
 }
 
-static const struct {
-    int mode;
-    const char *name;
-} pad_names[] = {
-    {RSA_PKCS1_PADDING, OSSL_PKEY_RSA_PAD_MODE_PKCSV15},
-    {RSA_PKCS1_OAEP_PADDING, OSSL_PKEY_RSA_PAD_MODE_OAEP},
-    {RSA_NO_PADDING, OSSL_PKEY_RSA_PAD_MODE_NONE},
-};
-
 static int rsa_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     struct cipher_ctx *ctx = vctx;
@@ -117,13 +108,7 @@ static int rsa_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (params == NULL) return 1;
     p = OSSL_PARAM_locate_const(params, OSSL_ASYM_CIPHER_PARAM_PAD_MODE);
     if (p != NULL) {
-        if (p->data_type == OSSL_PARAM_UTF8_STRING) {
-            if (!OSSL_PARAM_get_utf8_string_ptr(p, &s)) return 0;
-            for (size_t i = 0; i < sizeof(pad_names) / sizeof(pad_names[0]); i++)
-                if (strcmp(s, pad_names[i].name) == 0) mode = pad_names[i].mode;
-        } else if (!OSSL_PARAM_get_int(p, &mode)) {
-            return 0;
-        }
+        if (!hf_mech_rsa_pad_get(p, &mode)) return 0;
         /* RSA_PKCS1_WITH_TLS_PADDING (TLS 1.2 RSA key exchange) and X9.31 are not offered. */
         if (mode != RSA_PKCS1_PADDING && mode != RSA_PKCS1_OAEP_PADDING && mode != RSA_NO_PADDING) {
             HF_RAISE_DATA(ctx->prov, HF_R_UNSUPPORTED, "RSA encryption padding mode");
@@ -173,17 +158,7 @@ static int rsa_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     if (ctx == NULL) return 0;
     p = OSSL_PARAM_locate(params, OSSL_ASYM_CIPHER_PARAM_PAD_MODE);
-    if (p != NULL) {
-        int ok = 0;
-        if (p->data_type == OSSL_PARAM_INTEGER) {
-            ok = OSSL_PARAM_set_int(p, ctx->pad);
-        } else {
-            for (size_t i = 0; i < sizeof(pad_names) / sizeof(pad_names[0]); i++)
-                if (pad_names[i].mode == ctx->pad)
-                    ok = OSSL_PARAM_set_utf8_string(p, pad_names[i].name);
-        }
-        if (!ok) return 0;
-    }
+    if (p != NULL && !hf_mech_rsa_pad_set(p, ctx->pad)) return 0;
     p = OSSL_PARAM_locate(params, OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST);
     if (p != NULL && !OSSL_PARAM_set_utf8_string(p, oaep_md_name(ctx))) return 0;
     p = OSSL_PARAM_locate(params, OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST);

@@ -147,15 +147,6 @@ static int digest_set(struct sig_ctx *ctx, EVP_MD **slot, const char *name)
 }
 
 static const struct {
-    int mode;
-    const char *name;
-} pad_names[] = {
-    {RSA_PKCS1_PADDING, OSSL_PKEY_RSA_PAD_MODE_PKCSV15},
-    {RSA_PKCS1_PSS_PADDING, OSSL_PKEY_RSA_PAD_MODE_PSS},
-    {RSA_NO_PADDING, OSSL_PKEY_RSA_PAD_MODE_NONE},
-};
-
-static const struct {
     int len;
     const char *name;
 } salt_names[] = {
@@ -182,13 +173,7 @@ static int sig_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_PAD_MODE);
     if (p != NULL) {
-        if (p->data_type == OSSL_PARAM_UTF8_STRING) {
-            if (!OSSL_PARAM_get_utf8_string_ptr(p, &s)) return 0;
-            for (size_t i = 0; i < sizeof(pad_names) / sizeof(pad_names[0]); i++)
-                if (strcmp(s, pad_names[i].name) == 0) mode = pad_names[i].mode;
-        } else if (!OSSL_PARAM_get_int(p, &mode)) {
-            return 0;
-        }
+        if (!hf_mech_rsa_pad_get(p, &mode)) return 0;
         if (mode != RSA_PKCS1_PADDING && mode != RSA_PKCS1_PSS_PADDING && mode != RSA_NO_PADDING) {
             HF_RAISE_DATA(ctx->prov, HF_R_UNSUPPORTED, "RSA signature padding mode");
             return 0;
@@ -337,17 +322,7 @@ static int sig_get_ctx_params(void *vctx, OSSL_PARAM params[])
         return 0;
     if (ctx->type != CKK_RSA) return 1;
     p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_PAD_MODE);
-    if (p != NULL) {
-        int ok = 0;
-        if (p->data_type == OSSL_PARAM_INTEGER) {
-            ok = OSSL_PARAM_set_int(p, ctx->pad);
-        } else {
-            for (size_t i = 0; i < sizeof(pad_names) / sizeof(pad_names[0]); i++)
-                if (pad_names[i].mode == ctx->pad)
-                    ok = OSSL_PARAM_set_utf8_string(p, pad_names[i].name);
-        }
-        if (!ok) return 0;
-    }
+    if (p != NULL && !hf_mech_rsa_pad_set(p, ctx->pad)) return 0;
     p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_PSS_SALTLEN);
     if (p != NULL) {
         int ok = 0;

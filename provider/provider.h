@@ -213,5 +213,10 @@ int hf_key_set_public(struct hf_key *key, int selection, const OSSL_PARAM params
 /* CKM_SHA* and CKG_MGF1_SHA* for md; 0 (nothing raised) when PKCS#11 has none. */
 CK_MECHANISM_TYPE hf_mech_digest(const EVP_MD *md);
 CK_RSA_PKCS_MGF_TYPE hf_mech_mgf1(const EVP_MD *md);
+/* An RSA padding mode parameter (name or number) into *mode (-1 for an unknown name); 0 if p is
+ * malformed. */
+int hf_mech_rsa_pad_get(const OSSL_PARAM *p, int *mode);
+/* Writes mode into p, as a name or a number as p asks; 0 for a mode without a name. */
+int hf_mech_rsa_pad_set(OSSL_PARAM *p, int mode);
 
 #endif /* HF_PROVIDER_H */
