@@ -12,6 +12,16 @@
 
 #include "pkcs11/core/config.h"
 
+/* Built with AddressSanitizer (gcc defines the first, clang answers the second). ASan's allocator
+ * is not fork-safe while another thread is inside it: a child forked then may deadlock there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HF_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HF_TEST_UNDER_ASAN 1
+#endif
+#endif
+
 #define HF_TEST_SO_PIN "so-secret-5678"
 #define HF_TEST_USER_PIN "user-secret-1234"
 
