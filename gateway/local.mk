@@ -3,6 +3,7 @@
 GATEWAY_SOURCES = \
 	gateway/plugin.h \
 	gateway/base64.c \
+	gateway/random.c \
 	gateway/config.c gateway/config.h \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \

@@ -184,4 +184,11 @@ size_t hf_base64_decoded_max(size_t len);
 /* Encodes into a new NUL-terminated string (free()), NULL if out of memory. */
 char *hf_base64_encode(const unsigned char *in, size_t len);
 
+/* ---- randomness (provided by holdfastd; OpenSSL's DRBG underneath) -------------------------- */
+
+/* len random bytes for values that go on the wire (IVs, nonces, ids): drawn from the DRBG in
+ * batches, so they wait in memory before use. Never for keys or other secrets: RAND_priv_bytes.
+ * False if the DRBG fails. */
+bool hf_random_public(void *out, size_t len);
+
 #endif /* HF_GATEWAY_PLUGIN_H */

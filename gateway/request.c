@@ -15,7 +15,6 @@
 
 #include <microhttpd.h>
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 
 static uint64_t monotonic_us(void)
 {
@@ -32,7 +31,7 @@ static void request_id_make(char out[37])
     unsigned char b[16];
     size_t o = 0;
 
-    if (RAND_bytes(b, sizeof(b)) != 1) {
+    if (!hf_random_public(b, sizeof(b))) {
         /* The DRBG failing is not a reason to refuse service: fall back to time and address. */
         uint64_t t = monotonic_us();
         uintptr_t a = (uintptr_t)out;

@@ -313,6 +313,7 @@ check "$(req post POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA==
     "encrypt after the unblock"
 
 # ---- logs: one line per request, never the plaintext ----
+sleep 0.3 # request lines are written within 100 ms (gateway/log.h)
 for id in $ids; do
     n=$(grep -c "\"request_id\":\"$id\"" "$log")
     [ "$n" = 1 ] || hf_fail "request $id has $n log lines"

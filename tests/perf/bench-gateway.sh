@@ -3,6 +3,9 @@
 # request, audit on and durable before each answer, keep-alive), driven by wrk with one pre-signed
 # request at 64 connections, beside nginx returning a static reply of the same size, in the same
 # run on the same cores; then both over TLS; then holdfastd with audit success events off.
+# Beside them, mhd-floor: libmicrohttpd with holdfastd's flags answering the same bytes with no
+# work at all, once straight and once suspending and resuming every request from another thread
+# (the least the durable-audit rule costs); that is the ceiling any libmicrohttpd gateway has here.
 # Prints ops/s, p50/p90/p99 and the ratios the issue sets targets for.
 set -eu
 builddir=${top_builddir:?}
@@ -24,9 +27,10 @@ done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hf-bench-gw-XXXXXX")
-GW_PID= NGINX_PID=
+GW_PID= NGINX_PID= FLOOR_PID=
 cleanup() {
     [ -z "$GW_PID" ] || kill "$GW_PID" 2>/dev/null || true
+    [ -z "$FLOOR_PID" ] || kill "$FLOOR_PID" 2>/dev/null || true
     [ -z "$NGINX_PID" ] || kill "$NGINX_PID" 2>/dev/null || true
     wait 2>/dev/null || true
     rm -rf "$tmp"
@@ -178,13 +182,31 @@ NGINX_PID=$!
 wait_http "http://127.0.0.1:$NG_PLAIN/" "$NGINX_PID"
 ng_bytes=$(curl -s -X POST --data-binary "$BODY" "http://127.0.0.1:$NG_PLAIN$XKS_PATH" | wc -c)
 
+# ---- mhd-floor, answering the same bytes --------------------------------------------------------
+floor="$builddir/tests/perf/mhd-floor"
+run_floor() { # NAME URL-SCHEME ARGS...
+    name=$1 scheme=$2
+    shift 2
+    port=$(free_port)
+    "$floor" "$port" "$static" "$@" >"$tmp/floor.out" 2>&1 &
+    FLOOR_PID=$!
+    wait_http "$scheme://127.0.0.1:$port/" "$FLOOR_PID"
+    run_wrk "$name" "$scheme://127.0.0.1:$port$XKS_PATH" "$tmp/plain.lua"
+    kill "$FLOOR_PID" 2>/dev/null || true
+    wait "$FLOOR_PID" 2>/dev/null || true
+    FLOOR_PID=
+}
+
 echo "bench-gateway: $threads cores, $conns connections, ${seconds}s per run, $(date -u +%FT%TZ)"
 echo "reply bodies: holdfastd ${#reply} bytes, nginx $ng_bytes bytes"
 : >"$tmp/results"
 run_wrk nginx-plain "http://127.0.0.1:$NG_PLAIN$XKS_PATH" "$tmp/plain.lua"
+run_floor mhd-floor-plain http
+run_floor mhd-floor-plain-suspend http --suspend
 wrk_script "127.0.0.1:$GW_PLAIN" "$tmp/plain.lua"
 run_wrk holdfastd-plain "http://127.0.0.1:$GW_PLAIN$XKS_PATH" "$tmp/plain.lua"
 run_wrk nginx-tls "https://127.0.0.1:$NG_TLS$XKS_PATH" "$tmp/plain.lua"
+run_floor mhd-floor-tls-suspend https --suspend --tls "$tmp/tls.pem" "$tmp/tls.key"
 wrk_script "127.0.0.1:$GW_TLS" "$tmp/tls.lua"
 run_wrk holdfastd-tls "https://127.0.0.1:$GW_TLS$XKS_PATH" "$tmp/tls.lua"
 stop_gateway
@@ -197,13 +219,19 @@ records=$(grep -c '"operation":"encrypt"' "$HOLDFAST_STATE_DIR"/audit* 2>/dev/nu
 awk -v records="$records" '
     { ops[$1] = $2; line[$1] = $0 }
     END {
-        printf "%-28s %10s %8s %8s %8s\n", "server", "ops/s", "p50 ms", "p90 ms", "p99 ms"
-        n = split("nginx-plain holdfastd-plain nginx-tls holdfastd-tls holdfastd-plain-audit-off", order, " ")
+        printf "%-26s %10s %8s %8s %8s\n", "server", "ops/s", "p50 ms", "p90 ms", "p99 ms"
+        n = split("nginx-plain mhd-floor-plain mhd-floor-plain-suspend holdfastd-plain nginx-tls mhd-floor-tls-suspend holdfastd-tls holdfastd-plain-audit-off", order, " ")
         for (i = 1; i <= n; i++) { split(line[order[i]], f, " ");
-            printf "%-28s %10d %8.2f %8.2f %8.2f\n", f[1], f[2], f[3], f[4], f[5] }
+            printf "%-26s %10d %8.2f %8.2f %8.2f\n", f[1], f[2], f[3], f[4], f[5] }
         printf "ratio holdfastd/nginx plain: %.2f (target >= 0.5)\n", ops["holdfastd-plain"] / ops["nginx-plain"]
         printf "ratio holdfastd/nginx TLS:   %.2f (target >= 0.5)\n", ops["holdfastd-tls"] / ops["nginx-tls"]
         printf "audit on / audit off:        %.2f (target >= 0.9)\n", ops["holdfastd-plain"] / ops["holdfastd-plain-audit-off"]
+        printf "ceilings of libmicrohttpd with no work, against nginx in this run:\n"
+        printf "  plain:                     %.2f\n", ops["mhd-floor-plain"] / ops["nginx-plain"]
+        printf "  plain, suspend + resume:   %.2f\n", ops["mhd-floor-plain-suspend"] / ops["nginx-plain"]
+        printf "  TLS, suspend + resume:     %.2f\n", ops["mhd-floor-tls-suspend"] / ops["nginx-tls"]
+        printf "  suspend + resume / straight: %.2f (the audit-on/off ratio with no work)\n", ops["mhd-floor-plain-suspend"] / ops["mhd-floor-plain"]
+        printf "holdfastd against that ceiling: plain %.2f, TLS %.2f\n", ops["holdfastd-plain"] / ops["mhd-floor-plain-suspend"], ops["holdfastd-tls"] / ops["mhd-floor-tls-suspend"]
         printf "encrypt audit records written: %d\n", records
     }' "$tmp/results"
 "$cli" audit verify >/dev/null && echo "audit verify: ok"

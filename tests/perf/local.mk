@@ -1,6 +1,9 @@
 # Benchmarks: never part of `make check`. Each prints figures beside a reference measured in the
 # same run (raw OpenSSL, SoftHSMv2 called directly).
-EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign
+EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign tests/perf/mhd-floor
+tests_perf_mhd_floor_SOURCES = tests/perf/mhd-floor.c
+tests_perf_mhd_floor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS)
+tests_perf_mhd_floor_LDADD = $(MHD_LIBS) $(PTHREAD_LIBS)
 tests_perf_xks_presign_SOURCES = tests/perf/xks-presign.c
 tests_perf_xks_presign_LDADD = gateway/plugins/aws-xks/libhf-sigv4.la $(CRYPTO_LIBS)
 tests_perf_bench_pkcs11_SOURCES = tests/perf/bench-pkcs11.c tests/p11-client.h
@@ -15,7 +18,7 @@ bench-pkcs11: tests/perf/bench-pkcs11$(EXEEXT) pkcs11/module/holdfast-pkcs11.la 
 .PHONY: bench-pkcs11
 
 EXTRA_DIST += tests/perf/bench-gateway.sh
-bench-gateway: tests/perf/xks-presign$(EXEEXT) gateway/holdfastd$(EXEEXT) \
+bench-gateway: tests/perf/xks-presign$(EXEEXT) tests/perf/mhd-floor$(EXEEXT) gateway/holdfastd$(EXEEXT) \
 		gateway/plugins/aws-xks/aws-xks.la pkcs11/module/holdfast-pkcs11.la pkcs11/tool/holdfast$(EXEEXT)
 	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
 	  $(SHELL) $(top_srcdir)/tests/perf/bench-gateway.sh

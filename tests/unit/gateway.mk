@@ -1,8 +1,9 @@
-# CUnit suites of the gateway's pure parts: the router and the config file.
+# CUnit suites of the gateway's pure parts: the router, the config file and public randomness.
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
-	tests/unit/test-gateway-config
+	tests/unit/test-gateway-config \
+	tests/unit/test-gateway-random
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
 # TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
@@ -15,4 +16,7 @@ tests_unit_test_gateway_router_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_config_SOURCES = tests/unit/test-gateway-config.c
 tests_unit_test_gateway_config_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_config_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_random_SOURCES = tests/unit/test-gateway-random.c
+tests_unit_test_gateway_random_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_random_LDADD = $(GATEWAY_UNIT_LDADD)
 endif

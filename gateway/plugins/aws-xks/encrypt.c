@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 
 struct sealed {
     unsigned char *ct;
@@ -136,7 +135,7 @@ enum hf_status hf_xks_handle_encrypt(void *state, struct hf_request *req)
         goto done;
     }
     /* A fresh random 96-bit IV per encryption (SP 800-38D 8.2.2). */
-    if (RAND_bytes(out.iv, sizeof(out.iv)) != 1) {
+    if (!hf_random_public(out.iv, sizeof(out.iv))) {
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "no random bytes for the IV");
         goto done;
     }

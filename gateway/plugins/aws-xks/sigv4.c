@@ -35,29 +35,37 @@
 static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
 static OSSL_LIB_CTX *libctx;
 static EVP_MD *sha256_md;
-static EVP_MAC *hmac_mac;
+/* HMAC-SHA256 with no key yet: each call duplicates it, because naming the digest at init
+ * would fetch it again (a lock and a name lookup) for every HMAC. */
+static EVP_MAC_CTX *hmac_template;
 
 static void crypto_init(void)
 {
     OSSL_LIB_CTX *ctx;
     EVP_MD *md = NULL;
     EVP_MAC *mac = NULL;
+    EVP_MAC_CTX *hmac = NULL;
+    OSSL_PARAM params[2];
 
     ERR_set_mark();
     ctx = OSSL_LIB_CTX_new();
     if (ctx == NULL || OSSL_PROVIDER_load(ctx, "default") == NULL) goto done;
     md = EVP_MD_fetch(ctx, "SHA256", NULL);
     mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
-    if (md == NULL || mac == NULL) goto done;
+    if (md == NULL || mac == NULL || (hmac = EVP_MAC_CTX_new(mac)) == NULL) goto done;
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0);
+    params[1] = OSSL_PARAM_construct_end();
+    if (EVP_MAC_CTX_set_params(hmac, params) != 1) goto done;
     sha256_md = md;
-    hmac_mac = mac;
+    hmac_template = hmac;
     libctx = ctx;
     ctx = NULL;
     md = NULL;
-    mac = NULL;
+    hmac = NULL;
 done:
+    EVP_MAC_CTX_free(hmac);
     EVP_MD_free(md);
-    EVP_MAC_free(mac);
+    EVP_MAC_free(mac); /* the template holds its own reference */
     OSSL_LIB_CTX_free(ctx);
     ERR_pop_to_mark();
 }
@@ -78,16 +86,13 @@ static bool sha256(const void *data, size_t len, unsigned char out[SHA256_LEN])
 static bool hmac_sha256(const unsigned char *key, size_t keylen, const void *data, size_t len,
                         unsigned char out[SHA256_LEN])
 {
-    OSSL_PARAM params[2];
     EVP_MAC_CTX *ctx = NULL;
     size_t outlen = 0;
     bool ok = false;
 
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0);
-    params[1] = OSSL_PARAM_construct_end();
-    ctx = EVP_MAC_CTX_new(hmac_mac);
+    ctx = EVP_MAC_CTX_dup(hmac_template);
     if (ctx == NULL) goto done;
-    if (EVP_MAC_init(ctx, key, keylen, params) != 1) goto done;
+    if (EVP_MAC_init(ctx, key, keylen, NULL) != 1) goto done;
     if (EVP_MAC_update(ctx, data, len) != 1) goto done;
     if (EVP_MAC_final(ctx, out, &outlen, SHA256_LEN) != 1 || outlen != SHA256_LEN) goto done;
     ok = true;
