@@ -72,6 +72,7 @@ struct hf_key *hf_key_dup(const struct hf_key *key)
     copy->always_authenticate = key->always_authenticate;
     copy->handle = atomic_load(&key->handle);
     copy->handle_generation = atomic_load(&key->handle_generation);
+    copy->ecdsa_der = atomic_load(&key->ecdsa_der);
     if ((key->pub != NULL && !EVP_PKEY_up_ref(key->pub)) ||
         (key->id_len > 0 && (copy->id = OPENSSL_memdup(key->id, key->id_len)) == NULL) ||
         (key->label != NULL && (copy->label = OPENSSL_strdup(key->label)) == NULL)) {
@@ -360,6 +361,28 @@ static int key_handle(struct hf_key *key, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE 
     *h = atomic_load_explicit(&key->handle, memory_order_relaxed);
     pthread_mutex_unlock(&key->lock);
     return ok;
+}
+
+/* Only Holdfast's module is asked: another vendor may give the same vendor-defined number
+ * another meaning. A fork keeps the module, so the answer stays true in the child. */
+bool hf_key_signs_ecdsa_der(struct hf_key *key)
+{
+    static const char holdfast[] = "Holdfast";
+    int known = atomic_load(&key->ecdsa_der);
+    CK_FUNCTION_LIST *fn;
+    CK_MECHANISM_INFO mi;
+    CK_INFO info;
+    bool yes;
+
+    if (known != 0) return known > 0;
+    if (!hf_p11_ready(key->prov->p11, &fn)) return false; /* asked again next time */
+    yes = fn->C_GetInfo(&info) == CKR_OK &&
+          memcmp(info.manufacturerID, holdfast, sizeof(holdfast) - 1) == 0 &&
+          info.manufacturerID[sizeof(holdfast) - 1] == ' ' &&
+          fn->C_GetMechanismInfo(key->slot, CKM_HF_ECDSA_DER, &mi) == CKR_OK &&
+          (mi.flags & CKF_SIGN) != 0;
+    atomic_store(&key->ecdsa_der, yes ? 1 : -1);
+    return yes;
 }
 
 /* Return values after which the session itself is gone or unusable. */

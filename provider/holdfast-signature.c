@@ -4,7 +4,8 @@
  * Signing: the message is hashed here, with OpenSSL in the provider's private library context,
  * and the token signs the digest in one C_SignInit + C_Sign (CKM_RSA_PKCS over a DigestInfo,
  * CKM_RSA_PKCS_PSS, CKM_ECDSA): any module has those mechanisms, and the pooled session is busy
- * for one call only, never across a caller's updates.
+ * for one call only, never across a caller's updates. Holdfast's module also signs ECDSA straight
+ * into DER (CKM_HF_ECDSA_DER), which spares converting r || s back here.
  *
  * Verifying, and the AlgorithmIdentifier a certificate needs, are public-key work: they run in
  * OpenSSL's default provider (private library context) over the key's public half. */
@@ -484,6 +485,18 @@ done:
     return ok;
 }
 
+/* Holdfast's module signs into DER itself. */
+static int ecdsa_sign_der(struct sig_ctx *ctx, unsigned char *sig, size_t *siglen, size_t sigsize,
+                          const unsigned char *tbs, size_t tbslen)
+{
+    CK_MECHANISM mech = {CKM_HF_ECDSA_DER, NULL, 0};
+    size_t len = sigsize;
+
+    if (!hf_key_op(ctx->key, HF_KEY_SIGN, &mech, tbs, tbslen, sig, &len)) return 0;
+    *siglen = len;
+    return 1;
+}
+
 /* PKCS#11 gives r || s (2.40 section 2.3.1); OpenSSL wants DER ECDSA-Sig-Value. */
 static int ecdsa_sign(struct sig_ctx *ctx, unsigned char *sig, size_t *siglen, size_t sigsize,
                       const unsigned char *tbs, size_t tbslen)
@@ -555,8 +568,9 @@ static int sig_sign(void *vctx, unsigned char *sig, size_t *siglen, size_t sigsi
                       EVP_MD_get0_name(ctx->md));
         return 0;
     }
-    return ctx->type == CKK_RSA ? rsa_sign(ctx, sig, siglen, sigsize, tbs, tbslen)
-                                : ecdsa_sign(ctx, sig, siglen, sigsize, tbs, tbslen);
+    if (ctx->type == CKK_RSA) return rsa_sign(ctx, sig, siglen, sigsize, tbs, tbslen);
+    return hf_key_signs_ecdsa_der(ctx->key) ? ecdsa_sign_der(ctx, sig, siglen, sigsize, tbs, tbslen)
+                                            : ecdsa_sign(ctx, sig, siglen, sigsize, tbs, tbslen);
 }
 
 static int sig_verify(void *vctx, const unsigned char *sig, size_t siglen, const unsigned char *tbs,

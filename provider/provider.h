@@ -139,6 +139,7 @@ struct hf_key {
     pthread_mutex_t lock;     /* serialises re-finding the handle */
     _Atomic CK_OBJECT_HANDLE handle;
     atomic_ulong handle_generation; /* hf_p11_generation the handle belongs to */
+    atomic_int ecdsa_der;           /* hf_key_signs_ecdsa_der: 0 not asked yet, 1 yes, -1 no */
 };
 
 /* A key with no material yet (keymgmt new, before import). */
@@ -155,6 +156,10 @@ void hf_key_unref(struct hf_key *key);
 /* The algorithm name OpenSSL knows the key type by ("RSA", "EC"). */
 const char *hf_key_type_name(CK_KEY_TYPE type);
 bool hf_key_is_private(const struct hf_key *key);
+
+/* Whether key's module signs ECDSA straight into DER (Holdfast's CKM_HF_ECDSA_DER), which saves
+ * converting r || s to DER in both the module and here. Asked once per key. */
+bool hf_key_signs_ecdsa_der(struct hf_key *key);
 
 enum hf_key_op { HF_KEY_SIGN, HF_KEY_DECRYPT };
 /* One private-key operation on the token: C_SignInit+C_Sign or C_DecryptInit+C_Decrypt on a

@@ -812,8 +812,9 @@ static void sign_ctx_give_back(struct hf_material *m, EVP_PKEY_CTX *pctx)
     EVP_PKEY_CTX_free(pctx);
 }
 
-static CK_RV ecdsa_sign(struct hf_material *m, const struct tbs *t, unsigned char *out,
-                        size_t *outlen)
+/* out holds sig_size(m->pkey, der) bytes. */
+static CK_RV ecdsa_sign(struct hf_material *m, const struct tbs *t, bool der_out,
+                        unsigned char *out, size_t *outlen)
 {
     size_t half = ec_half(m->pkey), der_len = (size_t)EVP_PKEY_get_size(m->pkey);
     EVP_PKEY_CTX *pctx = NULL;
@@ -829,6 +830,11 @@ static CK_RV ecdsa_sign(struct hf_material *m, const struct tbs *t, unsigned cha
         return CKR_FUNCTION_FAILED;
     }
     sign_ctx_give_back(m, pctx);
+    if (der_out) {
+        memcpy(out, der, der_len);
+        *outlen = der_len;
+        return CKR_OK;
+    }
     /* PKCS#11 (and every cloud API) wants r || s, each as wide as the group order. */
     if ((sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len)) == NULL ||
         BN_bn2binpad(ECDSA_SIG_get0_r(sig), out, (int)half) < 0 ||
@@ -841,9 +847,12 @@ done:
     return rv;
 }
 
-static size_t sig_size(EVP_PKEY *pkey)
+/* For ECDSA in DER, the largest signature of the curve (EVP_PKEY_get_size). By m->alg, not
+ * EVP_PKEY_is_a: that looks the name up, under a lock, on every signature. */
+static size_t sig_size(const struct hf_material *m, bool ecdsa_der)
 {
-    return pkey_is_ec(pkey) ? 2 * ec_half(pkey) : (size_t)EVP_PKEY_get_size(pkey);
+    return m->alg == HF_ALG_EC && !ecdsa_der ? 2 * ec_half(m->pkey)
+                                             : (size_t)EVP_PKEY_get_size(m->pkey);
 }
 
 CK_RV hf_asym_sign(const struct hf_material *m, const struct hf_asym_params *p,
@@ -855,11 +864,11 @@ CK_RV hf_asym_sign(const struct hf_material *m, const struct hf_asym_params *p,
     if (m == NULL || p == NULL || outlen == NULL || (in == NULL && inlen != 0))
         return CKR_ARGUMENTS_BAD;
     if (m->pkey == NULL) return CKR_KEY_TYPE_INCONSISTENT;
-    if (!out_is_ready(out, outlen, sig_size(m->pkey), &rv)) return rv;
+    if (!out_is_ready(out, outlen, sig_size(m, p->ecdsa_der), &rv)) return rv;
     ERR_set_mark();
     if ((rv = tbs_prepare(&t, p, in, inlen)) != CKR_OK) goto done;
     if (m->alg == HF_ALG_EC)
-        rv = ecdsa_sign((struct hf_material *)m, &t, out, outlen);
+        rv = ecdsa_sign((struct hf_material *)m, &t, p->ecdsa_der, out, outlen);
     else
         rv = rsa_sign(m->pkey, p, &t, out, outlen);
 done:

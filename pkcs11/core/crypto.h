@@ -75,10 +75,11 @@ struct hf_asym_params {
     long pss_saltlen;            /* PSS */
     const unsigned char *label;  /* OAEP label */
     size_t label_len;
+    bool ecdsa_der; /* ECDSA sign: X9.62 DER out, not r || s */
 };
 
 /* Private-key operations on material (RSA decrypt; RSA and ECDSA sign; ECDSA signatures in the
- * PKCS#11 r||s form, not DER). */
+ * PKCS#11 r||s form unless ecdsa_der asks for DER). */
 CK_RV hf_asym_decrypt(const struct hf_material *m, const struct hf_asym_params *p,
                       const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
 CK_RV hf_asym_sign(const struct hf_material *m, const struct hf_asym_params *p,

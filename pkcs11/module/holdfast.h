@@ -55,6 +55,13 @@
 #define HF_USAGE_WRAP 0x10UL
 #define HF_USAGE_UNWRAP 0x20UL
 
+/* Vendor mechanism: CKM_ECDSA (the caller hashes) with the signature as X9.62 DER
+ * (ECDSA-Sig-Value, a SEQUENCE of r and s), the form OpenSSL, TLS and X.509 use, instead of
+ * r || s. Sign only. For callers that would turn r || s straight back into DER: Holdfast's
+ * OpenSSL provider uses it when the module is Holdfast's. The length query gives the largest DER
+ * signature of the curve; a signature is usually a byte or two shorter. */
+#define CKM_HF_ECDSA_DER (CKM_VENDOR_DEFINED | 0x48460001UL)
+
 /* Vendor return value: the link named in the request context is blocked (the HYOK kill switch). */
 #define CKR_HF_LINK_BLOCKED (CKR_VENDOR_DEFINED | 0x48460001UL)
 /* Vendor return value: the audit log cannot be written, so key operations are stopped. */

@@ -1,5 +1,6 @@
 /* CKM_ECDSA (the caller hashes) and CKM_ECDSA_SHA* (we hash), over P-256 and P-384. Signatures
- * are r||s, each zero-padded to the order's byte length (PKCS#11 2.40 2.3.1), not DER. */
+ * are r||s, each zero-padded to the order's byte length (PKCS#11 2.40 2.3.1), not DER; the vendor
+ * CKM_HF_ECDSA_DER (holdfast.h) signs a hash into DER. */
 #include "hf-build.h"
 
 #include "pkcs11/module/mech.h"
@@ -9,10 +10,20 @@ static size_t signature_bytes(const struct hf_op *op)
     return 2 * ((op->obj->key.bits + 7) / 8);
 }
 
+/* The largest DER ECDSA-Sig-Value: two INTEGERs, each with a leading zero byte at worst, in a
+ * SEQUENCE whose length takes a second byte past 127. */
+static size_t der_signature_max(const struct hf_op *op)
+{
+    size_t body = 2 * (2 + (op->obj->key.bits + 7) / 8 + 1);
+
+    return body + (body > 127 ? 3 : 2);
+}
+
 CK_RV hf_ecdsa_init(struct hf_op *op, const CK_MECHANISM *mech)
 {
-    op->asym.md = hf_mech_hash_md(mech->mechanism, NULL); /* NULL for CKM_ECDSA */
+    op->asym.md = hf_mech_hash_md(mech->mechanism, NULL); /* NULL for the two that take a hash */
     op->asym_md = op->asym.md;
+    op->asym.ecdsa_der = mech->mechanism == CKM_HF_ECDSA_DER;
     return CKR_OK;
 }
 
@@ -29,7 +40,9 @@ CK_RV hf_ecdsa_sign(struct hf_op *op, const unsigned char *in, size_t inlen, uns
 {
     CK_RV rv = input_check(op, inlen);
 
-    if (rv == CKR_OK) rv = hf_mech_out_check(out, outlen, signature_bytes(op));
+    if (rv == CKR_OK)
+        rv = hf_mech_out_check(out, outlen,
+                               op->asym.ecdsa_der ? der_signature_max(op) : signature_bytes(op));
     if (rv != CKR_OK || out == NULL) return rv;
     return hf_asym_sign(op->material, &op->asym, in, inlen, out, outlen);
 }

@@ -58,6 +58,7 @@ static const struct hf_mech_info mechs[] = {
     {CKM_ECDSA_SHA256, "CKM_ECDSA_SHA256", {256, 384, ECDSA_SIGN}},
     {CKM_ECDSA_SHA384, "CKM_ECDSA_SHA384", {256, 384, ECDSA_SIGN}},
     {CKM_ECDSA_SHA512, "CKM_ECDSA_SHA512", {256, 384, ECDSA_SIGN}},
+    {CKM_HF_ECDSA_DER, "CKM_HF_ECDSA_DER", {256, 384, CKF_SIGN | EC_FLAGS | CKF_HW}},
     {CKM_SHA_1, "CKM_SHA_1", {0, 0, DIGEST}},
     {CKM_SHA224, "CKM_SHA224", {0, 0, DIGEST}},
     {CKM_SHA256, "CKM_SHA256", {0, 0, DIGEST}},
@@ -106,6 +107,7 @@ enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type)
     case CKM_ECDSA_SHA256:
     case CKM_ECDSA_SHA384:
     case CKM_ECDSA_SHA512:
+    case CKM_HF_ECDSA_DER:
         return HF_FAMILY_ECDSA;
     case CKM_SHA_1:
     case CKM_SHA224:

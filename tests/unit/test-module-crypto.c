@@ -1146,6 +1146,59 @@ static void test_ecdsa_signatures_verify_in_openssl(void)
     }
 }
 
+/* CKM_HF_ECDSA_DER: the caller's hash signed into X9.62 DER, which OpenSSL verifies as it is;
+ * the length query gives the curve's largest DER signature; sign only, EC keys only. */
+static void test_ecdsa_der_signatures_verify_in_openssl(void)
+{
+    struct {
+        CK_OBJECT_HANDLE pub, priv;
+        const char *group;
+        CK_ULONG der_max;
+        size_t hash_len;
+    } keys[] = {
+        {ec256_pub, ec256_priv, "P-256", 72, 32},
+        {ec384_pub, ec384_priv, "P-384", 104, 48},
+    };
+    CK_MECHANISM der = {CKM_HF_ECDSA_DER, NULL, 0};
+    CK_MECHANISM_INFO info;
+    CK_SESSION_INFO si;
+    unsigned char data[77], hash[48], sig[128];
+    CK_ULONG len;
+
+    CU_ASSERT_EQUAL_FATAL(p11->C_GetSessionInfo(sess, &si), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_GetMechanismInfo(si.slotID, CKM_HF_ECDSA_DER, &info), CKR_OK);
+    CU_ASSERT_TRUE((info.flags & CKF_SIGN) != 0);
+    CU_ASSERT_FALSE((info.flags & CKF_VERIFY) != 0);
+    RAND_bytes(data, sizeof(data));
+    for (size_t k = 0; k < 2; k++) {
+        EVP_PKEY *pub = ec_public(keys[k].pub, keys[k].group);
+        const EVP_MD *md = keys[k].hash_len == 32 ? EVP_sha256() : EVP_sha384();
+        EVP_PKEY_CTX *vc = NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pub);
+        EVP_Digest(data, sizeof(data), hash, NULL, md, NULL);
+        CU_ASSERT_EQUAL_FATAL(p11->C_SignInit(sess, &der, keys[k].priv), CKR_OK);
+        len = 0;
+        CU_ASSERT_EQUAL(p11->C_Sign(sess, hash, keys[k].hash_len, NULL, &len), CKR_OK);
+        CU_ASSERT_EQUAL(len, keys[k].der_max);
+        len = 8;
+        CU_ASSERT_EQUAL(p11->C_Sign(sess, hash, keys[k].hash_len, sig, &len), CKR_BUFFER_TOO_SMALL);
+        len = sizeof(sig);
+        CU_ASSERT_EQUAL(p11->C_Sign(sess, hash, keys[k].hash_len, sig, &len), CKR_OK);
+        CU_ASSERT_TRUE(len > 8 && len <= keys[k].der_max);
+        CU_ASSERT_EQUAL(sig[0], 0x30); /* a SEQUENCE, not r || s */
+        vc = EVP_PKEY_CTX_new(pub, NULL);
+        CU_ASSERT_EQUAL(EVP_PKEY_verify_init(vc), 1);
+        CU_ASSERT_EQUAL(EVP_PKEY_verify(vc, sig, len, hash, keys[k].hash_len), 1);
+        hash[0] ^= 1;
+        CU_ASSERT_EQUAL(EVP_PKEY_verify(vc, sig, len, hash, keys[k].hash_len), 0);
+        EVP_PKEY_CTX_free(vc);
+        /* Verifying stays with CKM_ECDSA (r || s) or OpenSSL itself. */
+        CU_ASSERT_EQUAL(p11->C_VerifyInit(sess, &der, keys[k].pub), CKR_MECHANISM_INVALID);
+        EVP_PKEY_free(pub);
+    }
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &der, rsa_priv), CKR_KEY_TYPE_INCONSISTENT);
+}
+
 /* ---- digests --------------------------------------------------------------------------------- */
 
 static void test_digests_match_openssl(void)
@@ -1533,6 +1586,8 @@ int main(void)
         {"rsa oaep parameters are checked", test_rsa_oaep_parameters_are_checked},
         {"rsa pkcs1 and raw decrypt keep lengths", test_rsa_pkcs1_and_raw_decrypt_keep_lengths},
         {"ecdsa signatures verify in openssl", test_ecdsa_signatures_verify_in_openssl},
+        {"CKM_HF_ECDSA_DER signatures are DER that openssl verifies",
+         test_ecdsa_der_signatures_verify_in_openssl},
         {"digests match openssl", test_digests_match_openssl},
         {"usage mask is enforced and refusals audited",
          test_usage_mask_is_enforced_and_refusals_audited},
