@@ -75,9 +75,11 @@ typedef enum hf_status (*hf_handler_fn)(void *state, struct hf_request *req);
 
 struct hf_route {
     const char *method; /* "POST", "GET"; the same pattern with another method answers 405 */
-    /* Literal segments, "{name}" (one non-empty segment) and at most one "{name*}" (zero or more
-     * whole segments, slashes included). Routes are tried in the plugin's order, plugins in config
-     * order; the first match wins. Example: "/{prefix*}/kms/xks/v1/keys/{keyId}/encrypt". */
+    /* Literal segments, "{name}" (one non-empty segment) and "{name*}" (zero or more whole
+     * segments, slashes included): one anywhere, and a second only as the last segment, where it
+     * takes what follows the earliest match of the segments between the two. Routes are tried in
+     * the plugin's order, plugins in config order; the first match wins. Examples:
+     * "/{prefix*}/kms/xks/v1/keys/{keyId}/encrypt", "/{prefix*}/kms/xks/v1/{rest*}". */
     const char *pattern;
     const char *operation; /* for metrics, logs and audit: "encrypt", "health", ... */
     hf_handler_fn handle;

@@ -1,6 +1,8 @@
-/* Route patterns (plugin.h): literal segments, "{name}" (one non-empty segment) and at most one
- * "{name*}" (zero or more whole segments). Matching works on the raw path, segment by segment,
- * without allocating until a route has matched; captures are percent-decoded then. */
+/* Route patterns (plugin.h): literal segments, "{name}" (one non-empty segment) and "{name*}"
+ * (zero or more whole segments): at most one anywhere, plus one more as the last segment (the
+ * "rest" of a path under a base that itself starts with a star). Matching works on the raw path,
+ * segment by segment, without allocating until a route has matched; captures are percent-decoded
+ * then. */
 #include "hf-build.h"
 
 #include "gateway/router.h"
@@ -24,6 +26,7 @@ struct route {
     size_t nsegs;
     struct segment segs[HF_ROUTER_MAX_SEGMENTS];
     size_t star; /* index of the star segment, or SIZE_MAX */
+    bool rest;   /* a second star ends the pattern: segs[nsegs - 1] */
 };
 
 struct hf_router {
@@ -153,14 +156,21 @@ static bool route_compile(struct route *r, const char *pattern, char *err, size_
             }
         }
         if (seg->kind == SEG_STAR) {
-            if (r->star != SIZE_MAX) {
-                snprintf(err, errlen, "at most one {name*} per pattern");
+            if (r->rest) {
+                snprintf(err, errlen, "at most two {name*} per pattern, the second one last");
                 return false;
             }
-            r->star = r->nsegs - 1;
+            if (r->star == SIZE_MAX)
+                r->star = r->nsegs - 1;
+            else
+                r->rest = true;
         }
         if (*end == '\0') break;
         p = end + 1;
+    }
+    if (r->rest && r->segs[r->nsegs - 1].kind != SEG_STAR) {
+        snprintf(err, errlen, "a second {name*} must be the last segment");
+        return false;
     }
     return true;
 }
@@ -241,6 +251,45 @@ static bool segment_matches(const struct segment *seg, const char *path, const s
     return seg->len == sp->len && memcmp(seg->text, path + sp->off, sp->len) == 0;
 }
 
+/* Pattern segments pat[0, np), none a star, against path segments segs[0, np); appends the
+ * captures to caps[*n]. */
+static bool fixed_matches(const struct segment *pat, size_t np, const char *path,
+                          const struct span *segs, struct span *caps, size_t *n)
+{
+    for (size_t i = 0; i < np; i++) {
+        if (!segment_matches(&pat[i], path, &segs[i])) return false;
+        if (pat[i].kind == SEG_PARAM) caps[(*n)++] = segs[i];
+    }
+    return true;
+}
+
+/* The span covering path segments [first, last): nothing when they are the same. */
+static struct span star_span(const struct span *segs, size_t first, size_t last)
+{
+    if (first == last) return (struct span){0, 0};
+    return (struct span){segs[first].off,
+                         segs[last - 1].off + segs[last - 1].len - segs[first].off};
+}
+
+/* A pattern "A/{x*}/B/{rest*}": A matches the path's first segments, B the earliest place after
+ * them where it matches (so {x*} takes as little as it can), {rest*} whatever follows. */
+static bool two_stars_match(const struct route *r, const char *path, const struct span *segs,
+                            size_t nsegs, struct span *caps, size_t *ncaps)
+{
+    size_t a = r->star, b = r->nsegs - r->star - 2, n = 0;
+
+    if (nsegs < a + b || !fixed_matches(r->segs, a, path, segs, caps, &n)) return false;
+    for (size_t k = a; k + b <= nsegs; k++) {
+        size_t m = n + 1;
+        if (!fixed_matches(&r->segs[a + 1], b, path, &segs[k], caps, &m)) continue;
+        caps[n] = star_span(segs, a, k);
+        caps[m++] = star_span(segs, k + b, nsegs);
+        *ncaps = m;
+        return true;
+    }
+    return false;
+}
+
 /* Whether the route's pattern matches; on a match, fills the captures' spans (start, end offsets
  * into path) in pattern order. */
 static bool pattern_matches(const struct route *r, const char *path, const struct span *segs,
@@ -248,6 +297,7 @@ static bool pattern_matches(const struct route *r, const char *path, const struc
 {
     size_t tail, i, n = 0;
 
+    if (r->rest) return two_stars_match(r, path, segs, nsegs, caps, ncaps);
     if (r->star == SIZE_MAX) {
         if (nsegs != r->nsegs) return false;
         for (i = 0; i < nsegs; i++) {

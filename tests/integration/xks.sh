@@ -264,6 +264,8 @@ xks $keys/k1/rotate "$HF_TMP/md.json"
 expect 404 InvalidUriPathException
 xks /kms/xks/v1/keys "$HF_TMP/md.json"
 expect 404 InvalidUriPathException
+xks $keys/k1/metadata/and/five/more/segments "$HF_TMP/md.json" # however deep
+expect 404 InvalidUriPathException
 # An unknown prefix is 404 before authentication: no credentials at all.
 rm -f "$OUT"
 CODE=$(curl -s -o "$OUT" -w '%{http_code}' -H 'Content-Type: application/json' \

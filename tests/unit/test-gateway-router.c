@@ -160,11 +160,45 @@ static void test_first_route_in_order_wins(void)
     hf_router_free(r);
 }
 
+/* A second star, last: what follows the earliest match of the segments between the two. */
+static void test_a_last_star_takes_the_rest(void)
+{
+    static const char *const spec[] = {"POST", "/{prefix*}/kms/xks/v1/keys/{keyId}/encrypt", "POST",
+                                       "/{prefix*}/kms/xks/v1/{rest*}", NULL};
+    struct hf_router *r = router_of(spec);
+    struct hf_router_match m;
+
+    CU_ASSERT_EQUAL(match(r, "POST", "/p/kms/xks/v1/keys/k1/encrypt", &m), HF_ROUTER_FOUND);
+    CU_ASSERT_PTR_EQUAL(m.data, &tag[0]);
+    hf_router_match_clear(&m);
+    CU_ASSERT_EQUAL(match(r, "POST", "/p/q/kms/xks/v1/keys/k1/encrypt/more/and/more/again", &m),
+                    HF_ROUTER_FOUND);
+    CU_ASSERT_PTR_EQUAL(m.data, &tag[1]);
+    CU_ASSERT_STRING_EQUAL(capture(&m, "prefix"), "p/q");
+    CU_ASSERT_STRING_EQUAL(capture(&m, "rest"), "keys/k1/encrypt/more/and/more/again");
+    hf_router_match_clear(&m);
+    CU_ASSERT_EQUAL(match(r, "POST", "/kms/xks/v1", &m), HF_ROUTER_FOUND);
+    CU_ASSERT_STRING_EQUAL(capture(&m, "prefix"), "");
+    CU_ASSERT_STRING_EQUAL(capture(&m, "rest"), "");
+    hf_router_match_clear(&m);
+    /* The earliest match: the first star takes as little as it can. */
+    CU_ASSERT_EQUAL(match(r, "POST", "/kms/xks/v1/kms/xks/v1/x", &m), HF_ROUTER_FOUND);
+    CU_ASSERT_STRING_EQUAL(capture(&m, "prefix"), "");
+    CU_ASSERT_STRING_EQUAL(capture(&m, "rest"), "kms/xks/v1/x");
+    hf_router_match_clear(&m);
+    CU_ASSERT_EQUAL(match(r, "POST", "/kms/xks/v2/x", &m), HF_ROUTER_NOT_FOUND);
+    CU_ASSERT_EQUAL(match(r, "POST", "/kms/xks", &m), HF_ROUTER_NOT_FOUND);
+    CU_ASSERT_EQUAL(match(r, "GET", "/a/kms/xks/v1/b", &m), HF_ROUTER_METHOD_NOT_ALLOWED);
+    hf_router_match_clear(&m);
+    hf_router_free(r);
+}
+
 static void test_bad_patterns_are_refused(void)
 {
     static const char *const bad[][2] = {
         {"GET", "no/leading/slash"},
-        {"GET", "/{a*}/x/{b*}"},
+        {"GET", "/{a*}/{b*}/x"},
+        {"GET", "/{a*}/x/{b*}/{c*}"},
         {"GET", "/a{b}"},
         {"GET", "/{b}c"},
         {"GET", "/a}"},
@@ -217,6 +251,7 @@ static CU_TestInfo router_tests[] = {
     {"captures are percent-decoded, %00 matches nothing", test_captures_are_percent_decoded},
     {"another method is 405 with Allow, no path is 404", test_other_method_is_405_with_allow},
     {"the first route in order wins", test_first_route_in_order_wins},
+    {"a last {name*} takes the rest after the earliest match", test_a_last_star_takes_the_rest},
     {"bad patterns are refused with a reason", test_bad_patterns_are_refused},
     {"paths deeper than the limit match nothing", test_deep_paths_match_nothing},
     CU_TEST_INFO_NULL,
