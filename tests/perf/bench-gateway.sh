@@ -215,7 +215,7 @@ wrk_script "127.0.0.1:$GW_PLAIN" "$tmp/plain.lua"
 run_wrk holdfastd-plain-audit-off "http://127.0.0.1:$GW_PLAIN$XKS_PATH" "$tmp/plain.lua"
 stop_gateway
 
-records=$(grep -c '"operation":"encrypt"' "$HOLDFAST_STATE_DIR"/audit* 2>/dev/null | awk -F: '{s += $NF} END {print s + 0}')
+records=$(grep -a -o '"op":"encrypt"' "$HOLDFAST_STATE_DIR"/audit.log | wc -l)
 awk -v records="$records" '
     { ops[$1] = $2; line[$1] = $0 }
     END {
