@@ -23,6 +23,8 @@ static const char *const fixed[][2] = {
     {"POST", "/{prefix*}/kms/xks/v1/health"},
     {"POST", "/v1/{keyPath*}/wrap"},
     {"GET", "/a/{x}/b/{y}"},
+    {"POST", "/{prefix*}/kms/xks/v1/{rest*}"},
+    {"GET", "/{p*}/x/{q}/y/{r*}"},
 };
 
 struct route_tag {
