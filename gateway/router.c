@@ -295,15 +295,11 @@ static bool two_stars_match(const struct route *r, const char *path, const struc
 static bool pattern_matches(const struct route *r, const char *path, const struct span *segs,
                             size_t nsegs, struct span *caps, size_t *ncaps)
 {
-    size_t tail, i, n = 0;
+    size_t tail, n = 0;
 
     if (r->rest) return two_stars_match(r, path, segs, nsegs, caps, ncaps);
     if (r->star == SIZE_MAX) {
-        if (nsegs != r->nsegs) return false;
-        for (i = 0; i < nsegs; i++) {
-            if (!segment_matches(&r->segs[i], path, &segs[i])) return false;
-            if (r->segs[i].kind == SEG_PARAM) caps[n++] = segs[i];
-        }
+        if (nsegs != r->nsegs || !fixed_matches(r->segs, nsegs, path, segs, caps, &n)) return false;
         *ncaps = n;
         return true;
     }
@@ -311,25 +307,10 @@ static bool pattern_matches(const struct route *r, const char *path, const struc
      * the star takes whatever lies between (possibly nothing). */
     if (nsegs + 1 < r->nsegs) return false;
     tail = r->nsegs - r->star - 1;
-    for (i = 0; i < r->star; i++) {
-        if (!segment_matches(&r->segs[i], path, &segs[i])) return false;
-        if (r->segs[i].kind == SEG_PARAM) caps[n++] = segs[i];
-    }
-    {
-        size_t first = r->star, last = nsegs - tail; /* star covers segs [first, last) */
-        if (first == last)
-            caps[n] = (struct span){0, 0};
-        else
-            caps[n] = (struct span){segs[first].off,
-                                    segs[last - 1].off + segs[last - 1].len - segs[first].off};
-        n++;
-    }
-    for (i = 0; i < tail; i++) {
-        const struct segment *seg = &r->segs[r->star + 1 + i];
-        const struct span *sp = &segs[nsegs - tail + i];
-        if (!segment_matches(seg, path, sp)) return false;
-        if (seg->kind == SEG_PARAM) caps[n++] = *sp;
-    }
+    if (!fixed_matches(r->segs, r->star, path, segs, caps, &n)) return false;
+    caps[n++] = star_span(segs, r->star, nsegs - tail);
+    if (!fixed_matches(&r->segs[r->star + 1], tail, path, &segs[nsegs - tail], caps, &n))
+        return false;
     *ncaps = n;
     return true;
 }

@@ -812,7 +812,7 @@ static void sign_ctx_give_back(struct hf_material *m, EVP_PKEY_CTX *pctx)
     EVP_PKEY_CTX_free(pctx);
 }
 
-/* out holds sig_size(m->pkey, der) bytes. */
+/* out holds sig_size(m, der_out) bytes. */
 static CK_RV ecdsa_sign(struct hf_material *m, const struct tbs *t, bool der_out,
                         unsigned char *out, size_t *outlen)
 {
