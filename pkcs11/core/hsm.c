@@ -481,11 +481,11 @@ static CK_RV kek_search(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *lab
                         CK_OBJECT_HANDLE *handle)
 {
     CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_KEY_TYPE type = CKK_AES;
     CK_BBOOL yes = CK_TRUE;
+    /* By label alone: the root KEK is CKK_AES, the MAC keys CKK_GENERIC_SECRET, and each has a
+     * label of its own. */
     CK_ATTRIBUTE tmpl[] = {
         {CKA_CLASS, &cls, sizeof(cls)},
-        {CKA_KEY_TYPE, &type, sizeof(type)},
         {CKA_TOKEN, &yes, sizeof(yes)},
         {CKA_LABEL, (void *)label, strlen(label)},
     };
@@ -493,7 +493,7 @@ static CK_RV kek_search(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *lab
     CK_RV rv;
 
     *handle = CK_INVALID_HANDLE;
-    if ((rv = hsm->f->C_FindObjectsInit(s, tmpl, 4)) != CKR_OK) return rv;
+    if ((rv = hsm->f->C_FindObjectsInit(s, tmpl, 3)) != CKR_OK) return rv;
     rv = hsm->f->C_FindObjects(s, handle, 1, &n);
     hsm->f->C_FindObjectsFinal(s);
     if (rv == CKR_OK && n == 0) *handle = CK_INVALID_HANDLE;
@@ -668,6 +668,9 @@ void hf_hsm_abandon(struct hf_hsm *hsm)
 
 /* ---- KEK ----------------------------------------------------------------------------------- */
 
+typedef CK_RV (*key_generate_fn)(struct hf_hsm *, CK_SESSION_HANDLE, const char *,
+                                 CK_OBJECT_HANDLE *);
+
 static CK_RV kek_generate(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
                           CK_OBJECT_HANDLE *h)
 {
@@ -690,36 +693,68 @@ static CK_RV kek_generate(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *l
     return hsm->f->C_GenerateKey(s, &mech, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), h);
 }
 
-/* The KEK's handle under the token lock; generated first when create and the token has none.
- * Generating writes a token object and the token's generation file, so it locks exclusively;
- * it happens once, at init. */
-static CK_RV kek_get(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label, bool create,
-                     CK_OBJECT_HANDLE *h)
+/* A MAC key: HMAC-SHA-256 sign and verify only, never extractable, so whoever can write the
+ * store or the audit log still cannot compute a MAC without the token. */
+static CK_RV mac_key_generate(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
+                              CK_OBJECT_HANDLE *h)
+{
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_GENERIC_SECRET;
+    CK_ULONG len = 32;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_MECHANISM mech = {CKM_GENERIC_SECRET_KEY_GEN, NULL, 0};
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},     {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_PRIVATE, &yes, sizeof(yes)},   {CKA_SENSITIVE, &yes, sizeof(yes)},
+        {CKA_EXTRACTABLE, &no, sizeof(no)}, {CKA_SIGN, &yes, sizeof(yes)},
+        {CKA_VERIFY, &yes, sizeof(yes)},    {CKA_WRAP, &no, sizeof(no)},
+        {CKA_UNWRAP, &no, sizeof(no)},      {CKA_LABEL, (void *)label, strlen(label)},
+    };
+
+    return hsm->f->C_GenerateKey(s, &mech, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), h);
+}
+
+/* The key's handle under the token lock; generated first (by generate, when not NULL) if the
+ * token has none. Generating writes a token object and the token's generation file, so it locks
+ * exclusively; it happens once, at init. */
+static CK_RV kek_get(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
+                     key_generate_fn generate, CK_OBJECT_HANDLE *h)
 {
     int fd;
-    CK_RV rv = hf_lockfile_take(hsm->lock_path, create ? LOCK_EX : LOCK_SH, &fd);
+    CK_RV rv = hf_lockfile_take(hsm->lock_path, generate != NULL ? LOCK_EX : LOCK_SH, &fd);
 
     *h = CK_INVALID_HANDLE;
     if (rv != CKR_OK) return rv;
     rv = kek_handle(hsm, s, label, h);
-    if (rv == CKR_OK && create && *h == CK_INVALID_HANDLE &&
-        (rv = kek_generate(hsm, s, label, h)) == CKR_OK)
+    if (rv == CKR_OK && generate != NULL && *h == CK_INVALID_HANDLE &&
+        (rv = generate(hsm, s, label, h)) == CKR_OK)
         kek_remember(hsm, label, *h);
     hf_lockfile_drop(fd);
     return rv;
 }
 
-CK_RV hf_hsm_kek_ensure(struct hf_hsm *hsm, const char *kek_label)
+static CK_RV key_ensure(struct hf_hsm *hsm, const char *label, key_generate_fn generate)
 {
     CK_SESSION_HANDLE s;
     CK_OBJECT_HANDLE h;
     CK_RV rv;
 
-    if (hsm == NULL || kek_label == NULL || *kek_label == '\0') return CKR_ARGUMENTS_BAD;
+    if (hsm == NULL || label == NULL || *label == '\0') return CKR_ARGUMENTS_BAD;
     if ((rv = session_take(hsm, &s)) != CKR_OK) return rv;
-    rv = kek_get(hsm, s, kek_label, true, &h);
+    rv = kek_get(hsm, s, label, generate, &h);
     session_give(hsm, s, rv);
     return rv;
+}
+
+CK_RV hf_hsm_kek_ensure(struct hf_hsm *hsm, const char *kek_label)
+{
+    return key_ensure(hsm, kek_label, kek_generate);
+}
+
+CK_RV hf_hsm_mac_key_ensure(struct hf_hsm *hsm, const char *mac_label)
+{
+    return key_ensure(hsm, mac_label, mac_key_generate);
 }
 
 bool hf_hsm_has_kek(struct hf_hsm *hsm, const char *kek_label)
@@ -730,7 +765,7 @@ bool hf_hsm_has_kek(struct hf_hsm *hsm, const char *kek_label)
 
     if (hsm == NULL || kek_label == NULL) return false;
     if (session_take(hsm, &s) != CKR_OK) return false;
-    rv = kek_get(hsm, s, kek_label, false, &h);
+    rv = kek_get(hsm, s, kek_label, NULL, &h);
     session_give(hsm, s, rv);
     return rv == CKR_OK && h != CK_INVALID_HANDLE;
 }
@@ -895,4 +930,30 @@ CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned ch
         *plain_len = job.out_len;
     }
     return rv;
+}
+
+/* ---- HMAC ---------------------------------------------------------------------------------- */
+
+static CK_MECHANISM hmac_mech = {CKM_SHA256_HMAC, NULL, 0};
+
+static CK_RV hmac_once(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                       struct wrap_job *job)
+{
+    CK_ULONG len = HF_HSM_MAC_LEN;
+    CK_RV rv;
+
+    if ((rv = hsm->f->C_SignInit(s, &hmac_mech, key)) != CKR_OK) return rv;
+    rv = hsm->f->C_Sign(s, (CK_BYTE_PTR)job->in, job->in_len, job->out, &len);
+    if (rv == CKR_OK && len != HF_HSM_MAC_LEN) rv = CKR_FUNCTION_FAILED;
+    return rv;
+}
+
+CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data,
+                  size_t len, unsigned char mac[HF_HSM_MAC_LEN])
+{
+    struct wrap_job job = {.in = data, .in_len = len, .out = mac};
+
+    if (hsm == NULL || mac_label == NULL || (data == NULL && len > 0) || mac == NULL)
+        return CKR_ARGUMENTS_BAD;
+    return kek_run(hsm, mac_label, hmac_once, CKR_KEY_HANDLE_INVALID, &job);
 }

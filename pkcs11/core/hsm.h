@@ -54,6 +54,15 @@ CK_RV hf_hsm_wrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char
 CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *wrapped,
                     size_t wrapped_len, unsigned char **plain, size_t *plain_len);
 
+/* Creates the HMAC-SHA-256 key labelled mac_label unless it exists: a token object that signs
+ * and verifies only and never leaves the token (the store's policy MAC, the audit chain). */
+#define HF_HSM_MAC_LEN 32
+CK_RV hf_hsm_mac_key_ensure(struct hf_hsm *hsm, const char *mac_label);
+/* HMAC-SHA-256 of data under mac_label, computed in the token. CKR_KEY_HANDLE_INVALID when the
+ * token has no such key. */
+CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data,
+                  size_t len, unsigned char mac[HF_HSM_MAC_LEN]);
+
 /* After fork(): forget the parent's module state without calling into it. */
 void hf_hsm_abandon(struct hf_hsm *hsm);
 

@@ -129,6 +129,26 @@ static void test_open_and_kek_ensure_is_idempotent(void)
     CU_ASSERT_EQUAL(objects_labelled(KEK), 1);
 }
 
+static void test_hmac_key_is_created_once_and_computes_in_the_token(void)
+{
+    static const char label[] = "test-mac";
+    static const unsigned char data[] = "policy row";
+    unsigned char m1[HF_HSM_MAC_LEN], m2[HF_HSM_MAC_LEN], m3[HF_HSM_MAC_LEN];
+
+    CU_ASSERT_EQUAL(hf_hsm_hmac(hsm, label, data, sizeof(data), m1), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_hsm_mac_key_ensure(hsm, label), CKR_OK);
+    CU_ASSERT_EQUAL(hf_hsm_mac_key_ensure(hsm, label), CKR_OK);
+    CU_ASSERT_EQUAL(objects_labelled(label), 1);
+    CU_ASSERT_EQUAL_FATAL(hf_hsm_hmac(hsm, label, data, sizeof(data), m1), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_hsm_hmac(hsm, label, data, sizeof(data), m2), CKR_OK);
+    CU_ASSERT_EQUAL(memcmp(m1, m2, sizeof(m1)), 0);
+    CU_ASSERT_EQUAL_FATAL(hf_hsm_hmac(hsm, label, data, sizeof(data) - 1, m3), CKR_OK);
+    CU_ASSERT_NOT_EQUAL(memcmp(m1, m3, sizeof(m1)), 0);
+    /* The KEK wraps only: it must not serve as a MAC key. */
+    CU_ASSERT_NOT_EQUAL(hf_hsm_hmac(hsm, KEK, data, sizeof(data), m3), CKR_OK);
+    CU_ASSERT_EQUAL(hf_hsm_hmac(hsm, label, NULL, 1, m3), CKR_ARGUMENTS_BAD);
+}
+
 static void test_open_while_logged_in_still_checks_the_pin(void)
 {
     struct hf_hsm *h = NULL;
@@ -505,6 +525,8 @@ int main(void)
         {"open refuses a wrong PIN and an unknown token",
          test_open_refuses_wrong_pin_and_unknown_token},
         {"open, and KEK ensure is idempotent (one object)", test_open_and_kek_ensure_is_idempotent},
+        {"HMAC key is created once and computes in the token",
+         test_hmac_key_is_created_once_and_computes_in_the_token},
         {"open while logged in still checks the PIN",
          test_open_while_logged_in_still_checks_the_pin},
         {"wrap/unwrap sizes up to RSA-4096 PKCS#8", test_wrap_unwrap_sizes_up_to_rsa4096_pkcs8},
