@@ -54,6 +54,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +87,15 @@
 /* A verifier racing live writers can read a record's space before the record is stored and the
  * stream's next record after: a failure it sees twice at the same place is real. */
 #define VERIFY_ATTEMPTS 3
+/* While the disk is full, a claim is tried again at most this often: often enough that writing
+ * resumes within a blink of space returning, rarely enough that a flood of appends does not turn
+ * into a flood of fallocate calls. The same bounds how often an append refused under the reserve
+ * looks at the file system again. */
+#define SPACE_RETRY_NS (100 * 1000000LL)
+/* hf_audit_status looks again when its last look is older than this. */
+#define SPACE_STALE_NS (1000 * 1000000LL)
+/* chunk_claim's answer when only the reserve is left and the caller may not use it. */
+#define ERESERVE (-1)
 
 static const char hex_digits[] = "0123456789abcdef";
 static const unsigned char zero_hash[HASH_LEN];
@@ -127,6 +137,7 @@ struct lane {
     size_t need_len;        /* a record that long waits for it */
     _Atomic(char *) stored; /* everything of cur below this is stored */
     _Atomic uint64_t busy;  /* the seq being numbered or stored, 0 if none (BUSY_NUMBERING) */
+    bool may_reserve;       /* (lock) the record being stored may claim from the reserve */
     char pad[64];
 };
 
@@ -148,6 +159,14 @@ struct hf_audit {
     atomic_bool abandoned;
     _Atomic uint64_t durable_seq;
     _Atomic uint64_t seq; /* the last seq handed out */
+    /* Free space ("free space" below): reserve and alarm are fixed at open. */
+    uint64_t reserve, alarm;
+    _Atomic uint64_t free_bytes;       /* at the last look */
+    _Atomic int space;                 /* unsigned long of the last look (never FULL) */
+    atomic_bool full;                  /* a claim failed for want of space */
+    _Atomic int64_t space_checked_ns;  /* CLOCK_MONOTONIC of the last look */
+    _Atomic int64_t claim_retry_ns;    /* while full: no claim before this */
+    _Atomic uint64_t refused;          /* records refused for want of space */
     atomic_bool dirty;    /* records stored since the writer took its last sync target */
     /* The hash of lane 0's stream-open: every other lane's stream-open names it. Set in open. */
     unsigned char anchor[HASH_LEN];
@@ -377,6 +396,110 @@ static void audit_fail(struct hf_audit *a, const char *what, int err)
     pthread_mutex_unlock(&a->state_lock);
 }
 
+/* ---- free space ---- */
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static unsigned long space_of(const struct hf_audit *a, uint64_t free)
+{
+    if (free < a->reserve) return HF_AUDIT_SPACE_RESERVE;
+    if (free < a->alarm) return HF_AUDIT_SPACE_ALARM;
+    return HF_AUDIT_SPACE_OK;
+}
+
+/* Records a look at the free space; each crossing of a threshold is logged once, by whoever
+ * saw it first. */
+static void space_note(struct hf_audit *a, uint64_t free)
+{
+    unsigned long now = space_of(a, free), was;
+
+    atomic_store(&a->free_bytes, free);
+    was = (unsigned long)atomic_exchange(&a->space, (int)now);
+    if (was == now) return;
+    if (now == HF_AUDIT_SPACE_RESERVE)
+        hf_log_error("audit: %s: %llu bytes free, under the reserve of %llu: only authenticated "
+                     "key operations are recorded",
+                     a->path, (unsigned long long)free, (unsigned long long)a->reserve);
+    else if (now == HF_AUDIT_SPACE_ALARM && was == HF_AUDIT_SPACE_OK)
+        hf_log_warn("audit: %s: %llu bytes free, under the alarm threshold of %llu (reserve %llu)",
+                    a->path, (unsigned long long)free, (unsigned long long)a->alarm,
+                    (unsigned long long)a->reserve);
+    else if (now == HF_AUDIT_SPACE_OK)
+        hf_log_info("audit: %s: %llu bytes free again: alarm cleared", a->path,
+                    (unsigned long long)free);
+    else
+        hf_log_info("audit: %s: %llu bytes free, over the reserve again: every record is written",
+                    a->path, (unsigned long long)free);
+}
+
+/* Looks at the file system (one fstatvfs). A full log whose file system has room for a chunk
+ * over the reserve again may claim at once: the next append tries. */
+static void space_check(struct hf_audit *a)
+{
+    struct statvfs sv;
+    uint64_t free;
+
+    atomic_store(&a->space_checked_ns, monotonic_ns());
+    if (!a->mapped || fstatvfs(a->fd, &sv) != 0) return;
+    free = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+    space_note(a, free);
+    if (atomic_load(&a->full) && free >= a->reserve + CHUNK_FIRST)
+        atomic_store(&a->claim_retry_ns, 0);
+}
+
+/* space_check, unless somebody looked less than age_ns ago. */
+static void space_check_if_older(struct hf_audit *a, int64_t age_ns)
+{
+    int64_t now = monotonic_ns(), last = atomic_load(&a->space_checked_ns);
+
+    if (now - last >= age_ns && atomic_compare_exchange_strong(&a->space_checked_ns, &last, now))
+        space_check(a);
+}
+
+/* A claim failed for want of space (or succeeded after that): later appends try again, at most
+ * every SPACE_RETRY_NS. */
+static void space_full_set(struct hf_audit *a, bool full)
+{
+    if (full) {
+        atomic_store(&a->claim_retry_ns, monotonic_ns() + SPACE_RETRY_NS);
+        if (!atomic_exchange(&a->full, true))
+            hf_log_error("audit: %s: no space left for records: key operations stop until "
+                         "space is freed",
+                         a->path);
+    } else if (atomic_exchange(&a->full, false)) {
+        hf_log_info("audit: %s: space claimed again: records are written", a->path);
+    }
+}
+
+/* Whether a claim may be tried now: always, unless the last one failed for want of space less
+ * than SPACE_RETRY_NS ago. */
+static bool space_claim_is_due(struct hf_audit *a)
+{
+    return !atomic_load(&a->full) || monotonic_ns() >= atomic_load(&a->claim_retry_ns);
+}
+
+/* Whether a record that may not use the reserve may be written now. While not, the file system
+ * is looked at again at most every SPACE_RETRY_NS, so that writing resumes by itself. */
+static bool space_admits(struct hf_audit *a)
+{
+    if (!a->mapped) return true;
+    if (atomic_load(&a->space) != HF_AUDIT_SPACE_RESERVE && !atomic_load(&a->full)) return true;
+    space_check_if_older(a, SPACE_RETRY_NS);
+    return atomic_load(&a->space) != HF_AUDIT_SPACE_RESERVE &&
+           (!atomic_load(&a->full) || space_claim_is_due(a));
+}
+
+static bool err_is_space(int err)
+{
+    return err == ENOSPC || err == EDQUOT || err == ERESERVE;
+}
+
 /* ---- chunks ---- */
 
 /* The right to claim at the end of the file: claim_lock, then flock (0, or flock's errno, and
@@ -422,12 +545,53 @@ static void chunks_free(struct chunk *list)
     }
 }
 
-/* Claims len bytes at the end of the file and maps them, within claim_begin/claim_end unless the
- * caller is (others claim at the end too). 0, or an errno. */
-static int chunk_claim(struct hf_audit *a, size_t len, bool claiming, struct chunk **out)
+/* The length to claim, wanting len and needing at least min, with free bytes left: what is over
+ * the reserve, if that is min or more; else into the reserve only for a caller that may
+ * (ERESERVE for another), and then no more than a first chunk, so that the reserve goes in small
+ * steps to the records that need it. */
+static int claim_size(const struct hf_audit *a, uint64_t free, size_t min, bool may_reserve,
+                      size_t *len)
+{
+    uint64_t over = free > a->reserve ? free - a->reserve : 0;
+
+    if (over >= *len) return 0;
+    over -= over % a->pagesize;
+    if (over >= min && over >= CHUNK_FIRST) {
+        *len = (size_t)over;
+        return 0;
+    }
+    if (!may_reserve) return ERESERVE;
+    if (*len > CHUNK_FIRST) *len = min > CHUNK_FIRST ? min : CHUNK_FIRST;
+    return 0;
+}
+
+/* Blocks for [off, off + len): a full disk or a file size limit shows here, as an errno. When
+ * the disk is too full for len, at least min is tried. */
+static int claim_blocks(struct hf_audit *a, off_t off, size_t min, size_t *len)
+{
+    int err = posix_fallocate(a->fd, off, (off_t)*len);
+
+    if ((err == ENOSPC || err == EDQUOT) && *len > min) {
+        *len = min;
+        err = posix_fallocate(a->fd, off, (off_t)*len);
+    }
+    if (err_is_space(err))
+        space_full_set(a, true);
+    else if (err == 0)
+        space_full_set(a, false);
+    return err;
+}
+
+/* Claims len bytes (min at least, when space is short) at the end of the file and maps them,
+ * within claim_begin/claim_end unless the caller is (others claim at the end too). 0, or an
+ * errno: ENOSPC or EDQUOT when the disk is full, ERESERVE when only the reserve is left and
+ * may_reserve is false. */
+static int chunk_claim(struct hf_audit *a, size_t len, size_t min, bool claiming,
+                       bool may_reserve, struct chunk **out)
 {
     struct chunk *c = NULL;
     struct stat st;
+    struct statvfs sv;
     off_t map_off;
     void *map;
     int err, begin_err = claiming ? 0 : claim_begin(a);
@@ -446,9 +610,16 @@ static int chunk_claim(struct hf_audit *a, size_t len, bool claiming, struct chu
         err = EFBIG;
         goto done;
     }
+    /* Under flock, so that the look and the claim are one step for this host's writers. */
+    atomic_store(&a->space_checked_ns, monotonic_ns());
+    if (fstatvfs(a->fd, &sv) == 0) {
+        uint64_t free = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+        space_note(a, free);
+        if ((err = claim_size(a, free, min, may_reserve, &len)) != 0) goto done;
+    }
     /* Blocks allocated now: a store into the mapping cannot then fail for want of space (which
      * would be a SIGBUS), and a full disk or a file size limit shows here, as a failed claim. */
-    if ((err = posix_fallocate(a->fd, st.st_size, (off_t)len)) != 0) goto done;
+    if ((err = claim_blocks(a, st.st_size, min, &len)) != 0) goto done;
     c->start = st.st_size;
     c->len = len;
     map_off = c->start - c->start % (off_t)a->pagesize;
@@ -539,16 +710,20 @@ static char *lane_space_slow(struct hf_audit *a, struct lane *l, size_t len)
             continue;
         }
         size_t size = l->chunk_size > len ? l->chunk_size : len;
+        /* The disk was full a moment ago: this record is refused, the claim is tried again by a
+         * later one. */
+        if (!space_claim_is_due(a)) break;
         pthread_mutex_unlock(&a->chunks_lock);
-        int err = chunk_claim(a, size, false, &c);
+        int err = chunk_claim(a, size, len, false, l->may_reserve, &c);
         if (err != 0) {
-            audit_fail(a, "claiming space", err);
+            if (!err_is_space(err)) audit_fail(a, "claiming space", err);
             return NULL;
         }
         pthread_mutex_lock(&a->chunks_lock);
-        l->chunk_size = chunk_size_after(size);
+        l->chunk_size = chunk_size_after(c->len);
         lane_retire(a, l);
         lane_start_chunk(l, c);
+        l->asked_seen = false; /* the writer may claim ahead of this one again */
     }
     pthread_mutex_unlock(&a->chunks_lock);
     return dst;
@@ -581,7 +756,12 @@ static void writer_chunks(struct hf_audit *a)
         size = l->chunk_size > l->need_len ? l->chunk_size : l->need_len;
         pthread_mutex_unlock(&a->chunks_lock);
         if (!wanted) continue;
-        if ((err = chunk_claim(a, size, false, &c)) != 0) audit_fail(a, "claiming space", err);
+        /* Ahead of need, never from the reserve: what the writer claims, any record of the lane
+         * may use. Short of space, the lane claims for itself when its chunk is full. */
+        size_t min = l->need_len > CHUNK_FIRST ? l->need_len : CHUNK_FIRST;
+        if (min > size) min = size;
+        err = space_claim_is_due(a) ? chunk_claim(a, size, min, false, false, &c) : ENOSPC;
+        if (err != 0 && !err_is_space(err)) audit_fail(a, "claiming space", err);
 #ifdef MADV_POPULATE_READ
         /* The page cache pages, here rather than in a page fault per 4 KiB on the request
          * path. Mapped readable only: clean pages that a sync leaves alone; the lane's first
@@ -593,8 +773,11 @@ static void writer_chunks(struct hf_audit *a)
             /* Nothing but this thread fills next, and a lane claims for itself only when it
              * did not ask: asked still holds. */
             l->next = c;
-            l->chunk_size = chunk_size_after(size);
-            if (l->need_len <= size) l->need_len = 0;
+            l->chunk_size = chunk_size_after(c->len);
+            if (l->need_len <= c->len) l->need_len = 0;
+        } else if (err_is_space(err)) {
+            l->asked = false; /* a lane waiting for this claim claims itself, or refuses */
+            l->need_len = 0;
         }
         pthread_cond_broadcast(&a->chunk_ready); /* with a chunk, or to let them see the failure */
         pthread_mutex_unlock(&a->chunks_lock);
@@ -851,6 +1034,7 @@ static CK_RV record_write(struct hf_audit *a, const struct hf_audit_record *rec,
     struct lane *l = lane_take(a);
     CK_RV rv = CKR_OK;
 
+    l->may_reserve = rec->authenticated; /* its stream-open too: it is written for this record */
     /* A lane's stream-open names lane 0's, which is in the file before anything of this log. */
     if (!atomic_load(&l->open)) rv = lane_open(a, l, a->anchor);
     if (rv == CKR_OK) rv = record_store(a, l, rec, NULL, seq);
@@ -866,7 +1050,31 @@ CK_RV hf_audit_append(struct hf_audit *audit, const struct hf_audit_record *rec,
         if (seq) *seq = atomic_load(&audit->seq);
         return CKR_OK;
     }
-    return record_write(audit, rec, seq);
+    if (!rec->authenticated && !space_admits(audit)) {
+        atomic_fetch_add(&audit->refused, 1);
+        return CKR_HF_AUDIT_FAILED;
+    }
+    CK_RV rv = record_write(audit, rec, seq);
+    if (rv == CKR_HF_AUDIT_FAILED && !atomic_load(&audit->failed))
+        atomic_fetch_add(&audit->refused, 1); /* for want of space */
+    return rv;
+}
+
+void hf_audit_status(struct hf_audit *audit, struct hf_audit_status *status)
+{
+    memset(status, 0, sizeof(*status));
+    if (!audit) {
+        status->failed = true;
+        return;
+    }
+    space_check_if_older(audit, SPACE_STALE_NS);
+    status->space = atomic_load(&audit->full) ? HF_AUDIT_SPACE_FULL
+                                              : (unsigned long)atomic_load(&audit->space);
+    status->free_bytes = atomic_load(&audit->free_bytes);
+    status->reserve_bytes = audit->reserve;
+    status->alarm_bytes = audit->alarm;
+    status->refused = atomic_load(&audit->refused);
+    status->failed = hf_audit_is_failed(audit);
 }
 
 bool hf_audit_is_failed(struct hf_audit *audit)
@@ -1157,13 +1365,14 @@ static CK_RV stream_start(struct hf_audit *a)
         hf_log_warn("audit: flock(%s): %s; opening unordered", a->path, strerror(lock_err));
     if (first < CHUNK_FIRST) first = CHUNK_FIRST;
     rv = tail_hash(a, a->anchor);
-    if (rv == CKR_OK && a->mapped && (err = chunk_claim(a, first, true, &c)) != 0) {
+    if (rv == CKR_OK && a->mapped && (err = chunk_claim(a, first, first, true, true, &c)) != 0) {
         hf_log_error("audit: cannot claim space in %s: %s", a->path, strerror(err));
         rv = CKR_HF_AUDIT_FAILED;
     }
     claim_end(a, lock_err);
     if (rv != CKR_OK) return rv;
     pthread_mutex_lock(&l->lock);
+    l->may_reserve = true;
     if (c) {
         pthread_mutex_lock(&a->chunks_lock);
         lane_start_chunk(l, c);
@@ -1265,6 +1474,10 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     a->pagesize = pagesize > 0 ? (size_t)pagesize : 4096;
     a->success_events = cfg->success_events;
     a->sync_interval_ms = cfg->sync_interval_ms;
+    a->reserve = cfg->reserve_bytes;
+    a->alarm = cfg->alarm_bytes ? cfg->alarm_bytes
+                                : (a->reserve > UINT64_MAX / 2 ? UINT64_MAX : 2 * a->reserve);
+    if (a->alarm < a->reserve) a->alarm = a->reserve;
     if ((rv = audit_sync_init(a)) != CKR_OK) goto done;
     rv = CKR_HOST_MEMORY;
     if (!(a->path = strdup(cfg->path))) goto done;
@@ -1354,6 +1567,7 @@ void hf_audit_close(struct hf_audit *audit)
             struct lane *l = &audit->lanes[i];
             if (!atomic_load(&l->open)) continue;
             pthread_mutex_lock(&l->lock);
+            l->may_reserve = true; /* the stream's end is worth its few bytes */
             rv = record_store(audit, l, &close_rec, NULL, NULL);
             pthread_mutex_unlock(&l->lock);
         }

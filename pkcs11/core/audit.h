@@ -14,10 +14,18 @@
  * somebody waits (group commit). Callers that must not answer before the record is durable wait
  * (hf_audit_wait_durable) or ask to be called back (hf_audit_notify_durable).
  *
- * Failure: once the log cannot grow or a sync fails, the log is "failed" and every later append
- * returns CKR_HF_AUDIT_FAILED, so key operations stop rather than run unrecorded. Space is
- * claimed ahead (posix_fallocate) in chunks: a full disk stops appends before it could lose one.
- * The file must not be truncated while a process has it open (rotate by renaming it). */
+ * Failure: once a write or a sync fails, the log is "failed" and every later append returns
+ * CKR_HF_AUDIT_FAILED, so key operations stop rather than run unrecorded. Space is claimed ahead
+ * (posix_fallocate) in chunks: a full disk stops appends before it could lose one. A full disk is
+ * not a failure: an append that needs space then gets CKR_HF_AUDIT_FAILED, and the claim is tried
+ * again (at most every 100 ms) by later appends, so writing resumes by itself once space returns.
+ * The file must not be truncated while a process has it open (rotate by renaming it).
+ *
+ * Free space: the log keeps reserve_bytes of its file system (statvfs) for authenticated key
+ * operations. Under the reserve, a record not flagged authenticated is refused
+ * (CKR_HF_AUDIT_FAILED), so that nothing an anonymous caller can cause (the gateway's summaries
+ * of refused requests) takes the last space from key operations. Under alarm_bytes an alarm is
+ * logged, once per crossing, and hf_audit_status says so. */
 #ifndef HF_AUDIT_H
 #define HF_AUDIT_H
 
@@ -34,6 +42,8 @@ struct hf_audit_config {
     const char *node; /* this process's node name */
     unsigned sync_interval_ms;
     bool success_events; /* false: successful operations are not recorded */
+    uint64_t reserve_bytes; /* free space kept for authenticated records; 0: none */
+    uint64_t alarm_bytes;   /* free space under which the alarm is raised; 0: 2 x reserve */
 };
 
 /* One record. Strings may be NULL (written as absent) and are escaped; none may hold a secret. */
@@ -48,6 +58,9 @@ struct hf_audit_record {
     const char *detail; /* e.g. the mechanism, "state=deactivated" */
     CK_RV result;
     uint64_t latency_us;
+    /* An authenticated key operation (a logged-in PKCS#11 session, the CLI, a gateway request
+     * that passed its API's authentication): may use the free-space reserve. */
+    bool authenticated;
 };
 
 CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out);
@@ -61,6 +74,16 @@ void hf_audit_abandon(struct hf_audit *audit);
  * success_events off is skipped: CKR_OK and *seq = the last written seq. */
 CK_RV hf_audit_append(struct hf_audit *audit, const struct hf_audit_record *rec, uint64_t *seq);
 bool hf_audit_is_failed(struct hf_audit *audit);
+
+struct hf_audit_status {
+    unsigned long space; /* HF_AUDIT_SPACE_* (holdfast.h) */
+    uint64_t free_bytes; /* at the last look, at most a second ago (0 for a FIFO) */
+    uint64_t reserve_bytes, alarm_bytes;
+    uint64_t refused; /* records refused for want of space since the log was opened */
+    bool failed;      /* hf_audit_is_failed */
+};
+/* Looks at the file system again when the last look is over a second old. */
+void hf_audit_status(struct hf_audit *audit, struct hf_audit_status *status);
 uint64_t hf_audit_durable_seq(struct hf_audit *audit);
 /* CKR_HF_AUDIT_FAILED if a sync failed first; CKR_ARGUMENTS_BAD for a seq not yet written. */
 CK_RV hf_audit_wait_durable(struct hf_audit *audit, uint64_t seq);

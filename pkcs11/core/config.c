@@ -18,7 +18,17 @@
 #define DEFAULT_STATE_DIR HF_LOCALSTATEDIR "/lib/holdfast"
 #define DEFAULT_CONF HF_SYSCONFDIR "/holdfast/holdfast.conf"
 
-enum value_type { V_STR, V_PATH, V_UINT, V_BOOL, V_PIN, V_PIN_FILE, V_PIN_ENV, V_SOFTHSM2_CONF };
+enum value_type {
+    V_STR,
+    V_PATH,
+    V_UINT,
+    V_SIZE, /* uint64_t bytes: a number with an optional k, m, g or t (powers of 1024) */
+    V_BOOL,
+    V_PIN,
+    V_PIN_FILE,
+    V_PIN_ENV,
+    V_SOFTHSM2_CONF
+};
 
 /* Every key the file may hold; offset locates its field in struct hf_config. */
 struct config_key {
@@ -48,6 +58,8 @@ static const struct config_key config_keys[] = {
     /* An hour bounds how much a crash of the machine (not the process) may lose. */
     {"audit", "sync_interval_ms", V_UINT, FIELD(audit_sync_interval_ms), 0, 3600000},
     {"audit", "success_events", V_BOOL, FIELD(audit_success_events), 0, 0},
+    {"audit", "reserve", V_SIZE, FIELD(audit_reserve), 0, 0},
+    {"audit", "alarm", V_SIZE, FIELD(audit_alarm), 0, 0},
     {"cache", "max_keys", V_UINT, FIELD(cache_max_keys), 1, 16777216},
 };
 
@@ -120,6 +132,27 @@ static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsi
     return true;
 }
 
+static bool parse_size(const char *s, uint64_t *out)
+{
+    static const char units[] = "kmgt";
+    char *end;
+    unsigned long long v;
+    const char *u;
+    unsigned shift = 0;
+
+    if (*s < '0' || *s > '9') return false;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0) return false;
+    if (*end != '\0') {
+        if (end[1] != '\0' || !(u = strchr(units, end[0] | 0x20))) return false;
+        shift = 10 * (unsigned)(u - units + 1);
+    }
+    if (v > (UINT64_MAX >> shift)) return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
 static bool parse_bool(const char *s, bool *out)
 {
     static const char *const words[][2] = {
@@ -169,6 +202,11 @@ static void key_value_set(struct parse_ctx *ctx, const struct config_key *k, con
         if (!parse_uint(value, k->min, k->max, (unsigned *)(base + k->offset)))
             ctx_fail(ctx, "[%s] %s: '%s' is not a number from %lu to %lu", k->section, k->name,
                      value, k->min, k->max);
+        return;
+    case V_SIZE:
+        if (!parse_size(value, (uint64_t *)(base + k->offset)))
+            ctx_fail(ctx, "[%s] %s: '%s' is not a size (a number of bytes, or with k, m, g, t)",
+                     k->section, k->name, value);
         return;
     case V_BOOL:
         if (!parse_bool(value, (bool *)(base + k->offset)))
@@ -331,6 +369,8 @@ static void scalars_default(struct hf_config *cfg)
 {
     cfg->audit_sync_interval_ms = 5;
     cfg->audit_success_events = true;
+    cfg->audit_reserve = HF_CONFIG_AUDIT_RESERVE;
+    cfg->audit_alarm = 0;
     cfg->cache_max_keys = 4096;
 }
 

@@ -9,8 +9,12 @@
 #ifndef HF_CONFIG_H
 #define HF_CONFIG_H
 
+/* [audit] reserve's default: a few minutes of key operations at full speed (~450-byte records). */
+#define HF_CONFIG_AUDIT_RESERVE (64ull << 20)
+
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pkcs11/module/pkcs11-compat.h"
 
@@ -34,6 +38,8 @@ struct hf_config {
     unsigned
         audit_sync_interval_ms; /* [audit] sync_interval_ms: fdatasync at least this often (5) */
     bool audit_success_events;  /* [audit] success_events (true) */
+    uint64_t audit_reserve;     /* [audit] reserve: free bytes kept for key operations (64m) */
+    uint64_t audit_alarm;       /* [audit] alarm: free bytes under which to warn (0: 2 x reserve) */
     unsigned cache_max_keys;    /* [cache] max_keys: unwrapped key versions kept (4096) */
 };
 

@@ -61,6 +61,8 @@ static CK_RV op_end(struct op *op, CK_RV rv)
         .detail = op->detail[0] ? op->detail : NULL,
         .result = rv,
         .latency_us = hf_monotonic_us() - op->t0,
+        /* Key management: an administrator with the store's files, or a logged-in SO. */
+        .authenticated = true,
     };
 
     if (hf_audit_append(op->core->audit, &rec, NULL) != CKR_OK) {

@@ -69,7 +69,7 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 1
+#define HF_INTERFACE_VERSION_MINOR 2
 
 /* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
  * identical typedef is legal C11, should a newer header bring one). */
@@ -96,6 +96,21 @@ typedef struct HF_LINK_INFO {
     CK_BBOOL blocked;
 } HF_LINK_INFO;
 
+/* 1.2: the audit log's free space (HF_GetAuditStatus). */
+#define HF_AUDIT_SPACE_OK 0UL      /* free space over the alarm threshold */
+#define HF_AUDIT_SPACE_ALARM 1UL   /* under the alarm threshold, over the reserve */
+#define HF_AUDIT_SPACE_RESERVE 2UL /* under the reserve: only authenticated key operations write */
+#define HF_AUDIT_SPACE_FULL 3UL    /* no space: key operations fail until space is freed */
+
+typedef struct HF_AUDIT_STATUS {
+    CK_ULONG space; /* HF_AUDIT_SPACE_* */
+    CK_ULONG_LONG free_bytes;
+    CK_ULONG_LONG reserve_bytes;
+    CK_ULONG_LONG alarm_bytes;
+    CK_ULONG_LONG refused; /* records refused for want of space */
+    CK_BBOOL failed;       /* the log cannot be written at all (a write or sync failed) */
+} HF_AUDIT_STATUS;
+
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
  * thread: it must not block. */
 typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);
@@ -118,6 +133,12 @@ typedef struct HF_FUNCTION_LIST {
      * authentication, denied, unknown key): result is the nearest CK_RV, ctx->detail says why.
      * *seq gets the record's sequence number, for HF_AuditNotifyDurable. */
     CK_RV (*HF_AuditRequest)(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
+    /* 1.2: a summary of requests refused before authentication (ctx->caller the source address,
+     * ctx->detail the count, times and a sample): as HF_AuditRequest, but the record may not use
+     * the audit log's free-space reserve (CKR_HF_AUDIT_FAILED under it). */
+    CK_RV (*HF_AuditSummary)(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
+    /* 1.2: the audit log's free space and state, at most a second old. */
+    CK_RV (*HF_GetAuditStatus)(HF_AUDIT_STATUS *status);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 

@@ -71,8 +71,11 @@ void hf_module_actor(const struct hf_session *s, struct hf_actor *who, char *buf
  * caller and request id from the session's request context (vendor interface) or "pkcs11". */
 CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct hf_object *obj,
                       const char *detail, CK_RV result, uint64_t started_us);
-/* The record of a gateway request that ended before any key operation (HF_AuditRequest). */
-CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
+/* The record of a gateway request that ended before any key operation (HF_AuditRequest), or
+ * with preauth a summary of requests refused before authentication (HF_AuditSummary), which may
+ * not use the audit log's free-space reserve. */
+CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, bool preauth,
+                              CK_ULONG_LONG *seq);
 
 /* ---- objects (object.c, attr.c, find.c) ------------------------------------------------- */
 

@@ -55,15 +55,18 @@ CK_VERSION hf_module_version(void)
 
 /* ---- the audit record of a key operation ------------------------------------------------- */
 
-/* The one writer of module audit records: ctx (may be NULL) is the gateway's request. */
+/* The one writer of module audit records: ctx (may be NULL) is the gateway's request. A record
+ * is authenticated (may use the audit log's free-space reserve) when the application is logged
+ * in and the record is not a summary of requests its caller refused before authentication. */
 static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *operation,
                          const struct hf_object *obj, const char *detail, CK_RV result,
-                         uint64_t started_us, uint64_t *seq)
+                         uint64_t started_us, bool preauth, uint64_t *seq)
 {
     struct hf_audit_record rec = {0};
     char detail_buf[512];
 
     if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
+    rec.authenticated = !preauth && atomic_load(&hf_mod.login) != HF_LOGIN_NONE;
     rec.api = ctx && ctx->api ? ctx->api : "pkcs11";
     rec.caller = ctx && ctx->caller ? ctx->caller : hf_mod.caller;
     rec.request_id = ctx ? ctx->request_id : NULL;
@@ -93,7 +96,7 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
 {
     uint64_t seq = 0;
     CK_RV rv = audit_write(s && s->has_ctx ? &s->ctx : NULL, operation, obj, detail, result,
-                           started_us, &seq);
+                           started_us, false, &seq);
 
     if (s) {
         if (rv == CKR_OK) s->last_audit_seq = seq;
@@ -103,13 +106,15 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
     return rv;
 }
 
-CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
+CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, bool preauth,
+                              CK_ULONG_LONG *seq)
 {
     uint64_t s = 0;
-    CK_RV rv = audit_write(ctx, NULL, NULL, NULL, result, 0, &s);
+    CK_RV rv = audit_write(ctx, NULL, NULL, NULL, result, 0, preauth, &s);
 
     if (rv == CKR_OK) *seq = s;
-    if (rv != CKR_OK)
+    /* A summary refused under the reserve is the gateway's to keep and log, not an error here. */
+    if (rv != CKR_OK && !preauth)
         hf_log_error("audit: cannot record a refused request: 0x%lx", (unsigned long)rv);
     return rv;
 }

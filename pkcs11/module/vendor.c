@@ -98,7 +98,35 @@ static CK_RV HF_AuditRequest(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULO
 
     if (rv != CKR_OK) return rv;
     hf_return_val_if_fail(ctx && ctx->api && ctx->operation && seq, CKR_ARGUMENTS_BAD);
-    return hf_module_audit_request(ctx, result, seq);
+    return hf_module_audit_request(ctx, result, false, seq);
+}
+
+static CK_RV HF_AuditSummary(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
+{
+    CK_RV rv = hf_module_check();
+
+    if (rv != CKR_OK) return rv;
+    hf_return_val_if_fail(ctx && ctx->api && ctx->operation && seq, CKR_ARGUMENTS_BAD);
+    return hf_module_audit_request(ctx, result, true, seq);
+}
+
+static CK_RV HF_GetAuditStatus(HF_AUDIT_STATUS *status)
+{
+    struct hf_audit_status st;
+    CK_RV rv = hf_module_check();
+
+    if (rv != CKR_OK) return rv;
+    hf_return_val_if_fail(status, CKR_ARGUMENTS_BAD);
+    hf_audit_status(hf_core_audit(hf_mod.core), &st);
+    *status = (HF_AUDIT_STATUS){
+        .space = (CK_ULONG)st.space,
+        .free_bytes = st.free_bytes,
+        .reserve_bytes = st.reserve_bytes,
+        .alarm_bytes = st.alarm_bytes,
+        .refused = st.refused,
+        .failed = st.failed ? CK_TRUE : CK_FALSE,
+    };
+    return CKR_OK;
 }
 
 const HF_FUNCTION_LIST hf_vendor_functions = {
@@ -109,4 +137,6 @@ const HF_FUNCTION_LIST hf_vendor_functions = {
     HF_AuditNotifyDurable,
     HF_GetLinkInfo,
     HF_AuditRequest,
+    HF_AuditSummary,
+    HF_GetAuditStatus,
 };

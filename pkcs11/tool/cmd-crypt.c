@@ -202,6 +202,7 @@ static CK_RV op_audit(struct hf_cli *cli, struct crypt_op *op)
         .detail = "AES-GCM envelope HF1",
         .result = op->rv,
         .latency_us = hf_monotonic_us() - op->t0,
+        .authenticated = true, /* the caller opened the store's files */
     };
     uint64_t seq = 0;
     CK_RV rv = hf_audit_append(audit, &rec, &seq);

@@ -11,8 +11,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1276,6 +1279,204 @@ static CU_TestInfo durability_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+/* ---- free space: a small tmpfs of the test's own (root only) ---- */
+
+struct small_fs {
+    char dir[PATH_MAX];
+    char filler[PATH_MAX + 16];
+    int filler_fd;
+};
+
+/* Mounts a tmpfs of size bytes; false (and the test says it skips) when not allowed. */
+static bool small_fs_mount(struct small_fs *fs, const char *size)
+{
+    char opts[64];
+
+    snprintf(fs->dir, sizeof(fs->dir), "%s/fs-%u", tmpdir, ++file_counter);
+    snprintf(fs->filler, sizeof(fs->filler), "%s/filler", fs->dir);
+    fs->filler_fd = -1;
+    snprintf(opts, sizeof(opts), "size=%s,mode=0700", size);
+    if (mkdir(fs->dir, 0700) != 0) return false;
+    if (mount("tmpfs", fs->dir, "tmpfs", 0, opts) != 0) {
+        printf("\n    skipped: mount -t tmpfs needs root (%s) ", strerror(errno));
+        rmdir(fs->dir);
+        return false;
+    }
+    return true;
+}
+
+static void small_fs_unmount(struct small_fs *fs)
+{
+    if (fs->filler_fd >= 0) close(fs->filler_fd);
+    umount2(fs->dir, MNT_DETACH);
+    rmdir(fs->dir);
+}
+
+static uint64_t small_fs_free(const struct small_fs *fs)
+{
+    struct statvfs sv;
+
+    CU_ASSERT_EQUAL_FATAL(statvfs(fs->dir, &sv), 0);
+    return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+/* Another tenant of the file system takes space until at most leave bytes are free. */
+static void small_fs_fill(struct small_fs *fs, uint64_t leave)
+{
+    struct stat st;
+    uint64_t free = small_fs_free(fs);
+
+    if (fs->filler_fd < 0) fs->filler_fd = open(fs->filler, O_RDWR | O_CREAT, 0600);
+    CU_ASSERT_FATAL(fs->filler_fd >= 0);
+    CU_ASSERT_EQUAL_FATAL(fstat(fs->filler_fd, &st), 0);
+    if (free <= leave) return;
+    /* tmpfs gives back what a failed fallocate took: shrink the request until it fits. */
+    for (uint64_t more = free - leave; more >= 4096; more /= 2)
+        if (posix_fallocate(fs->filler_fd, st.st_size, (off_t)more) == 0) break;
+}
+
+static void small_fs_free_filler(struct small_fs *fs)
+{
+    if (fs->filler_fd >= 0) close(fs->filler_fd);
+    fs->filler_fd = -1;
+    unlink(fs->filler);
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void test_a_full_disk_stops_appends_and_writing_resumes_once_space_is_freed(void)
+{
+    struct small_fs fs;
+    char path[PATH_MAX + 32];
+    struct hf_audit_record rec = {
+        .operation = "encrypt", .caller = "alice", .result = CKR_OK, .authenticated = true};
+    struct hf_audit_status st;
+    struct hf_audit_verify_result res;
+    struct timespec t0;
+    uint64_t seq = 0, ok = 0;
+    CK_RV rv = CKR_OK;
+
+    if (!small_fs_mount(&fs, "1m")) return;
+    snprintf(path, sizeof(path), "%s/audit.log", fs.dir);
+    struct hf_audit_config cfg = config_for(path);
+    struct hf_audit *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    small_fs_fill(&fs, 0);
+    for (int i = 0; i < 100000 && (rv = hf_audit_append(a, &rec, &seq)) == CKR_OK; i++)
+        ok++;
+    CU_ASSERT_EQUAL(rv, CKR_HF_AUDIT_FAILED);
+    CU_ASSERT(ok > 0 && ok < 100000);
+    /* Full is not failed: nothing is lost, and the log waits for space. */
+    CU_ASSERT_FALSE(hf_audit_is_failed(a));
+    hf_audit_status(a, &st);
+    CU_ASSERT_EQUAL(st.space, HF_AUDIT_SPACE_FULL);
+    CU_ASSERT(st.refused >= 1);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, seq), CKR_OK);
+
+    small_fs_free_filler(&fs);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (seconds_since(&t0) < 5 && (rv = hf_audit_append(a, &rec, &seq)) != CKR_OK) {
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    CU_ASSERT_EQUAL(rv, CKR_OK);
+    /* Tried again at most every 100 ms: back within a few of those. */
+    CU_ASSERT(seconds_since(&t0) < 1.0);
+    ok++;
+    for (int i = 0; i < 100 && rv == CKR_OK; i++, ok++)
+        rv = hf_audit_append(a, &rec, &seq);
+    CU_ASSERT_EQUAL(rv, CKR_OK);
+    hf_audit_status(a, &st);
+    CU_ASSERT_EQUAL(st.space, HF_AUDIT_SPACE_OK);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, seq), CKR_OK);
+    hf_audit_close(a);
+    /* Every record that was accepted, before and after, is in one valid chain. */
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, ok + 2); /* with the stream-open and the stream-close */
+    small_fs_unmount(&fs);
+}
+
+static void test_under_the_reserve_only_authenticated_records_are_written(void)
+{
+    struct small_fs fs;
+    char path[PATH_MAX + 32];
+    struct hf_audit_record anon = {
+        .operation = "preauth.summary", .caller = "192.0.2.7", .result = CKR_FUNCTION_FAILED};
+    struct hf_audit_record key_op = anon;
+    struct hf_audit_status st;
+    struct hf_audit_verify_result res;
+    struct timespec t0;
+    uint64_t seq = 0;
+    CK_RV rv = CKR_OK;
+    int i;
+
+    key_op.operation = "encrypt";
+    key_op.authenticated = true;
+    if (!small_fs_mount(&fs, "4m")) return;
+    snprintf(path, sizeof(path), "%s/audit.log", fs.dir);
+    struct hf_audit_config cfg = config_for(path);
+    cfg.reserve_bytes = 1u << 20;
+    cfg.alarm_bytes = 2u << 20;
+    struct hf_audit *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    hf_audit_status(a, &st);
+    CU_ASSERT_EQUAL(st.space, HF_AUDIT_SPACE_OK);
+    CU_ASSERT_EQUAL(st.reserve_bytes, 1u << 20);
+
+    /* Under the alarm threshold: the alarm shows at the next claim, and everything is written. */
+    small_fs_fill(&fs, 1536u << 10);
+    for (i = 0; i < 2000 && rv == CKR_OK; i++)
+        rv = hf_audit_append(a, &anon, &seq);
+    CU_ASSERT_EQUAL(rv, CKR_OK);
+    hf_audit_status(a, &st);
+    CU_ASSERT_EQUAL(st.space, HF_AUDIT_SPACE_ALARM);
+
+    /* Under the reserve: anonymous records run out with the space claimed over it. */
+    small_fs_fill(&fs, 512u << 10);
+    for (i = 0; i < 100000 && (rv = hf_audit_append(a, &anon, &seq)) == CKR_OK; i++) {
+    }
+    CU_ASSERT_EQUAL(rv, CKR_HF_AUDIT_FAILED);
+    CU_ASSERT_FALSE(hf_audit_is_failed(a));
+    hf_audit_status(a, &st);
+    CU_ASSERT_EQUAL(st.space, HF_AUDIT_SPACE_RESERVE);
+    CU_ASSERT(st.free_bytes < st.reserve_bytes);
+    /* ... while key operations go on in the reserve, for many chunks' worth ... */
+    for (i = 0; i < 1000 && (rv = hf_audit_append(a, &key_op, &seq)) == CKR_OK; i++) {
+    }
+    CU_ASSERT_EQUAL(rv, CKR_OK);
+    CU_ASSERT_EQUAL(hf_audit_wait_durable(a, seq), CKR_OK);
+    CU_ASSERT_EQUAL(hf_audit_append(a, &anon, NULL), CKR_HF_AUDIT_FAILED);
+
+    /* Space returns: anonymous records are written again, without a reopen. */
+    small_fs_free_filler(&fs);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (seconds_since(&t0) < 5 && (rv = hf_audit_append(a, &anon, &seq)) != CKR_OK) {
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    CU_ASSERT_EQUAL(rv, CKR_OK);
+    CU_ASSERT(seconds_since(&t0) < 1.0);
+    hf_audit_status(a, &st);
+    CU_ASSERT_EQUAL(st.space, HF_AUDIT_SPACE_OK);
+    hf_audit_close(a);
+    CU_ASSERT_EQUAL(verify(path, &res), CKR_OK);
+    small_fs_unmount(&fs);
+}
+
+static CU_TestInfo space_tests[] = {
+    {"a full disk stops appends, and writing resumes once space is freed",
+     test_a_full_disk_stops_appends_and_writing_resumes_once_space_is_freed},
+    {"under the reserve only authenticated records are written",
+     test_under_the_reserve_only_authenticated_records_are_written},
+    CU_TEST_INFO_NULL,
+};
+
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
@@ -1283,6 +1484,7 @@ int main(void)
         {"audit verify", suite_init, suite_clean, NULL, NULL, verify_tests},
         {"audit chunks", suite_init, suite_clean, NULL, NULL, chunk_tests},
         {"audit durability", suite_init, suite_clean, NULL, NULL, durability_tests},
+        {"audit free space", suite_init, suite_clean, NULL, NULL, space_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);
