@@ -438,8 +438,11 @@ static void space_note(struct hf_audit *a, uint64_t free)
                     a->path, (unsigned long long)free);
 }
 
+static void space_full_set(struct hf_audit *a, bool full);
+
 /* Looks at the file system (one fstatvfs). A full log whose file system has room for a chunk
- * over the reserve again may claim at once: the next append tries. */
+ * over the reserve again is full no more (the next claim finds out): its status must heal
+ * without traffic, since a balancer that reads it may send none. */
 static void space_check(struct hf_audit *a)
 {
     struct statvfs sv;
@@ -449,8 +452,7 @@ static void space_check(struct hf_audit *a)
     if (!a->mapped || fstatvfs(a->fd, &sv) != 0) return;
     free = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
     space_note(a, free);
-    if (atomic_load(&a->full) && free >= a->reserve + CHUNK_FIRST)
-        atomic_store(&a->claim_retry_ns, 0);
+    if (atomic_load(&a->full) && free >= a->reserve + CHUNK_FIRST) space_full_set(a, false);
 }
 
 /* space_check, unless somebody looked less than age_ns ago. */
@@ -473,7 +475,8 @@ static void space_full_set(struct hf_audit *a, bool full)
                          "space is freed",
                          a->path);
     } else if (atomic_exchange(&a->full, false)) {
-        hf_log_info("audit: %s: space claimed again: records are written", a->path);
+        atomic_store(&a->claim_retry_ns, 0);
+        hf_log_info("audit: %s: space for records again", a->path);
     }
 }
 

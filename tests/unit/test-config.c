@@ -390,6 +390,29 @@ static void test_softhsm2_conf_only_for_softhsm(void)
     hf_config_free(&cfg);
 }
 
+/* [audit] reserve and alarm are sizes: bytes, or k, m, g, t in powers of 1024. */
+static void test_audit_reserve_takes_a_size(void)
+{
+    struct hf_config cfg;
+    char err[256] = "";
+
+    CU_ASSERT_EQUAL_FATAL(conf_load("", &cfg, err, sizeof(err)), CKR_OK);
+    CU_ASSERT_EQUAL(cfg.audit_reserve, 64ull << 20);
+    CU_ASSERT_EQUAL(cfg.audit_alarm, 0);
+    hf_config_free(&cfg);
+    CU_ASSERT_EQUAL_FATAL(
+        conf_load("[audit]\nreserve = 4m\nalarm = 10485760\n", &cfg, err, sizeof(err)), CKR_OK);
+    CU_ASSERT_EQUAL(cfg.audit_reserve, 4ull << 20);
+    CU_ASSERT_EQUAL(cfg.audit_alarm, 10ull << 20);
+    hf_config_free(&cfg);
+    CU_ASSERT_EQUAL_FATAL(conf_load("[audit]\nreserve = 0\n", &cfg, err, sizeof(err)), CKR_OK);
+    CU_ASSERT_EQUAL(cfg.audit_reserve, 0);
+    hf_config_free(&cfg);
+    load_fails_at("[audit]\nreserve = 4x\n", 2, "is not a size");
+    load_fails_at("[audit]\nreserve = -1\n", 2, "is not a size");
+    load_fails_at("[audit]\nalarm = 99999999999t\n", 2, "is not a size");
+}
+
 /* conf/holdfast.conf.sample, with every key uncommented (but the two PIN sources that exclude
  * pin_file), loads and matches the built-in defaults: the sample cannot drift from the code. */
 static void test_sample_documents_the_defaults(void)
@@ -424,7 +447,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 14);
+    CU_ASSERT_EQUAL(keys, 16);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
@@ -439,6 +462,8 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_STRING_EQUAL(cfg.audit_path, def.audit_path);
     CU_ASSERT_EQUAL(cfg.audit_sync_interval_ms, def.audit_sync_interval_ms);
     CU_ASSERT_EQUAL(cfg.audit_success_events, def.audit_success_events);
+    CU_ASSERT_EQUAL(cfg.audit_reserve, def.audit_reserve);
+    CU_ASSERT_EQUAL(cfg.audit_alarm, def.audit_alarm);
     CU_ASSERT_EQUAL(cfg.cache_max_keys, def.cache_max_keys);
     hf_config_free(&cfg);
     hf_config_free(&def);
@@ -485,6 +510,7 @@ static CU_TestInfo config_tests[] = {
     {"missing file and NULL arguments are refused", test_missing_file_is_refused},
     {"softhsm2_conf only for SoftHSMv2", test_softhsm2_conf_only_for_softhsm},
     {"the sample documents the defaults", test_sample_documents_the_defaults},
+    {"[audit] reserve takes a size", test_audit_reserve_takes_a_size},
     {"free tolerates NULL and a second call", test_free_tolerates_null_and_twice},
     CU_TEST_INFO_NULL,
 };
