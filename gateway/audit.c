@@ -4,6 +4,7 @@
 #include "gateway/audit.h"
 #include "gateway/log.h"
 #include "gateway/p11.h"
+#include "gateway/preauth.h"
 
 #include <stdio.h>
 
@@ -16,6 +17,11 @@ bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LO
     CK_RV rv;
 
     *seq = 0;
+    if (hf_gw_preauth_is_refusal(req)) {
+        /* Counted, summarised later: nothing to wait for, so the answer leaves at once. */
+        hf_gw_preauth_count(req);
+        return true;
+    }
     if (!v) return true; /* another vendor's module: it keeps no audit of ours */
     if (req->p11_began && v->HF_GetLastAuditSeq(req->p11_session, &now) == CKR_OK &&
         now > req->seq_before) {

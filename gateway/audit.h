@@ -1,7 +1,8 @@
 /* The one audit record of a request (plugin.h, "Audit"). The core writes it when the handler's
  * key operation ran on the session from hf_p11_begin; otherwise the gateway asks the core to
  * write it (HF_AuditRequest) from the request's outcome. The caller then waits for it to be
- * durable (server.c) before answering. */
+ * durable (server.c) before answering. A refusal before authentication has no record of its
+ * own: it is counted into a summary (preauth.h) and answered at once. */
 #ifndef HF_GATEWAY_AUDIT_H
 #define HF_GATEWAY_AUDIT_H
 

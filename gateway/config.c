@@ -337,6 +337,18 @@ static bool audit_key(struct parse_ctx *ctx, const char *name, const char *v)
     struct hf_gw_api_flag *f;
     bool on;
 
+    unsigned long n;
+
+    if (strcmp(name, "preauth_interval_ms") == 0 || strcmp(name, "preauth_sources") == 0) {
+        bool interval = name[8] == 'i';
+        if (!parse_ulong(v, interval ? 100 : 16, interval ? 3600000 : 1000000, &n)) {
+            ctx_fail(ctx, "%s: not a number in range (%s): \"%s\"", name,
+                     interval ? "100 to 3600000" : "16 to 1000000", v);
+            return false;
+        }
+        *(interval ? &cfg->preauth_interval_ms : &cfg->preauth_sources) = (unsigned)n;
+        return true;
+    }
     if (strncmp(name, "success_events", 14) != 0 || (name[14] != '\0' && name[14] != '.')) {
         ctx_fail(ctx, "unknown key \"%s\" in [audit]", name);
         return false;
@@ -482,6 +494,8 @@ static struct hf_gw_config *config_parse(const char *text, size_t len, const cha
     cfg->max_connections = HF_GW_DEFAULT_MAX_CONNECTIONS;
     cfg->connection_timeout = HF_GW_DEFAULT_CONNECTION_TIMEOUT;
     cfg->success_events = true;
+    cfg->preauth_interval_ms = HF_GW_DEFAULT_PREAUTH_INTERVAL_MS;
+    cfg->preauth_sources = HF_GW_DEFAULT_PREAUTH_SOURCES;
     ctx.cfg = cfg;
     ctx.line_done = true;
     ini_line = ini_parse_stream(reader, &ctx, handler, &ctx);

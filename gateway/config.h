@@ -13,6 +13,8 @@
 #define HF_GW_DEFAULT_MAX_BODY (64 * 1024)
 #define HF_GW_DEFAULT_MAX_CONNECTIONS 1024
 #define HF_GW_DEFAULT_CONNECTION_TIMEOUT 30
+#define HF_GW_DEFAULT_PREAUTH_INTERVAL_MS 10000
+#define HF_GW_DEFAULT_PREAUTH_SOURCES 4096
 
 struct hf_gw_listen {
     char *host; /* numeric address or name; "[::1]" is stored as "::1" */
@@ -71,6 +73,10 @@ struct hf_gw_config {
     } tls;
 
     bool success_events; /* gateway-written records of successful requests */
+    /* Refusals before authentication (preauth.h): a summary per key this often, at most this
+     * many keys. Read at start. */
+    unsigned preauth_interval_ms;
+    unsigned preauth_sources;
     struct hf_gw_api_flag *success_by_api;
     size_t nsuccess_by_api;
 

@@ -11,6 +11,7 @@ GATEWAY_SOURCES = \
 	gateway/p11.c gateway/p11.h \
 	gateway/keys.c gateway/keys.h \
 	gateway/audit.c gateway/audit.h \
+	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \
 	gateway/log.c gateway/log.h \
 	gateway/plugins.c gateway/plugins.h \

@@ -8,6 +8,7 @@
 #include "gateway/keys.h"
 #include "gateway/log.h"
 #include "gateway/metrics.h"
+#include "gateway/preauth.h"
 #include "gateway/p11.h"
 #include "gateway/reload.h"
 #include "gateway/server.h"
@@ -240,6 +241,10 @@ int main(int argc, char **argv)
         cfg = running;
     }
     hf_gw_reload_install(gen);
+    if (!hf_gw_preauth_start(cfg->preauth_interval_ms, cfg->preauth_sources)) {
+        hf_gw_log_error("cannot start the summary thread for refused requests");
+        goto done;
+    }
     if (!hf_gw_server_start(cfg, err, sizeof(err))) {
         hf_gw_log_error("%s", err);
         goto done;
@@ -277,6 +282,7 @@ int main(int argc, char **argv)
     hf_gw_server_stop(STOP_WAIT_MS);
 done:
     if (pin) OPENSSL_clear_free(pin, strlen(pin));
+    hf_gw_preauth_stop(); /* after the server: its last refusals are in the summaries */
     hf_gw_reload_shutdown();
     hf_gw_keys_shutdown();
     hf_gw_p11_close();

@@ -32,6 +32,7 @@ static struct {
     pthread_mutex_t lock; /* guards the list (registration, rendering, shutdown) */
     struct hf_gw_series *head;
     atomic_ullong reload_ok, reload_failed, audit_failures;
+    atomic_ullong preauth_refused, preauth_written, preauth_unwritten;
     atomic_llong inflight, audit_waiting;
 } m = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -77,6 +78,17 @@ void hf_gw_metrics_observe(struct hf_gw_series *s, unsigned http_status, uint64_
 void hf_gw_metrics_reload_count(bool ok)
 {
     atomic_fetch_add(ok ? &m.reload_ok : &m.reload_failed, 1);
+}
+
+void hf_gw_metrics_preauth_refused(void)
+{
+    atomic_fetch_add_explicit(&m.preauth_refused, 1, memory_order_relaxed);
+}
+
+void hf_gw_metrics_preauth_summary(bool written)
+{
+    atomic_fetch_add_explicit(written ? &m.preauth_written : &m.preauth_unwritten, 1,
+                              memory_order_relaxed);
 }
 
 void hf_gw_metrics_audit_failure(void)
@@ -156,7 +168,7 @@ static unsigned long long load(atomic_ullong *a)
     return atomic_load_explicit(a, memory_order_relaxed);
 }
 
-char *hf_gw_metrics_render(bool key_source_up, size_t *len)
+char *hf_gw_metrics_render(bool key_source_up, const HF_AUDIT_STATUS *audit, size_t *len)
 {
     struct buf b = {malloc(8192), 0, 8192, false};
     struct hf_gw_series *s;
@@ -225,6 +237,37 @@ char *hf_gw_metrics_render(bool key_source_up, size_t *len)
                "# TYPE holdfast_audit_failures_total counter\nholdfast_audit_failures_total "
                "%llu\n",
                load(&m.audit_failures));
+    buf_printf(&b,
+               "# HELP holdfast_preauth_refused_total Requests refused before authentication "
+               "(counted into summary records, not recorded one by one).\n"
+               "# TYPE holdfast_preauth_refused_total counter\n"
+               "holdfast_preauth_refused_total %llu\n"
+               "# HELP holdfast_preauth_summaries_total Summary records of refused requests, by "
+               "whether the audit log took them (refused: under its reserve, kept for later).\n"
+               "# TYPE holdfast_preauth_summaries_total counter\n"
+               "holdfast_preauth_summaries_total{result=\"written\"} %llu\n"
+               "holdfast_preauth_summaries_total{result=\"refused\"} %llu\n",
+               load(&m.preauth_refused), load(&m.preauth_written), load(&m.preauth_unwritten));
+    if (audit)
+        buf_printf(&b,
+                   "# HELP holdfast_audit_space_state The audit log's free space: 0 ok, 1 under "
+                   "the alarm threshold, 2 under the reserve (only authenticated key operations "
+                   "are recorded), 3 full (key operations fail until space is freed).\n"
+                   "# TYPE holdfast_audit_space_state gauge\nholdfast_audit_space_state %lu\n"
+                   "# HELP holdfast_audit_free_bytes Free space of the audit log's file system.\n"
+                   "# TYPE holdfast_audit_free_bytes gauge\nholdfast_audit_free_bytes %llu\n"
+                   "# HELP holdfast_audit_reserve_bytes Free space kept for authenticated key "
+                   "operations.\n# TYPE holdfast_audit_reserve_bytes gauge\n"
+                   "holdfast_audit_reserve_bytes %llu\n"
+                   "# HELP holdfast_audit_alarm_bytes Free space under which the alarm is "
+                   "raised.\n# TYPE holdfast_audit_alarm_bytes gauge\n"
+                   "holdfast_audit_alarm_bytes %llu\n"
+                   "# HELP holdfast_audit_refused_records_total Audit records refused for want of "
+                   "space (the core's count).\n"
+                   "# TYPE holdfast_audit_refused_records_total counter\n"
+                   "holdfast_audit_refused_records_total %llu\n",
+                   (unsigned long)audit->space, audit->free_bytes, audit->reserve_bytes,
+                   audit->alarm_bytes, audit->refused);
     buf_printf(&b,
                "# HELP holdfast_config_reloads_total SIGHUP reloads, by result.\n"
                "# TYPE holdfast_config_reloads_total counter\n"

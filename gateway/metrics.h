@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pkcs11/module/holdfast.h"
+
 struct hf_gw_series; /* one (api, operation): lives until hf_gw_metrics_shutdown */
 
 /* The series of (api, operation), made on first call. NULL if out of memory. */
@@ -18,9 +20,13 @@ void hf_gw_metrics_reload_count(bool ok);
 void hf_gw_metrics_audit_failure(void);
 void hf_gw_metrics_inflight_add(int delta);
 void hf_gw_metrics_audit_waiting_add(int delta);
+void hf_gw_metrics_preauth_refused(void);
+/* A summary record of refused requests: written, or refused (under the audit reserve). */
+void hf_gw_metrics_preauth_summary(bool written);
 
-/* The whole page, new (free()); key_source_up is the health probe's answer. */
-char *hf_gw_metrics_render(bool key_source_up, size_t *len);
+/* The whole page, new (free()); key_source_up is the health probe's answer, audit (NULL: not
+ * known) the audit log's space. */
+char *hf_gw_metrics_render(bool key_source_up, const HF_AUDIT_STATUS *audit, size_t *len);
 void hf_gw_metrics_shutdown(void);
 
 #endif /* HF_GATEWAY_METRICS_H */

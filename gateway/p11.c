@@ -27,6 +27,7 @@ static struct {
     CK_FUNCTION_LIST_PTR fn;
     const HF_FUNCTION_LIST *vendor;
     bool has_audit_request; /* vendor interface 1.1 */
+    bool has_audit_summary; /* 1.2: HF_AuditSummary and HF_GetAuditStatus */
     CK_SLOT_ID slot;
     CK_SESSION_HANDLE login_session;
     char *module;
@@ -182,6 +183,7 @@ static void vendor_find(void)
     if (v->version.major != HF_INTERFACE_VERSION_MAJOR) return;
     p11.vendor = v;
     p11.has_audit_request = v->version.minor >= 1 && v->HF_AuditRequest;
+    p11.has_audit_summary = v->version.minor >= 2 && v->HF_AuditSummary && v->HF_GetAuditStatus;
 }
 
 bool hf_gw_p11_open(const char *module, const char *token_label, const char *pin, char *err,
@@ -257,6 +259,7 @@ void hf_gw_p11_close(void)
     p11.fn = NULL;
     p11.vendor = NULL;
     p11.has_audit_request = false;
+    p11.has_audit_summary = false;
     free(p11.module);
     p11.module = NULL;
 }
@@ -292,6 +295,17 @@ bool hf_gw_p11_is_healthy(void)
 bool hf_gw_p11_has_audit_request(void)
 {
     return p11.has_audit_request;
+}
+
+bool hf_gw_p11_has_audit_summary(void)
+{
+    return p11.has_audit_summary;
+}
+
+bool hf_gw_p11_audit_status(HF_AUDIT_STATUS *status)
+{
+    return p11.has_audit_summary && atomic_load(&p11.open) &&
+           p11.vendor->HF_GetAuditStatus(status) == CKR_OK;
 }
 
 /* ---- plugin.h ----------------------------------------------------------------------------- */

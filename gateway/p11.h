@@ -27,6 +27,10 @@ bool hf_gw_p11_rv_is_session_lost(CK_RV rv);
 
 /* Whether the module can record a request that made no key operation (HF_AuditRequest). */
 bool hf_gw_p11_has_audit_request(void);
+/* Whether it can record a summary of requests refused before authentication (1.2). */
+bool hf_gw_p11_has_audit_summary(void);
+/* The audit log's free space and state (1.2); false when the module cannot say. */
+bool hf_gw_p11_audit_status(HF_AUDIT_STATUS *status);
 /* After a request: clears a request context that no key operation consumed. */
 void hf_gw_p11_request_end(struct hf_request *req);
 

@@ -9,10 +9,15 @@
  * owns transport, limits, request ids, metrics, logs, audit and the PKCS#11 connection; the handler
  * owns its API's authentication, validation and the mapping onto PKCS#11.
  *
- * Audit: every request makes exactly one record. When the handler's key operation ran on the
- * session from hf_p11_begin, the core wrote it (with the request context below); otherwise the
- * gateway writes it (HF_AuditRequest) from the status and message the handler failed with. The
- * response leaves only once that record is durable, without holding a worker thread.
+ * Audit: every authenticated request makes exactly one record. When the handler's key
+ * operation ran on the session from hf_p11_begin, the core wrote it (with the request context
+ * below); otherwise the gateway writes it (HF_AuditRequest) from the status and message the
+ * handler failed with. The response leaves only once that record is durable, without holding a
+ * worker thread. A request that fails before the handler calls hf_request_set_authenticated
+ * (and the gateway's own 404, 405 and 413) is refused before authentication: it is counted, and
+ * one summary record per source address and error per interval stands for all such requests
+ * (gateway/preauth.h), so an anonymous flood can neither fill the audit log nor hold a thread;
+ * it is answered at once.
  *
  * Config: sections named "<plugin name>" or "<plugin name>:<instance>" (e.g. "aws-xks:store1")
  * belong to the plugin. On start and on every SIGHUP the gateway builds a fresh state with
@@ -131,6 +136,10 @@ void hf_request_set_audit(struct hf_request *req, const char *caller, const char
                           const char *key_ref);
 /* The link the call comes through: the core refuses key operations when it is blocked. */
 void hf_request_set_link(struct hf_request *req, const char *link_type, const char *link_id);
+/* The caller passed the API's authentication (a signature, a token, a client certificate the
+ * plugin checked): from now on a failure gets its own durable audit record. Call it right after
+ * the check succeeds, before anything else can fail. */
+void hf_request_set_authenticated(struct hf_request *req);
 
 /* Ends the request with status and a message for the API's error body and the audit record
  * (never a secret or a plaintext). Returns status, so: return hf_request_fail(req, ..., "...");

@@ -296,6 +296,11 @@ HF_PLUGIN_EXPORT void hf_request_set_audit(struct hf_request *req, const char *c
     str_replace(&req->key_ref, key_ref);
 }
 
+HF_PLUGIN_EXPORT void hf_request_set_authenticated(struct hf_request *req)
+{
+    if (req) req->authenticated = true;
+}
+
 HF_PLUGIN_EXPORT void hf_request_set_link(struct hf_request *req, const char *link_type,
                                           const char *link_id)
 {

@@ -66,6 +66,7 @@ struct hf_request {
 
     /* audit context from the handler */
     char *caller, *cloud_request_id, *key_ref, *link_type, *link_id;
+    bool authenticated; /* hf_request_set_authenticated: a failure from now on is audited alone */
 
     /* outcome */
     bool failed;

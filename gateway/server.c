@@ -8,9 +8,10 @@
  *
  * libmicrohttpd 0.9.75 accepts a response only with the headers (the first call) or after the
  * whole body. A request refused from its headers while a body is still on the wire (a 413 from
- * Content-Length, a 404 with a body) must therefore be answered in that first call: it waits for
- * its record there (HF_AuditWaitDurable, bounded by the audit sync interval) and closes the
- * connection, so the body is never read. Every other answer waits suspended. */
+ * Content-Length, a 404 with a body) must therefore be answered in that first call and closes the
+ * connection, so the body is never read. Such refusals come before authentication: they have no
+ * record to wait for (preauth.h), so the worker never waits there. Every other answer waits
+ * suspended. */
 #include "hf-build.h"
 
 #include "gateway/server.h"
@@ -330,7 +331,32 @@ static bool path_is_builtin(const char *path)
     return strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0;
 }
 
-/* /healthz (for balancers: 200 while the module and its store answer, else 503) and /metrics. */
+/* The /healthz body: 200 "ok"; 200 "degraded" while the audit log's free space is under its
+ * alarm threshold or its reserve (key operations still work: a balancer keeps the node, an
+ * operator is warned); 503 when the module does not answer or key operations cannot be recorded
+ * (a full disk, a failed log). */
+static void healthz_answer(struct hf_request *req)
+{
+    static const char *const spaces[] = {"ok", "alarm", "reserve", "full"};
+    HF_AUDIT_STATUS st;
+    bool audit_known = hf_gw_p11_audit_status(&st) && st.space <= HF_AUDIT_SPACE_FULL;
+    bool up = hf_gw_p11_is_healthy(), stopped = audit_known && (st.failed || st.space == HF_AUDIT_SPACE_FULL);
+    char body[128];
+    int n;
+
+    req->http_status = up && !stopped ? 200 : 503;
+    if (!audit_known)
+        n = snprintf(body, sizeof(body), "{\"status\":\"%s\"}", up ? "ok" : "unavailable");
+    else
+        n = snprintf(body, sizeof(body), "{\"status\":\"%s\",\"audit\":\"%s\"}",
+                     !up || stopped                  ? "unavailable"
+                     : st.space != HF_AUDIT_SPACE_OK ? "degraded"
+                                                     : "ok",
+                     st.failed ? "failed" : spaces[st.space]);
+    if (n < 0 || !reply_set(req, body, (size_t)n)) req->http_status = 500;
+}
+
+/* /healthz (for balancers) and /metrics. */
 static enum MHD_Result builtin_answer(struct hf_request *req)
 {
     bool healthz = strcmp(req->path, "/healthz") == 0;
@@ -343,15 +369,12 @@ static enum MHD_Result builtin_answer(struct hf_request *req)
     }
     req->replied = true;
     if (healthz) {
-        bool up = hf_gw_p11_is_healthy();
-        static const char ok[] = "{\"status\":\"ok\"}";
-        static const char down[] = "{\"status\":\"unavailable\"}";
-        req->http_status = up ? 200 : 503;
-        if (!reply_set(req, up ? ok : down, up ? sizeof(ok) - 1 : sizeof(down) - 1))
-            req->http_status = 500;
+        healthz_answer(req);
     } else {
         size_t len = 0;
-        char *page = hf_gw_metrics_render(hf_gw_p11_is_healthy(), &len);
+        HF_AUDIT_STATUS st;
+        bool audit_known = hf_gw_p11_audit_status(&st);
+        char *page = hf_gw_metrics_render(hf_gw_p11_is_healthy(), audit_known ? &st : NULL, &len);
         req->content_type = "text/plain; version=0.0.4; charset=utf-8";
         reply_drop(req);
         req->reply = page;

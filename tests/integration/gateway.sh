@@ -2,8 +2,10 @@
 # holdfastd end to end, through a test-only plugin (tests/integration/plugin-test.c) and a real
 # key store made with the CLI: /healthz, /metrics, request ids, 404/405 shapes, a 413 refused
 # from Content-Length without reading the body, one log line per request and no plaintext in it,
-# one audit record per request (written by the core for a key operation, by the gateway for a
-# request refused before one), TLS 1.2/1.3 only, mTLS (no certificate and a foreign CA refused in
+# one audit record per authenticated request (written by the core for a key operation, by the
+# gateway for a request refused before one), none of its own for a request refused before
+# authentication (404, 405, 413, a plugin failure before it marks the request authenticated) but
+# summary records that count them per source and reason, written at the interval and at stop, TLS 1.2/1.3 only, mTLS (no certificate and a foreign CA refused in
 # the handshake), SIGHUP reloading plugin config under an open keep-alive connection (and a bad
 # config refused), a rotation seen within a second with old ciphertexts still decrypting (through
 # hf_keys_version), the link kill switch acting within a second, and a clean stop.
@@ -149,17 +151,20 @@ ids="$ids $id_fail"
 check "$(req nokey POST /test/v1/links/no-such-link/encrypt --data '{"plaintext":"AA=="}')" 404 \
     "unknown link"
 check "$(json nokey 'd["errorName"]')" TestKeyNotFound "unknown link error"
-ids="$ids $(header nokey X-Request-Id)"
+id_nokey=$(header nokey X-Request-Id) # no X-Test-Caller: refused before authentication
+ids="$ids $id_nokey"
 
 # ---- routing: 404, 405, captures ----
 check "$(req nf GET /no/such/path)" 404 "unknown path"
 check "$(json nf 'd["error"], d["request_id"] == "'"$(header nf X-Request-Id)"'"')" "('NotFound', True)" \
     "404 generic body"
-ids="$ids $(header nf X-Request-Id)"
+id_nf=$(header nf X-Request-Id)
+ids="$ids $id_nf"
 check "$(req na POST /test/v1/fail --data x)" 405 "wrong method"
 check "$(json na 'd["errorName"]')" TestMethod "405 in the plugin's shape"
 check "$(header na Allow)" GET "405 Allow header"
-ids="$ids $(header na X-Request-Id)"
+id_na=$(header na X-Request-Id)
+ids="$ids $id_na"
 check "$(req ec GET '/test/a/b%2Fc/echo/k%41y?x=1' -H 'X-Test-Echo: hi')" 200 "echo"
 check "$(json ec 'd["rest"], d["id"], d["query"], d["header"]')" "('a/b/c', 'kAy', 'x=1', 'hi')" \
     "captures, query, header"
@@ -170,7 +175,8 @@ head -c 20000 /dev/zero >"$HF_TMP/big"
 check "$(req big POST /test/v1/links/gw-link/encrypt -H 'Expect:' --data-binary @"$HF_TMP/big")" \
     413 "body over max_body"
 check "$(json big 'd["errorName"]')" TestTooLarge "413 in the plugin's shape"
-ids="$ids $(header big X-Request-Id)"
+id_big=$(header big X-Request-Id)
+ids="$ids $id_big"
 # Announce 10 MB and send none of it: the answer comes anyway, so nothing waited for the body.
 python3 - "$port" >"$HF_TMP/raw413" <<'PY' || hf_fail "413 before the body: $(cat "$HF_TMP/raw413")"
 import socket, sys
@@ -327,6 +333,13 @@ for id in $id_enc $id_fail; do
     n=$(grep -a -o "\"request_id\":\"$id\"" "$audit" | wc -l)
     [ "$n" = 1 ] || hf_fail "request $id has $n audit records"
 done
+# Refused before authentication: no record, no wait; counted (the summaries are checked at stop).
+for id in $id_nokey $id_nf $id_na $id_big; do
+    n=$(grep -a -o "\"request_id\":\"$id\"" "$audit" | wc -l)
+    [ "$n" = 0 ] || hf_fail "request $id, refused before authentication, has $n audit records"
+done
+[ "$(metric holdfast_preauth_refused_total)" -ge 5 ] ||
+    hf_fail "holdfast_preauth_refused_total does not count the refusals"
 grep -a -o "{[^{}]*\"request_id\":\"$id_enc\"[^{}]*}" "$audit" | grep -q '"api":"test","op":"encrypt","key":' ||
     hf_fail "the encrypt record does not name the API, operation and key"
 grep -a -o "{[^{}]*\"request_id\":\"$id_fail\"[^{}]*}" "$audit" |
@@ -341,6 +354,14 @@ kill -TERM $pid
 rc=0
 wait $pid || rc=$?
 check "$rc" 0 "holdfastd exit status after SIGTERM"
+# What was refused before authentication is in summary records by now (the last at stop), one
+# per source and reason per interval, and the chain still verifies.
+hf_expect_exit 0 "$HF_CLI" audit verify
+for want in "test TestKeyNotFound 1" "gateway NotFound 1" "test TestMethod 1" "test TestTooLarge 2"; do
+    set -- $want
+    got=$(hf_preauth_count "$audit" "$1" "$2" 127.0.0.1)
+    [ "${got% *}" -ge "$3" ] || hf_fail "summaries count ${got% *} $1 $2 refusals, want $3 or more"
+done
 if grep -q -e "ERROR: AddressSanitizer" -e "ERROR: LeakSanitizer" -e "runtime error:" "$log"; then
     cat "$log"
     hf_fail "sanitizer report"

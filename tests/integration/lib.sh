@@ -129,3 +129,35 @@ hf_store_setup() {
     HF_SO_PIN=$(cat "$HOLDFAST_STATE_DIR/token-so.pin") || hf_fail "init wrote no SO PIN file"
     export HF_USER_PIN HF_SO_PIN
 }
+
+# hf_preauth_count LOG API REASON [SOURCE]: how many requests the summary records of audit log
+# LOG count as refused before authentication for API with error name REASON (from SOURCE, or
+# any), and how many such records there are: "COUNT RECORDS".
+hf_preauth_count() {
+    python3 - "$@" <<'PY'
+import json, re, sys
+log, api, reason = sys.argv[1:4]
+source = sys.argv[4] if len(sys.argv) > 4 else None
+count = records = 0
+for raw in open(log, "rb"):
+    # Claimed space not yet used is zeros or blanks; a record glued to a torn one starts later.
+    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
+        piece = piece.strip()
+        start = piece.rfind(b'{"seq":')
+        if start < 0:
+            continue
+        try:
+            rec = json.loads(piece[start:])
+        except ValueError:
+            continue
+        if rec.get("op") != "preauth.summary" or rec.get("api") != api:
+            continue
+        if source is not None and rec.get("caller") != source:
+            continue
+        m = re.match(r"(.*?): (\d+) requests refused before authentication", rec.get("detail", ""))
+        if m and m.group(1) == reason:
+            count += int(m.group(2))
+            records += 1
+print(count, records)
+PY
+}

@@ -57,10 +57,15 @@ static struct json_object *error_body(const char *name, const char *message)
     return o;
 }
 
+/* X-Test-Caller stands for an API's authentication: a request that names its caller is
+ * authenticated, so its failures get their own audit record; one without is refused before
+ * authentication when it fails (only counted, plugin.h "Audit"). */
 static void audit_from_headers(struct hf_request *req, const char *key_ref)
 {
-    hf_request_set_audit(req, hf_request_header(req, "X-Test-Caller"),
-                         hf_request_header(req, "X-Test-Request-Id"), key_ref);
+    const char *caller = hf_request_header(req, "X-Test-Caller");
+
+    if (caller) hf_request_set_authenticated(req);
+    hf_request_set_audit(req, caller, hf_request_header(req, "X-Test-Request-Id"), key_ref);
 }
 
 static enum hf_status encrypt_handle(void *state, struct hf_request *req)

@@ -620,6 +620,14 @@ grep -q '"arn:aws:iam::111122223333:user/Alice"' "$HOLDFAST_STATE_DIR/audit.log"
 
 # ---- a clean stop, and nothing the sanitizers saw ----
 stop_gateway
+# Refused before authentication (bad signatures, unknown paths): no record each, but summary
+# records per source and reason, the last written at stop; the chain verifies.
+hf_expect_exit 0 "$HF_CLI" audit verify
+for want in "AuthenticationFailedException 3" "InvalidUriPathException 1"; do
+    set -- $want
+    got=$(hf_preauth_count "$HOLDFAST_STATE_DIR/audit.log" aws-xks "$1" 127.0.0.1)
+    [ "${got% *}" -ge "$2" ] || hf_fail "summaries count ${got% *} $1 refusals, want $2 or more"
+done
 if grep -E 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' "$HF_TMP/holdfastd.out"; then
     cat "$HF_TMP/holdfastd.out" >&2
     hf_fail "holdfastd: a sanitizer report"

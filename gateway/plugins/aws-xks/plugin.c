@@ -253,6 +253,9 @@ enum hf_status hf_xks_call_begin(struct hf_xks_state *state, struct hf_request *
                                "no XKS key store is served under this path prefix");
     call->rt = &state->rt[call->store - state->cfg.stores];
     if ((st = hf_xks_authenticate(call->store, call->rt, req)) != HF_STATUS_OK) return st;
+    /* From here a failure is an authenticated caller's: it gets its own durable record. Before
+     * (an unknown prefix, a bad signature) it is only counted (plugin.h, "Audit"). */
+    hf_request_set_authenticated(req);
     if (!rate_allows(call->store, call->rt))
         return hf_request_fail(req, HF_STATUS_THROTTLED,
                                "key store %s is over its rate limit of %u requests per second",
