@@ -63,8 +63,7 @@ static uint64_t key_hash(const char *source, const char *api, const char *reason
     return h;
 }
 
-static bool entry_is(const struct entry *e, const char *source, const char *api,
-                     const char *reason)
+static bool entry_is(const struct entry *e, const char *source, const char *api, const char *reason)
 {
     return strcmp(e->source, source) == 0 && strcmp(e->api, api) == 0 &&
            strcmp(e->reason, reason) == 0;
@@ -108,10 +107,9 @@ static void entry_merge(const struct entry *from)
 static void source_of(const struct hf_request *req, char *out, size_t outlen)
 {
     const union MHD_ConnectionInfo *ci =
-        req->conn ? MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS)
-                  : NULL;
+        req->conn ? MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-    socklen_t len = !sa                        ? 0
+    socklen_t len = !sa                         ? 0
                     : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                 : sizeof(struct sockaddr_in);
 
@@ -176,8 +174,7 @@ static bool summary_write(const struct entry *e)
              e->reason, e->count, first, last, e->sample);
     if (!v || !hf_gw_p11_has_audit_summary()) {
         /* Another vendor's module, or an older Holdfast: the log is all there is. */
-        hf_gw_log_warn("refused before authentication from %s (%s): %s", e->source, e->api,
-                       detail);
+        hf_gw_log_warn("refused before authentication from %s (%s): %s", e->source, e->api, detail);
         return true;
     }
     ctx = (HF_REQUEST_CONTEXT){

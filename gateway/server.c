@@ -340,7 +340,8 @@ static void healthz_answer(struct hf_request *req)
     static const char *const spaces[] = {"ok", "alarm", "reserve", "full"};
     HF_AUDIT_STATUS st;
     bool audit_known = hf_gw_p11_audit_status(&st) && st.space <= HF_AUDIT_SPACE_FULL;
-    bool up = hf_gw_p11_is_healthy(), stopped = audit_known && (st.failed || st.space == HF_AUDIT_SPACE_FULL);
+    bool up = hf_gw_p11_is_healthy(),
+         stopped = audit_known && (st.failed || st.space == HF_AUDIT_SPACE_FULL);
     char body[128];
     int n;
 

@@ -159,15 +159,15 @@ struct hf_audit {
     atomic_bool abandoned;
     _Atomic uint64_t durable_seq;
     _Atomic uint64_t seq; /* the last seq handed out */
+    atomic_bool dirty;    /* records stored since the writer took its last sync target */
     /* Free space ("free space" below): reserve and alarm are fixed at open. */
     uint64_t reserve, alarm;
-    _Atomic uint64_t free_bytes;       /* at the last look */
-    _Atomic int space;                 /* unsigned long of the last look (never FULL) */
-    atomic_bool full;                  /* a claim failed for want of space */
-    _Atomic int64_t space_checked_ns;  /* CLOCK_MONOTONIC of the last look */
-    _Atomic int64_t claim_retry_ns;    /* while full: no claim before this */
-    _Atomic uint64_t refused;          /* records refused for want of space */
-    atomic_bool dirty;    /* records stored since the writer took its last sync target */
+    _Atomic uint64_t free_bytes;      /* at the last look */
+    _Atomic int space;                /* HF_AUDIT_SPACE_* of the last look (never FULL) */
+    atomic_bool full;                 /* a claim failed for want of space */
+    _Atomic int64_t space_checked_ns; /* CLOCK_MONOTONIC of the last look */
+    _Atomic int64_t claim_retry_ns;   /* while full: no claim before this */
+    _Atomic uint64_t refused;         /* records refused for want of space */
     /* The hash of lane 0's stream-open: every other lane's stream-open names it. Set in open. */
     unsigned char anchor[HASH_LEN];
 
@@ -589,8 +589,8 @@ static int claim_blocks(struct hf_audit *a, off_t off, size_t min, size_t *len)
  * within claim_begin/claim_end unless the caller is (others claim at the end too). 0, or an
  * errno: ENOSPC or EDQUOT when the disk is full, ERESERVE when only the reserve is left and
  * may_reserve is false. */
-static int chunk_claim(struct hf_audit *a, size_t len, size_t min, bool claiming,
-                       bool may_reserve, struct chunk **out)
+static int chunk_claim(struct hf_audit *a, size_t len, size_t min, bool claiming, bool may_reserve,
+                       struct chunk **out)
 {
     struct chunk *c = NULL;
     struct stat st;
@@ -757,12 +757,12 @@ static void writer_chunks(struct hf_audit *a)
         pthread_mutex_lock(&a->chunks_lock);
         bool wanted = l->asked && !l->next;
         size = l->chunk_size > l->need_len ? l->chunk_size : l->need_len;
+        size_t min = l->need_len > CHUNK_FIRST ? l->need_len : CHUNK_FIRST;
         pthread_mutex_unlock(&a->chunks_lock);
         if (!wanted) continue;
+        if (min > size) min = size;
         /* Ahead of need, never from the reserve: what the writer claims, any record of the lane
          * may use. Short of space, the lane claims for itself when its chunk is full. */
-        size_t min = l->need_len > CHUNK_FIRST ? l->need_len : CHUNK_FIRST;
-        if (min > size) min = size;
         err = space_claim_is_due(a) ? chunk_claim(a, size, min, false, false, &c) : ENOSPC;
         if (err != 0 && !err_is_space(err)) audit_fail(a, "claiming space", err);
 #ifdef MADV_POPULATE_READ
@@ -1071,8 +1071,8 @@ void hf_audit_status(struct hf_audit *audit, struct hf_audit_status *status)
         return;
     }
     space_check_if_older(audit, SPACE_STALE_NS);
-    status->space = atomic_load(&audit->full) ? HF_AUDIT_SPACE_FULL
-                                              : (unsigned long)atomic_load(&audit->space);
+    status->space =
+        atomic_load(&audit->full) ? HF_AUDIT_SPACE_FULL : (unsigned long)atomic_load(&audit->space);
     status->free_bytes = atomic_load(&audit->free_bytes);
     status->reserve_bytes = audit->reserve;
     status->alarm_bytes = audit->alarm;

@@ -41,7 +41,7 @@ struct hf_audit_config {
     const char *path; /* created 0600 if missing; not a regular file (a FIFO): write() per record */
     const char *node; /* this process's node name */
     unsigned sync_interval_ms;
-    bool success_events; /* false: successful operations are not recorded */
+    bool success_events;    /* false: successful operations are not recorded */
     uint64_t reserve_bytes; /* free space kept for authenticated records; 0: none */
     uint64_t alarm_bytes;   /* free space under which the alarm is raised; 0: 2 x reserve */
 };

@@ -227,9 +227,9 @@ static CK_RV token_serial_ensure(struct hf_store *store)
 /* A PIN change is security-relevant: it gets an audit record like a key operation. */
 static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_changed)
 {
-    struct hf_audit_config acfg = {cfg->audit_path,           cfg->node,
-                                   cfg->audit_sync_interval_ms, cfg->audit_success_events,
-                                   cfg->audit_reserve,          cfg->audit_alarm};
+    struct hf_audit_config acfg = {
+        cfg->audit_path,           cfg->node,          cfg->audit_sync_interval_ms,
+        cfg->audit_success_events, cfg->audit_reserve, cfg->audit_alarm};
     struct hf_audit *audit = NULL;
     char caller[32], detail[64];
     struct hf_audit_record rec = {.api = "core",
@@ -371,9 +371,9 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
     rv = core_store_open(core);
     if (rv == CKR_OK) rv = core_hsm_open(core, pin);
     if (rv != CKR_OK) goto done;
-    acfg = (struct hf_audit_config){cfg->audit_path,           cfg->node,
-                                    cfg->audit_sync_interval_ms, cfg->audit_success_events,
-                                    cfg->audit_reserve,          cfg->audit_alarm};
+    acfg = (struct hf_audit_config){
+        cfg->audit_path,           cfg->node,          cfg->audit_sync_interval_ms,
+        cfg->audit_success_events, cfg->audit_reserve, cfg->audit_alarm};
     rv = hf_audit_open(&acfg, &core->audit);
 done:
     secret_free(owned_pin);
