@@ -99,8 +99,7 @@ typedef struct HF_LINK_INFO {
 /* 1.2: the audit log's free space (HF_GetAuditStatus). */
 #define HF_AUDIT_SPACE_OK 0UL      /* free space over the alarm threshold */
 #define HF_AUDIT_SPACE_ALARM 1UL   /* under the alarm threshold, over the reserve */
-#define HF_AUDIT_SPACE_RESERVE 2UL /* under the reserve: only authenticated key operations write   \
-                                    */
+#define HF_AUDIT_SPACE_RESERVE 2UL /* under the reserve: only authenticated records */
 #define HF_AUDIT_SPACE_FULL 3UL    /* no space: key operations fail until space is freed */
 
 typedef struct HF_AUDIT_STATUS {
