@@ -123,6 +123,21 @@ static void test_defaults(void)
     CU_ASSERT_PTR_NULL(cfg->pin);
     CU_ASSERT_EQUAL(cfg->nplugins, 0);
     CU_ASSERT(hf_gw_config_success_events(cfg, "aws-xks"));
+    CU_ASSERT_EQUAL(cfg->preauth_interval_ms, HF_GW_DEFAULT_PREAUTH_INTERVAL_MS);
+    CU_ASSERT_EQUAL(cfg->preauth_sources, HF_GW_DEFAULT_PREAUTH_SOURCES);
+    hf_gw_config_free(cfg);
+}
+
+static void test_preauth_summary_settings_are_read(void)
+{
+    char err[256];
+    struct hf_gw_config *cfg = parse("[gateway]\nlisten = 127.0.0.1:1\n[audit]\n"
+                                     "preauth_interval_ms = 1000\npreauth_sources = 64\n",
+                                     err, sizeof(err));
+
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(cfg->preauth_interval_ms, 1000);
+    CU_ASSERT_EQUAL(cfg->preauth_sources, 64);
     hf_gw_config_free(cfg);
 }
 
@@ -187,6 +202,10 @@ static void test_bad_configs_name_the_line(void)
         {"", "t.conf: no listen line"},
         {"[gateway]\nlisten = 127.0.0.1:80\n[audit]\nsuccess_events = maybe\n",
          "t.conf:4: success_events: expected yes or no"},
+        {"[gateway]\nlisten = 127.0.0.1:80\n[audit]\npreauth_interval_ms = 5\n",
+         "t.conf:4: preauth_interval_ms: not a number in range (100 to 3600000)"},
+        {"[gateway]\nlisten = 127.0.0.1:80\n[audit]\npreauth_sources = 0\n",
+         "t.conf:4: preauth_sources: not a number in range (16 to 1000000)"},
         {"[gateway]\nlisten = 127.0.0.1:80\n[audit]\npath = x\n",
          "t.conf:4: unknown key \"path\" in [audit]"},
         {"[gateway]\nlisten = 127.0.0.1:80\nplugins = good, Bad!\n", "t.conf:3: bad plugin name"},
@@ -257,6 +276,7 @@ static void test_a_missing_plugin_is_refused_with_its_line(void)
 static CU_TestInfo config_tests[] = {
     {"a full config is read", test_a_full_config_is_read},
     {"defaults", test_defaults},
+    {"preauth summary settings are read", test_preauth_summary_settings_are_read},
     {"relative paths follow the file", test_relative_paths_follow_the_file},
     {"bad configs are refused naming file and line", test_bad_configs_name_the_line},
     {"an over-long line is refused with its number",
