@@ -23,7 +23,7 @@
 
 struct entry {
     bool used;
-    char source[NI_MAXHOST];
+    char source[64]; /* numeric: an IPv6 address with its scope fits */
     char api[48];
     char reason[64]; /* the API's error name */
     enum hf_status status;

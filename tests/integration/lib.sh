@@ -16,6 +16,8 @@
 #                        HOLDFAST_STATE_DIR exported, HF_USER_PIN and HF_SO_PIN set
 #   HF_SANITIZED         non-empty when the build uses ASan/UBSan/TSan
 #   hf_ext CMD...        run a program that is not ours but loads our module (sanitizer-aware)
+#   hf_preauth_count LOG API REASON [SOURCE]   requests counted (and records) in the summary
+#                        records of refusals before authentication in audit log LOG
 
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
