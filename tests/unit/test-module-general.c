@@ -693,24 +693,20 @@ static void test_vendor_link_info(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
 }
 
-/* The store as another process (the CLI) changes it: links are added and blocked there. */
+/* The store as another process (the CLI, through a core of its own, so its rows carry their
+ * policy MACs) changes it: links are added and blocked there. */
 static void store_link(const char *key_uuid, bool add, bool blocked)
 {
-    struct hf_store *st = NULL;
-    struct hf_link link = {0};
+    struct hf_core *core = NULL;
 
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(env.cfg.store_path, &st), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
     if (add) {
-        link.type = "aws-xks";
-        link.ext_id = "xks-key-1";
-        memcpy(link.key_uuid, key_uuid, HF_UUID_LEN + 1);
-        link.created = link.updated = hf_now();
-        CU_ASSERT_EQUAL(hf_store_link_insert(st, &link), CKR_OK);
+        CU_ASSERT_EQUAL(hf_core_link_add(core, "aws-xks", "xks-key-1", key_uuid, NULL), CKR_OK);
     } else {
-        CU_ASSERT_EQUAL(hf_store_link_set_blocked(st, "aws-xks", "xks-key-1", blocked, hf_now()),
+        CU_ASSERT_EQUAL(hf_core_link_set_blocked(core, "aws-xks", "xks-key-1", blocked, NULL),
                         CKR_OK);
     }
-    hf_store_close(st);
+    hf_core_close(core);
 }
 
 static uint64_t mono_ms(void)
