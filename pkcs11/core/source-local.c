@@ -103,6 +103,9 @@ static CK_RV wrap_open(const struct hf_key_version *v, const unsigned char *p, s
  * list whose sentinel is hf_local.lru: lru.next is the most recently used. */
 struct entry {
     int64_t id;
+    /* The row it was loaded for (wrap_bind): a hit for a row id whose row now names another key
+     * or version (ids swapped in the store) is no hit, or a cached key would serve another. */
+    unsigned char bind[WRAP_BIND_LEN];
     struct hf_material *m; /* one reference, the cache's */
     struct entry *chain;
     struct entry *prev, *next;
@@ -362,6 +365,20 @@ static void entries_free(struct entry *list)
     }
 }
 
+/* locked: the entry of id if it was loaded for the row bind names; one loaded for another row
+ * is dropped into *evicted. */
+static struct entry *cache_find_bound(struct hf_local *local, int64_t id, const unsigned char *bind,
+                                      struct entry **evicted)
+{
+    struct entry *e = cache_find(local, id);
+
+    if (e == NULL || memcmp(e->bind, bind, WRAP_BIND_LEN) == 0) return e;
+    cache_remove(local, e);
+    e->chain = *evicted;
+    *evicted = e;
+    return NULL;
+}
+
 /* Adds m for id unless another thread did first; *out is a new reference to whichever is
  * cached. Entries pushed out by the bound are returned in *evicted (chained). */
 static void cache_insert(struct hf_local *local, int64_t id, struct hf_material *m,
@@ -370,7 +387,7 @@ static void cache_insert(struct hf_local *local, int64_t id, struct hf_material 
     struct entry *e;
 
     pthread_mutex_lock(&local->lock);
-    if ((e = cache_find(local, id)) != NULL) {
+    if ((e = cache_find_bound(local, id, fresh->bind, evicted)) != NULL) {
         lru_unlink(e);
         lru_push_front(local, e);
         *out = hf_material_ref(e->m);
@@ -407,14 +424,18 @@ CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
     if (local == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
     if (v->wrapped == NULL || v->state == HF_STATE_DESTROYED) return CKR_KEY_HANDLE_INVALID;
+    unsigned char bind[WRAP_BIND_LEN];
+    wrap_bind(v, bind);
 
     pthread_mutex_lock(&local->lock);
-    if ((e = cache_find(local, v->id)) != NULL) {
+    if ((e = cache_find_bound(local, v->id, bind, &evicted)) != NULL) {
         lru_unlink(e);
         lru_push_front(local, e);
         *out = hf_material_ref(e->m);
     }
     pthread_mutex_unlock(&local->lock);
+    entries_free(evicted);
+    evicted = NULL;
     if (*out != NULL) return CKR_OK;
 
     /* Miss: the HSM round trip runs unlocked, so other keys' hits are not held up by it. */
@@ -427,6 +448,7 @@ CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
         *out = m; /* uncached but usable */
         return CKR_OK;
     }
+    memcpy(e->bind, bind, sizeof(bind));
     cache_insert(local, v->id, m, e, out, &evicted);
     entries_free(evicted);
     return CKR_OK;
