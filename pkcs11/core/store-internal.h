@@ -3,6 +3,8 @@
 #ifndef HF_STORE_INTERNAL_H
 #define HF_STORE_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "store.h"
 
 /* clang-format 14 breaks "CK_RV (*name)(...)" members over two lines: hand-formatted. */
@@ -57,6 +59,7 @@ struct hf_store {
     const struct hf_store_ops *ops;
     struct hf_link_cache *links; /* owned; made and freed by store.c, not by the backend */
     const struct hf_store_policy *policy; /* borrowed; NULL: rows unMAC'd and unchecked */
+    _Atomic uint64_t refused;             /* rows the policy refused on this handle */
 };
 
 CK_RV hf_store_sqlite_open(const char *path, struct hf_store **out);

@@ -107,17 +107,29 @@ void hf_store_policy_set(struct hf_store *store, const struct hf_store_policy *p
     if (store) store->policy = policy;
 }
 
+uint64_t hf_store_policy_refusals(struct hf_store *store)
+{
+    return store ? atomic_load(&store->refused) : 0;
+}
+
+static CK_RV counted(struct hf_store *store, CK_RV rv)
+{
+    if (rv == CKR_HF_POLICY_INVALID) atomic_fetch_add(&store->refused, 1);
+    return rv;
+}
+
 static CK_RV key_checked(struct hf_store *store, CK_RV rv, struct hf_key *k)
 {
     if (rv != CKR_OK || !store->policy) return rv;
-    if ((rv = store->policy->key_check(store->policy->ctx, k)) != CKR_OK) hf_key_clear(k);
+    if ((rv = counted(store, store->policy->key_check(store->policy->ctx, k))) != CKR_OK)
+        hf_key_clear(k);
     return rv;
 }
 
 static CK_RV version_checked(struct hf_store *store, CK_RV rv, struct hf_key_version *v)
 {
     if (rv != CKR_OK || !store->policy) return rv;
-    if ((rv = store->policy->version_check(store->policy->ctx, v)) != CKR_OK)
+    if ((rv = counted(store, store->policy->version_check(store->policy->ctx, v))) != CKR_OK)
         hf_key_version_clear(v);
     return rv;
 }
@@ -125,7 +137,8 @@ static CK_RV version_checked(struct hf_store *store, CK_RV rv, struct hf_key_ver
 static CK_RV link_checked(struct hf_store *store, CK_RV rv, struct hf_link *l)
 {
     if (rv != CKR_OK || !store->policy) return rv;
-    if ((rv = store->policy->link_check(store->policy->ctx, l)) != CKR_OK) hf_link_clear(l);
+    if ((rv = counted(store, store->policy->link_check(store->policy->ctx, l))) != CKR_OK)
+        hf_link_clear(l);
     return rv;
 }
 
@@ -386,7 +399,8 @@ static CK_RV each_checked(const struct hf_key *key, const struct hf_key_version 
     const struct each_check *c = arg;
     const struct hf_store_policy *p = c->store->policy;
 
-    if (p->key_check(p->ctx, key) != CKR_OK || p->version_check(p->ctx, v) != CKR_OK)
+    if (counted(c->store, p->key_check(p->ctx, key)) != CKR_OK ||
+        counted(c->store, p->version_check(p->ctx, v)) != CKR_OK)
         return CKR_OK;
     return c->fn(key, v, c->arg);
 }

@@ -111,6 +111,9 @@ struct hf_store_policy {
 };
 /* policy is borrowed (NULL: none); set it once, before the handle is shared between threads. */
 void hf_store_policy_set(struct hf_store *store, const struct hf_store_policy *policy);
+/* How many rows the policy has refused on this handle so far (`holdfast store check` reports
+ * them: the list calls leave them out). */
+uint64_t hf_store_policy_refusals(struct hf_store *store);
 
 /* The one-time migration of a store made before policy MACs: inside one write transaction, calls
  * the hook for every key, version and link row that has no MAC (a destroyed version without

@@ -55,9 +55,10 @@ hf link block aws-xks kill-me >/dev/null || hf_fail "cannot block link"
 SECRET=$(uuid_of secret)
 OPEN=$(uuid_of open)
 
-case="a clean store works: decrypt, export of an exportable key, key show"
+case="a clean store works: decrypt, export of an exportable key, key show, store check"
 ok hf decrypt --in "$HF_TMP/secret.ct"
 ok hf key show secret
+ok hf store check
 [ -n "$have_p11" ] && ok p11_read open
 [ -n "$have_p11" ] && refused p11_read secret
 
@@ -65,6 +66,7 @@ case="exportable flipped 0->1 in SQLite is refused"
 sql "UPDATE keys SET exportable = 1 WHERE name = 'secret'"
 refused hf key show secret
 grep -q "policy" "$HF_TMP/err" || fail_case "the refusal does not say it is the key's policy"
+refused hf store check
 refused hf decrypt --in "$HF_TMP/secret.ct"
 [ -n "$have_p11" ] && refused p11_read secret
 audited "$SECRET"
@@ -115,6 +117,7 @@ sql "UPDATE links SET blocked = 0 WHERE ext_id = 'kill-me'"
 hf link list >"$HF_TMP/links" 2>/dev/null
 grep -q "kill-me.* no " "$HF_TMP/links" && fail_case "link list shows the link unblocked"
 refused hf link unblock aws-xks kill-me
+refused hf store check
 sql "UPDATE links SET blocked = 1 WHERE ext_id = 'kill-me'"
 
 case="a MAC cleared in SQLite is refused, not re-MAC'd"
