@@ -363,7 +363,8 @@ static CK_RV core_policy_open(struct hf_core *core)
     CK_RV rv = policy_label(core->cfg, label, sizeof(label));
 
     if (rv == CKR_OK) rv = hf_policy_open(core->hsm, label, &core->policy, &created);
-    if (rv == CKR_OK && created) rv = hf_policy_migrate(core->policy, core->store, core->local);
+    if (rv == CKR_OK && created)
+        rv = hf_policy_migrate(core->policy, core->store, core->local, NULL);
     if (rv != CKR_OK) return rv;
     hf_policy_audit_set(core->policy, core->audit);
     hf_store_policy_set(core->store, hf_policy_hooks(core->policy));

@@ -97,6 +97,13 @@ CK_RV hf_core_link_add(struct hf_core *core, const char *type, const char *ext_i
 CK_RV hf_core_link_set_blocked(struct hf_core *core, const char *type, const char *ext_id,
                                bool blocked, const struct hf_actor *who);
 
+/* Gives every store row that has no policy MAC one, as the first open of an older store does:
+ * for a store restored from a backup made before policy MACs, or a first migration cut short
+ * (every such row is refused until then). The rows are taken as they are, so whoever runs this
+ * vouches for them; a row whose MAC is wrong stays refused. Audited as "policy.adopt" with the
+ * count in *n (may be NULL). */
+CK_RV hf_core_policy_adopt(struct hf_core *core, const struct hf_actor *who, size_t *n);
+
 /* The usable material of a version (local source: unwrapped once, then cached). New reference. */
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
                        struct hf_material **out);

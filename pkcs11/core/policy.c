@@ -347,6 +347,31 @@ static CK_RV hook_link_seal(void *ctx, struct hf_link *l)
 
 /* ---- lifecycle ---- */
 
+/* Only a token that answers "no such key" gets one made (and its store migrated): an HSM error
+ * must not pass for a store that was never migrated, or rows cleared of their MAC meanwhile would
+ * be MAC'd as they are. */
+static CK_RV mac_key_open(struct hf_hsm *hsm, const char *mac_label, bool *created)
+{
+    static const unsigned char probe[1] = {0};
+    unsigned char mac[HF_HSM_MAC_LEN];
+    CK_RV rv = hf_hsm_hmac(hsm, mac_label, probe, sizeof(probe), mac);
+
+    *created = false;
+    if (rv == CKR_OK) return CKR_OK;
+    if (rv != CKR_KEY_HANDLE_INVALID) {
+        hf_log_error("policy: cannot use the policy MAC key '%s' (0x%lx)", mac_label,
+                     (unsigned long)rv);
+        return rv;
+    }
+    if ((rv = hf_hsm_mac_key_ensure(hsm, mac_label)) != CKR_OK) {
+        hf_log_error("policy: cannot create the policy MAC key '%s' (0x%lx)", mac_label,
+                     (unsigned long)rv);
+        return rv;
+    }
+    *created = true;
+    return CKR_OK;
+}
+
 CK_RV hf_policy_open(struct hf_hsm *hsm, const char *mac_label, struct hf_policy **out,
                      bool *created)
 {
@@ -356,12 +381,7 @@ CK_RV hf_policy_open(struct hf_hsm *hsm, const char *mac_label, struct hf_policy
     if (hsm == NULL || mac_label == NULL || out == NULL || created == NULL)
         return CKR_ARGUMENTS_BAD;
     *out = NULL;
-    *created = !hf_hsm_has_kek(hsm, mac_label);
-    if (*created && (rv = hf_hsm_mac_key_ensure(hsm, mac_label)) != CKR_OK) {
-        hf_log_error("policy: cannot create the policy MAC key '%s' (0x%lx)", mac_label,
-                     (unsigned long)rv);
-        return rv;
-    }
+    if ((rv = mac_key_open(hsm, mac_label, created)) != CKR_OK) return rv;
     if ((p = calloc(1, sizeof(*p))) == NULL) return CKR_HOST_MEMORY;
     p->label = strdup(mac_label);
     p->verified = calloc(VERIFIED_SLOTS, DIGEST_LEN);
@@ -427,17 +447,20 @@ static CK_RV migrate_link(void *ctx, struct hf_link *l)
     return hook_link_seal(((struct migration *)ctx)->policy, l);
 }
 
-CK_RV hf_policy_migrate(struct hf_policy *policy, struct hf_store *store, struct hf_local *local)
+CK_RV hf_policy_migrate(struct hf_policy *policy, struct hf_store *store, struct hf_local *local,
+                        size_t *n)
 {
     struct migration m = {policy, local};
     struct hf_store_migration hooks = {&m, migrate_key, migrate_version, migrate_link};
-    size_t n = 0;
+    size_t count = 0;
     CK_RV rv;
 
+    if (n) *n = 0;
     if (policy == NULL || store == NULL || local == NULL) return CKR_ARGUMENTS_BAD;
-    rv = hf_store_policy_migrate(store, &hooks, &n);
-    if (rv == CKR_OK && n > 0)
-        hf_log_info("policy: %zu store rows from before policy MACs now carry one", n);
+    rv = hf_store_policy_migrate(store, &hooks, &count);
+    if (rv == CKR_OK && count > 0)
+        hf_log_info("policy: %zu store rows without a policy MAC now carry one", count);
     if (rv != CKR_OK) hf_log_error("policy: migrating the store failed (0x%lx)", (unsigned long)rv);
+    if (rv == CKR_OK && n) *n = count;
     return rv;
 }

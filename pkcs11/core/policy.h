@@ -43,8 +43,10 @@ void hf_policy_audit_set(struct hf_policy *policy, struct hf_audit *audit);
 /* The store hooks (store.h) backed by this policy: live as long as it. */
 const struct hf_store_policy *hf_policy_hooks(struct hf_policy *policy);
 
-/* MACs every row of store that has none, rewrapping old material in the bound format. */
-CK_RV hf_policy_migrate(struct hf_policy *policy, struct hf_store *store, struct hf_local *local);
+/* MACs every row of store that has none, rewrapping old material in the bound format; *n (may
+ * be NULL) counts them. */
+CK_RV hf_policy_migrate(struct hf_policy *policy, struct hf_store *store, struct hf_local *local,
+                        size_t *n);
 
 /* The MAC a row should carry. */
 CK_RV hf_policy_key_mac(struct hf_policy *policy, const struct hf_key *key,

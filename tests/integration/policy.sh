@@ -125,6 +125,15 @@ sql "UPDATE keys SET mac = NULL WHERE name = 'open'"
 refused hf key show open
 refused hf key show open
 
+case="store adopt --yes gives rows without MAC one (a restored old backup), not edited ones"
+refused hf store adopt
+ok hf store adopt --yes
+grep -q "1 rows" "$HF_TMP/out" || fail_case "adopt did not count the one row: $(cat "$HF_TMP/out")"
+ok hf key show open
+refused sh -c 'echo x | "$0" encrypt --key limited' "$HF_CLI"
+grep -q '"op":"policy.adopt".*"detail":"rows=1"' "$HOLDFAST_STATE_DIR/audit.log" ||
+    fail_case "adopt is not audited"
+
 case="the CLI still manages a clean store: block, unblock, rotate, state, destroy"
 ok hf link unblock aws-xks kill-me
 ok hf link block aws-xks kill-me

@@ -346,6 +346,31 @@ static void test_a_cleared_mac_is_refused_not_remade(void)
     hf_key_clear(&key);
 }
 
+static void test_adopt_gives_unmacd_rows_a_mac_but_not_edited_ones(void)
+{
+    struct hf_store *store = hf_core_store(core);
+    struct hf_key cleared = {0}, edited = {0}, got = {0};
+    json_object *rec;
+    size_t n = 0;
+
+    key_made("restored", false, 0, &cleared, NULL);
+    key_made("edited", false, 0, &edited, NULL);
+    sql(db_path, "UPDATE keys SET mac = NULL WHERE uuid = '%s'", cleared.uuid);
+    sql(db_path, "UPDATE keys SET exportable = 1 WHERE uuid = '%s'", edited.uuid);
+    CU_ASSERT_EQUAL(hf_core_policy_adopt(core, &cli, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 1);
+    rec = audit_find_last(audit_path, "policy.adopt");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+    CU_ASSERT_STRING_EQUAL(json_str(rec, "detail"), "rows=1");
+    json_object_put(rec);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, cleared.uuid, &got), CKR_OK);
+    hf_key_clear(&got);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, edited.uuid, &got), CKR_HF_POLICY_INVALID);
+    sql(db_path, "UPDATE keys SET exportable = 0 WHERE uuid = '%s'", edited.uuid);
+    hf_key_clear(&cleared);
+    hf_key_clear(&edited);
+}
+
 static void test_holdfast_writes_keep_working(void)
 {
     struct hf_store *store = hf_core_store(core);
@@ -545,6 +570,8 @@ static CU_TestInfo edit_tests[] = {
     {"a link unblocked in the store stays unusable",
      test_a_link_unblocked_in_the_store_stays_unusable},
     {"a cleared MAC is refused, not remade", test_a_cleared_mac_is_refused_not_remade},
+    {"adopt gives rows without MAC one, not edited ones",
+     test_adopt_gives_unmacd_rows_a_mac_but_not_edited_ones},
     {"Holdfast's own writes keep working: rename, label, rotate, state, destroy",
      test_holdfast_writes_keep_working},
     {"cached material follows its row, not its row id", test_cached_material_follows_its_row},
