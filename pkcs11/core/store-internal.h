@@ -57,7 +57,7 @@ struct hf_link_cache;
 /* Every backend's struct starts with this. */
 struct hf_store {
     const struct hf_store_ops *ops;
-    struct hf_link_cache *links; /* owned; made and freed by store.c, not by the backend */
+    struct hf_link_cache *links;          /* owned; made and freed by store.c, not by the backend */
     const struct hf_store_policy *policy; /* borrowed; NULL: rows unMAC'd and unchecked */
     _Atomic uint64_t refused;             /* rows the policy refused on this handle */
 };

@@ -145,7 +145,8 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_KEY_ALL] = "SELECT " KEY_COLS " FROM keys ORDER BY name",
     [ST_KEY_UPDATE] = "UPDATE keys SET name = ?, state = ?, usage = ?, owner = ?, exportable = ?, "
                       "updated = ?, mac = ? WHERE uuid = ? AND mac IS ?",
-    [ST_KEY_DESTROY] = "UPDATE keys SET state = 5, updated = ?, mac = ? WHERE uuid = ? AND mac IS ?",
+    [ST_KEY_DESTROY] =
+        "UPDATE keys SET state = 5, updated = ?, mac = ? WHERE uuid = ? AND mac IS ?",
     [ST_KEY_ROTATE] = "UPDATE keys SET current_version = ?1, updated = ?2, mac = ?4 "
                       "WHERE uuid = ?3 AND current_version = ?1 - 1 AND state != 5 AND mac IS ?5",
     [ST_LABELS_OF] = "SELECT name, value FROM key_labels WHERE key_uuid = ? ORDER BY name",
@@ -179,7 +180,8 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_KEY_SET_MAC] = "UPDATE keys SET mac = ? WHERE uuid = ? AND mac IS NULL",
     [ST_VERSIONS_UNMACED] =
         "SELECT " VERSION_COLS " FROM key_versions WHERE mac IS NULL AND " VERSION_NEEDS_MAC,
-    [ST_VERSION_SET_MAC] = "UPDATE key_versions SET wrapped = ?, mac = ? WHERE id = ? AND mac IS NULL",
+    [ST_VERSION_SET_MAC] =
+        "UPDATE key_versions SET wrapped = ?, mac = ? WHERE id = ? AND mac IS NULL",
     [ST_LINKS_UNMACED] = "SELECT " LINK_COLS " FROM links WHERE mac IS NULL",
     [ST_LINK_SET_MAC] = "UPDATE links SET mac = ? WHERE id = ? AND mac IS NULL",
 };
@@ -750,7 +752,8 @@ static CK_RV sq_key_destroy(struct hf_store *store, const char *ref, int64_t whe
     int rc;
 
     uuid_lower(ref, uuid);
-    if ((rv = tx_begin(s, true)) == CKR_OK) rv = tx_end(s, key_destroy_tx(s, uuid, when, mac, old_mac), true);
+    if ((rv = tx_begin(s, true)) == CKR_OK)
+        rv = tx_end(s, key_destroy_tx(s, uuid, when, mac, old_mac), true);
     if (rv == CKR_OK) {
         /* secure_delete zeroes the freed blob space in the new page images, but the old images
          * still sit in the WAL until it is reused. A TRUNCATE checkpoint copies the zeroed pages
@@ -953,7 +956,8 @@ static CK_RV link_insert_tx(struct sqlite_store *s, const struct hf_link *link, 
     if ((rv = stmt_get(s, ST_LINK_INSERT, &st)) != CKR_OK) return rv;
     if (bind_text(st, 1, link->type) || bind_text(st, 2, link->ext_id) || bind_text(st, 3, uuid) ||
         sqlite3_bind_int(st, 4, link->blocked) || sqlite3_bind_int64(st, 5, link->created) ||
-        sqlite3_bind_int64(st, 6, link->updated) || bind_mac(st, 7, mac_of(link->mac, link->has_mac)))
+        sqlite3_bind_int64(st, 6, link->updated) ||
+        bind_mac(st, 7, mac_of(link->mac, link->has_mac)))
         return bind_fail(s, "write link");
     if ((rv = step_done(s, st, "write link")) == CKR_OK) *id = sqlite3_last_insert_rowid(s->db);
     return rv;
@@ -1140,8 +1144,7 @@ static CK_RV keys_mac(struct sqlite_store *s, const struct hf_store_migration *m
         if ((rv = labels_load(s, &keys[i])) != CKR_OK || (rv = m->key(m->ctx, &keys[i])) != CKR_OK)
             break;
         if ((rv = stmt_get(s, ST_KEY_SET_MAC, &st)) != CKR_OK) break;
-        if (bind_mac(st, 1, mac_of(keys[i].mac, keys[i].has_mac)) ||
-            bind_text(st, 2, keys[i].uuid))
+        if (bind_mac(st, 1, mac_of(keys[i].mac, keys[i].has_mac)) || bind_text(st, 2, keys[i].uuid))
             rv = bind_fail(s, "migrate key");
         else if ((rv = step_done(s, st, "migrate key")) == CKR_OK)
             (*n)++;

@@ -200,8 +200,7 @@ static CK_RV key_current(struct hf_store *store, const char *uuid, struct hf_key
     return key_checked(store, store->ops->key_get(store, uuid, k), k);
 }
 
-CK_RV hf_store_policy_migrate(struct hf_store *store, const struct hf_store_migration *m,
-                              size_t *n)
+CK_RV hf_store_policy_migrate(struct hf_store *store, const struct hf_store_migration *m, size_t *n)
 {
     return_val_if_fail(store && m && m->key && m->version && m->link && n, CKR_ARGUMENTS_BAD);
     return store->ops->policy_migrate(store, m, n);

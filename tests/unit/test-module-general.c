@@ -841,17 +841,17 @@ static void test_a_link_unblocked_by_editing_the_store_stays_unusable(void)
 
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(env.cfg.store_path, &db), SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
-    CU_ASSERT_EQUAL(
-        sqlite3_exec(db, "UPDATE links SET blocked = 0 WHERE ext_id = 'xks-edited'", NULL, NULL, NULL),
-        SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "UPDATE links SET blocked = 0 WHERE ext_id = 'xks-edited'",
+                                 NULL, NULL, NULL),
+                    SQLITE_OK);
     usleep((HF_LINK_CACHE_MS + 200) * 1000);
     for (int i = 0; i < 20; i++)
         CU_ASSERT_EQUAL(use_through_link(hf, s, key, &ctx), CKR_HF_POLICY_INVALID);
     CU_ASSERT_EQUAL(hf->HF_GetLinkInfo(s, "aws-xks", "xks-edited", &info), CKR_HF_POLICY_INVALID);
     /* Put back as Holdfast wrote it, the link is what it was: blocked. */
-    CU_ASSERT_EQUAL(
-        sqlite3_exec(db, "UPDATE links SET blocked = 1 WHERE ext_id = 'xks-edited'", NULL, NULL, NULL),
-        SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "UPDATE links SET blocked = 1 WHERE ext_id = 'xks-edited'",
+                                 NULL, NULL, NULL),
+                    SQLITE_OK);
     sqlite3_close(db);
     CU_ASSERT(ms_until(hf, s, key, &ctx, CKR_HF_LINK_BLOCKED, 1500) <= 1000);
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, NULL), CKR_OK);

@@ -223,7 +223,8 @@ static void test_versions_blobs_swapped_within_a_key_are_refused(void)
     key_made("swap-versions", false, 0, &key, NULL);
     CU_ASSERT_EQUAL_FATAL(hf_core_key_rotate(core, key.uuid, &cli, NULL), CKR_OK);
     sql(db_path,
-        "CREATE TEMP TABLE vswap AS SELECT version, wrapped FROM key_versions WHERE key_uuid = '%s';"
+        "CREATE TEMP TABLE vswap AS SELECT version, wrapped FROM key_versions WHERE key_uuid = "
+        "'%s';"
         "UPDATE key_versions SET wrapped = (SELECT wrapped FROM vswap "
         "WHERE vswap.version != key_versions.version) WHERE key_uuid = '%s';",
         key.uuid, key.uuid);
@@ -449,8 +450,8 @@ static void test_cached_material_follows_its_row(void)
 /* ---- a store made before policy MACs ---- */
 
 /* What an older Holdfast wrote: material wrapped bare under the root KEK, no MACs. */
-static void legacy_key(struct hf_store *store, struct hf_hsm *hsm, const char *kek, const char *name,
-                       enum hf_alg alg, unsigned bits, const unsigned char *aes,
+static void legacy_key(struct hf_store *store, struct hf_hsm *hsm, const char *kek,
+                       const char *name, enum hf_alg alg, unsigned bits, const unsigned char *aes,
                        struct hf_key *key)
 {
     struct hf_key_version v = {0};
@@ -589,8 +590,7 @@ int main(void)
     static CU_SuiteInfo suites[] = {
         /* First: it needs a process whose SoftHSMv2 has not been set up for another store. */
         {"policy: migration", NULL, NULL, NULL, NULL, migration_tests},
-        {"policy: edits behind Holdfast's back", store_init, store_cleanup, NULL, NULL,
-         edit_tests},
+        {"policy: edits behind Holdfast's back", store_init, store_cleanup, NULL, NULL, edit_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);
