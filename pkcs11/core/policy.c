@@ -237,8 +237,17 @@ struct row_id {
     const char *link_type, *link_id;
 };
 
+/* A refused row's text is whatever was written into the store: it reaches the log line only with
+ * control characters, quotes and backslashes replaced, so it cannot forge log lines. */
+static void text_tame(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f || *s == '"' || *s == '\\') *s = '?';
+}
+
 static CK_RV row_refuse(struct hf_policy *p, const struct row_id *id, const char *why)
 {
+    char uuid[HF_UUID_LEN + 1];
     char detail[320];
     struct hf_audit_record rec = {.api = "core",
                                   .operation = "policy.check",
@@ -253,10 +262,13 @@ static CK_RV row_refuse(struct hf_policy *p, const struct row_id *id, const char
                  id->link_id, why);
     else
         snprintf(detail, sizeof(detail), "%s row %s", id->what, why);
-    hf_log_error("policy: key %s: %s: refused (the store was changed outside Holdfast)",
-                 id->key_uuid, detail);
     if (p->audit && hf_audit_append(p->audit, &rec, NULL) != CKR_OK)
-        hf_log_error("audit log failed: policy.check on %s is not recorded", id->key_uuid);
+        hf_log_error("audit log failed: policy.check on a %s row is not recorded", id->what);
+    snprintf(uuid, sizeof(uuid), "%s", id->key_uuid);
+    text_tame(uuid);
+    text_tame(detail);
+    hf_log_error("policy: key %s: %s: refused (the store was changed outside Holdfast)", uuid,
+                 detail);
     return CKR_HF_POLICY_INVALID;
 }
 
