@@ -115,6 +115,13 @@ static void enc_key(struct enc *e, const struct hf_key *k)
     enc_str(e, k->source);
     enc_str(e, k->owner);
     enc_u64(e, k->current_version);
+    /* Labels too: the module derives CKA_LOCAL from one (hf.imported). Sorted by name, as both
+     * hf_key_label_set and the store keep them. */
+    enc_u64(e, k->n_labels);
+    for (size_t i = 0; i < k->n_labels; i++) {
+        enc_str(e, k->labels[i].name);
+        enc_str(e, k->labels[i].value);
+    }
 }
 
 static void enc_version(struct enc *e, const struct hf_key_version *v)

@@ -6,11 +6,13 @@
  * "policy.check"). The material itself is bound to its row by the wrap (source-local.h).
  *
  * What each MAC covers (a canonical encoding: a domain tag, then every field length-prefixed):
- *   key:     uuid, name, alg, bits, usage, state, exportable, source, owner, current_version
+ *   key:     uuid, name, alg, bits, usage, state, exportable, source, owner, current_version,
+ *            labels (the module derives CKA_LOCAL from hf.imported)
  *   version: uuid, key uuid, version number, state, kek label, public key DER
  *   link:    type, ext_id, key uuid, blocked
- * Not covered: created/updated times and labels (descriptive, not policy). A destroyed version
- * without material needs no MAC: there is nothing left in it to protect.
+ * Not covered: created/updated times (descriptive), the row ids (the local cache checks what a
+ * cached entry was loaded for), the wrapped blob (bound to its row by the wrap itself). A
+ * destroyed version without material needs no MAC: there is nothing left in it to protect.
  *
  * Cost: the HSM is asked once per row content. A row that passed is remembered by a digest of
  * (encoding, MAC), so the module's cache reloads, the link cache's 500 ms refreshes and

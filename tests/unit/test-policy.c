@@ -258,6 +258,14 @@ static void test_usage_state_and_current_version_edits_are_refused(void)
     CU_ASSERT_EQUAL(hf_core_key_rotate(core, key.uuid, &cli, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
     sql(db_path, "UPDATE keys SET current_version = 7 WHERE uuid = '%s'", key.uuid);
     CU_ASSERT_EQUAL(hf_store_key_get(store, key.uuid, &got), CKR_HF_POLICY_INVALID);
+    sql(db_path, "UPDATE keys SET current_version = 1 WHERE uuid = '%s'", key.uuid);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, key.uuid, &got), CKR_OK);
+    hf_key_clear(&got);
+
+    /* Labels: an imported key passed off as made in the token (CKA_LOCAL) by deleting one. */
+    CU_ASSERT_EQUAL(hf_core_key_label_set(core, key.uuid, "hf.imported", "1", &cli), CKR_OK);
+    sql(db_path, "DELETE FROM key_labels WHERE key_uuid = '%s'", key.uuid);
+    CU_ASSERT_EQUAL(hf_store_key_get(store, key.uuid, &got), CKR_HF_POLICY_INVALID);
     hf_key_clear(&key);
 }
 
