@@ -48,7 +48,9 @@ CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_p
 #define HF_META_PIN_USER "pin.user"
 
 /* Opens an initialised key store. CKR_TOKEN_NOT_RECOGNIZED when init has not run. cfg is
- * borrowed: it must outlive the core (hf_core_config returns it). */
+ * borrowed: it must outlive the core (hf_core_config returns it). Installs the policy MAC checks
+ * on the store (policy.h); the first open of a store whose token has no policy MAC key yet makes
+ * it and migrates the store's rows (MACs, material rewrapped bound to its row). */
 CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out);
 void hf_core_close(struct hf_core *core);
 /* After fork(), in the child: drop the parent's state without touching its threads or locks
