@@ -201,6 +201,7 @@ const char *hf_ckr_name(CK_RV rv, char buf[32])
         N(CKR_CRYPTOKI_ALREADY_INITIALIZED),
         N(CKR_HF_LINK_BLOCKED),
         N(CKR_HF_AUDIT_FAILED),
+        N(CKR_HF_POLICY_INVALID),
 #undef N
     };
 

@@ -4,6 +4,7 @@
 #define HF_CORE_INTERNAL_H
 
 #include "core.h"
+#include "policy.h"
 
 struct hf_core {
     const struct hf_config *cfg; /* borrowed */
@@ -11,6 +12,7 @@ struct hf_core {
     struct hf_hsm *hsm;
     struct hf_local *local; /* borrows hsm */
     struct hf_audit *audit;
+    struct hf_policy *policy; /* borrows hsm; its hooks are installed in store */
 };
 
 #endif

@@ -450,3 +450,19 @@ done:
     hf_key_clear(&key);
     return rv;
 }
+
+CK_RV hf_core_policy_adopt(struct hf_core *core, const struct hf_actor *who, size_t *n)
+{
+    size_t count = 0;
+    struct op op;
+    CK_RV rv;
+
+    if (n) *n = 0;
+    if (core == NULL) return CKR_ARGUMENTS_BAD;
+    rv = op_begin(&op, core, who, "policy.adopt", NULL);
+    if (rv == CKR_OK) rv = hf_policy_migrate(core->policy, core->store, core->local, &count);
+    snprintf(op.detail, sizeof(op.detail), "rows=%zu", count);
+    rv = op_end(&op, rv);
+    if (rv == CKR_OK && n) *n = count;
+    return rv;
+}

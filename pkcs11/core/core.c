@@ -346,6 +346,33 @@ static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
     return hf_local_open(core->hsm, cfg->kek_label, cfg->cache_max_keys, &core->local);
 }
 
+/* The policy MAC key lives beside the root KEK it goes with, under a label of its own. */
+static CK_RV policy_label(const struct hf_config *cfg, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s.policy-mac", cfg->kek_label);
+
+    return n > 0 && (size_t)n < len ? CKR_OK : CKR_ARGUMENTS_BAD;
+}
+
+/* After the store, the HSM and the audit log are open: a store whose token has no policy MAC
+ * key yet predates policy MACs (or is new), so its rows are MAC'd now, by this process that
+ * holds the token, before any of them is read through the checks. From then on the key exists
+ * and a row without MAC is refused. */
+static CK_RV core_policy_open(struct hf_core *core)
+{
+    char label[256];
+    bool created = false;
+    CK_RV rv = policy_label(core->cfg, label, sizeof(label));
+
+    if (rv == CKR_OK) rv = hf_policy_open(core->hsm, label, &core->policy, &created);
+    if (rv == CKR_OK && created)
+        rv = hf_policy_migrate(core->policy, core->store, core->local, NULL);
+    if (rv != CKR_OK) return rv;
+    hf_policy_audit_set(core->policy, core->audit);
+    hf_store_policy_set(core->store, hf_policy_hooks(core->policy));
+    return CKR_OK;
+}
+
 CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
 {
     struct hf_core *core = NULL;
@@ -375,6 +402,7 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
         cfg->audit_path,           cfg->node,          cfg->audit_sync_interval_ms,
         cfg->audit_success_events, cfg->audit_reserve, cfg->audit_alarm};
     rv = hf_audit_open(&acfg, &core->audit);
+    if (rv == CKR_OK) rv = core_policy_open(core);
 done:
     secret_free(owned_pin);
     if (rv != CKR_OK) {
@@ -392,6 +420,7 @@ void hf_core_close(struct hf_core *core)
     hf_local_close(core->local);
     hf_hsm_close(core->hsm);
     hf_store_close(core->store);
+    hf_policy_close(core->policy);
     free(core);
 }
 
@@ -406,9 +435,26 @@ void hf_core_abandon(struct hf_core *core)
      * opens a core of its own. */
 }
 
+/* A blob that does not open as this version's (moved from another row, or damaged): recorded
+ * like a policy MAC failure, since it means the store was changed outside Holdfast. */
+static void material_refused(struct hf_core *core, const struct hf_key_version *v)
+{
+    struct hf_audit_record rec = {.api = "core",
+                                  .operation = "policy.check",
+                                  .key_uuid = v->key_uuid,
+                                  .version = v->version,
+                                  .detail = "wrapped material does not belong to this version",
+                                  .result = CKR_WRAPPED_KEY_INVALID};
+
+    if (hf_audit_append(core->audit, &rec, NULL) != CKR_OK)
+        hf_log_error("audit log failed: policy.check on %s is not recorded", v->key_uuid);
+}
+
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
                        struct hf_material **out)
 {
     if (core == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
-    return hf_local_material(core->local, v, out);
+    CK_RV rv = hf_local_material(core->local, v, out);
+    if (rv == CKR_WRAPPED_KEY_INVALID) material_refused(core, v);
+    return rv;
 }

@@ -48,7 +48,9 @@ CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_p
 #define HF_META_PIN_USER "pin.user"
 
 /* Opens an initialised key store. CKR_TOKEN_NOT_RECOGNIZED when init has not run. cfg is
- * borrowed: it must outlive the core (hf_core_config returns it). */
+ * borrowed: it must outlive the core (hf_core_config returns it). Installs the policy MAC checks
+ * on the store (policy.h); the first open of a store whose token has no policy MAC key yet makes
+ * it and migrates the store's rows (MACs, material rewrapped bound to its row). */
 CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out);
 void hf_core_close(struct hf_core *core);
 /* After fork(), in the child: drop the parent's state without touching its threads or locks
@@ -96,6 +98,13 @@ CK_RV hf_core_link_add(struct hf_core *core, const char *type, const char *ext_i
                        const char *key_ref, const struct hf_actor *who);
 CK_RV hf_core_link_set_blocked(struct hf_core *core, const char *type, const char *ext_id,
                                bool blocked, const struct hf_actor *who);
+
+/* Gives every store row that has no policy MAC one, as the first open of an older store does:
+ * for a store restored from a backup made before policy MACs, or a first migration cut short
+ * (every such row is refused until then). The rows are taken as they are, so whoever runs this
+ * vouches for them; a row whose MAC is wrong stays refused. Audited as "policy.adopt" with the
+ * count in *n (may be NULL). */
+CK_RV hf_core_policy_adopt(struct hf_core *core, const struct hf_actor *who, size_t *n);
 
 /* The usable material of a version (local source: unwrapped once, then cached). New reference. */
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,

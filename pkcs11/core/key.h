@@ -11,6 +11,8 @@
 
 #define HF_UUID_LEN 36
 #define HF_NAME_MAX 255
+/* The policy MAC of a key, version or link row (HMAC-SHA-256 under an HSM-held key: policy.h). */
+#define HF_POLICY_MAC_LEN 32
 
 enum hf_alg {
     HF_ALG_AES = 1, /* bits: 128, 192, 256 */
@@ -39,6 +41,8 @@ struct hf_key {
     unsigned current_version; /* newest version number; 1 after creation */
     struct hf_label *labels;  /* sorted by name */
     size_t n_labels;
+    unsigned char mac[HF_POLICY_MAC_LEN]; /* policy MAC as stored; has_mac false: none (NULL) */
+    bool has_mac;
 };
 
 struct hf_key_version {
@@ -54,6 +58,8 @@ struct hf_key_version {
     size_t wrapped_len;
     unsigned char *public_der; /* SubjectPublicKeyInfo DER for RSA and EC; NULL for AES */
     size_t public_der_len;
+    unsigned char mac[HF_POLICY_MAC_LEN]; /* policy MAC as stored; has_mac false: none (NULL) */
+    bool has_mac;
 };
 
 struct hf_link {
@@ -64,6 +70,8 @@ struct hf_link {
     bool blocked;
     int64_t created;
     int64_t updated;
+    unsigned char mac[HF_POLICY_MAC_LEN]; /* policy MAC as stored; has_mac false: none (NULL) */
+    bool has_mac;
 };
 
 /* Frees the members (not the struct) and leaves it zeroed. NULL is fine. */

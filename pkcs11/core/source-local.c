@@ -2,16 +2,110 @@
 
 #include "source-local.h"
 
+#include <ctype.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "secmem.h"
+
+/* ---- the wrap format ----
+ * What the root KEK wraps (AES-KWP) is a header, then the material:
+ *   "HFW1" | key UUID (36, lower case) | version UUID (36) | version number (u32 BE) |
+ *   material length (u32 BE) | material (raw AES bytes or PKCS#8 DER)
+ * KWP authenticates the whole plaintext, so the header binds the blob to its key and version: a
+ * blob copied into another key's or version's row (same KEK, so it unwraps fine) names the wrong
+ * row and is refused. RSA and EC blobs were caught by their public key before; an AES blob has
+ * none, so without the header it could be moved into an exportable key and read out. The length
+ * field lets the reader cut the up to 7 zero bytes SoftHSMv2 pads with (hsm.h). */
+#define WRAP_MAGIC "HFW1"
+#define WRAP_MAGIC_LEN 4
+#define WRAP_BIND_LEN (WRAP_MAGIC_LEN + 2 * HF_UUID_LEN + 4) /* what names the row */
+#define WRAP_HEADER_LEN (WRAP_BIND_LEN + 4)
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_uuid(unsigned char *p, const char *uuid)
+{
+    size_t i;
+
+    for (i = 0; i < HF_UUID_LEN && uuid[i]; i++)
+        p[i] = (unsigned char)tolower((unsigned char)uuid[i]);
+    memset(p + i, 0, HF_UUID_LEN - i);
+}
+
+/* The part of the header that names v's row. */
+static void wrap_bind(const struct hf_key_version *v, unsigned char out[WRAP_BIND_LEN])
+{
+    memcpy(out, WRAP_MAGIC, WRAP_MAGIC_LEN);
+    put_uuid(out + WRAP_MAGIC_LEN, v->key_uuid);
+    put_uuid(out + WRAP_MAGIC_LEN + HF_UUID_LEN, v->uuid);
+    put_u32(out + WRAP_MAGIC_LEN + 2 * HF_UUID_LEN, v->version);
+}
+
+/* header | bytes, into secmem memory (*out, *out_len: free with hf_secmem_free). */
+static CK_RV wrap_plain(const struct hf_key_version *v, const unsigned char *bytes, size_t len,
+                        unsigned char **out, size_t *out_len)
+{
+    if (len > UINT32_MAX - WRAP_HEADER_LEN) return CKR_DATA_LEN_RANGE;
+    if ((*out = hf_secmem_alloc(WRAP_HEADER_LEN + len)) == NULL) return CKR_HOST_MEMORY;
+    wrap_bind(v, *out);
+    put_u32(*out + WRAP_BIND_LEN, (uint32_t)len);
+    memcpy(*out + WRAP_HEADER_LEN, bytes, len);
+    *out_len = WRAP_HEADER_LEN + len;
+    return CKR_OK;
+}
+
+static bool plain_is_wrap_format(const unsigned char *p, size_t len)
+{
+    return len >= WRAP_HEADER_LEN && memcmp(p, WRAP_MAGIC, WRAP_MAGIC_LEN) == 0;
+}
+
+/* The material inside an unwrapped plaintext, once its header is found to name v's row. */
+static CK_RV wrap_open(const struct hf_key_version *v, const unsigned char *p, size_t len,
+                       const unsigned char **bytes, size_t *n)
+{
+    unsigned char want[WRAP_BIND_LEN];
+    size_t body;
+
+    if (!plain_is_wrap_format(p, len)) return CKR_WRAPPED_KEY_INVALID;
+    wrap_bind(v, want);
+    if (CRYPTO_memcmp(p, want, WRAP_BIND_LEN) != 0) {
+        hf_log_error("key %s version %u: its wrapped material belongs to another key or version: "
+                     "refused",
+                     v->key_uuid, v->version);
+        return CKR_WRAPPED_KEY_INVALID;
+    }
+    body = get_u32(p + WRAP_BIND_LEN);
+    if (body > len - WRAP_HEADER_LEN || len - WRAP_HEADER_LEN - body >= 8)
+        return CKR_WRAPPED_KEY_INVALID;
+    for (size_t i = WRAP_HEADER_LEN + body; i < len; i++)
+        if (p[i] != 0) return CKR_WRAPPED_KEY_INVALID;
+    *bytes = p + WRAP_HEADER_LEN;
+    *n = body;
+    return CKR_OK;
+}
 
 /* One cached version. Entries sit in a hash chain (lookup by version id) and on a circular LRU
  * list whose sentinel is hf_local.lru: lru.next is the most recently used. */
 struct entry {
     int64_t id;
+    /* The row it was loaded for (wrap_bind): a hit for a row id whose row now names another key
+     * or version (ids swapped in the store) is no hit, or a cached key would serve another. */
+    unsigned char bind[WRAP_BIND_LEN];
     struct hf_material *m; /* one reference, the cache's */
     struct entry *chain;
     struct entry *prev, *next;
@@ -74,13 +168,14 @@ void hf_local_close(struct hf_local *local)
 
 CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct hf_key_version *v)
 {
-    unsigned char *bytes = NULL, *wrapped = NULL, *der = NULL;
-    size_t len = 0, wrapped_len = 0, der_len = 0;
+    unsigned char *bytes = NULL, *plain = NULL, *wrapped = NULL, *der = NULL;
+    size_t len = 0, plain_len = 0, wrapped_len = 0, der_len = 0;
     char *kek = NULL;
     CK_RV rv;
 
     if (local == NULL || m == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
     if ((rv = hf_material_to_bytes(m, &bytes, &len)) != CKR_OK) goto done;
+    if ((rv = wrap_plain(v, bytes, len, &plain, &plain_len)) != CKR_OK) goto done;
     if (hf_material_alg(m) != HF_ALG_AES &&
         (rv = hf_material_public_der(m, &der, &der_len)) != CKR_OK)
         goto done;
@@ -88,9 +183,12 @@ CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct 
         rv = CKR_HOST_MEMORY;
         goto done;
     }
-    if ((rv = hf_hsm_wrap(local->hsm, local->kek_label, bytes, len, &wrapped, &wrapped_len)) !=
-        CKR_OK)
+    if ((rv = hf_hsm_wrap(local->hsm, local->kek_label, plain, plain_len, &wrapped,
+                          &wrapped_len)) != CKR_OK)
         goto done;
+    free(v->wrapped);
+    free(v->kek_label);
+    free(v->public_der);
     v->wrapped = wrapped;
     v->wrapped_len = wrapped_len;
     v->kek_label = kek;
@@ -100,6 +198,7 @@ CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct 
     der = NULL;
 done:
     hf_secmem_free(bytes, len);
+    hf_secmem_free(plain, plain_len);
     free(kek);
     free(der);
     return rv;
@@ -136,14 +235,15 @@ static CK_RV plain_trim(const unsigned char *p, size_t len, size_t *out)
     return CKR_OK;
 }
 
-/* Rebuilds the material from its wrapped form. RSA/EC: the stored public key says which
- * algorithm and size, and must match the unwrapped private key, so a blob copied from another
- * version (same KEK, so it unwraps fine) is refused instead of used. */
+/* Rebuilds the material from its wrapped form. The header must name v's key, version UUID and
+ * number (wrap_open). RSA/EC: the stored public key says which algorithm and size, and must
+ * match the unwrapped private key (the public key the module serves comes from the row). */
 static CK_RV material_load(struct hf_local *local, const struct hf_key_version *v,
                            struct hf_material **out)
 {
     const char *kek = v->kek_label != NULL ? v->kek_label : local->kek_label;
     unsigned char *plain = NULL;
+    const unsigned char *bytes;
     size_t plain_len = 0, n;
     EVP_PKEY *pub = NULL;
     enum hf_alg alg;
@@ -152,14 +252,14 @@ static CK_RV material_load(struct hf_local *local, const struct hf_key_version *
     if ((rv = hf_hsm_unwrap(local->hsm, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
         CKR_OK)
         goto done;
+    if ((rv = wrap_open(v, plain, plain_len, &bytes, &n)) != CKR_OK) goto done;
     if (v->public_der == NULL) {
-        rv = hf_material_from_bytes(HF_ALG_AES, (unsigned)plain_len * 8, plain, plain_len, out);
+        rv = hf_material_from_bytes(HF_ALG_AES, (unsigned)n * 8, bytes, n, out);
         goto done;
     }
     if ((rv = hf_public_from_der(v->public_der, v->public_der_len, &pub)) != CKR_OK) goto done;
-    if ((rv = plain_trim(plain, plain_len, &n)) != CKR_OK) goto done;
     alg = EVP_PKEY_is_a(pub, "RSA") ? HF_ALG_RSA : HF_ALG_EC;
-    if ((rv = hf_material_from_bytes(alg, (unsigned)EVP_PKEY_get_bits(pub), plain, n, out)) !=
+    if ((rv = hf_material_from_bytes(alg, (unsigned)EVP_PKEY_get_bits(pub), bytes, n, out)) !=
         CKR_OK)
         goto done;
     if (EVP_PKEY_eq(hf_material_pkey(*out), pub) != 1) {
@@ -172,6 +272,47 @@ done:
         rv = CKR_WRAPPED_KEY_INVALID; /* unwrapped, but not a key of this version */
     EVP_PKEY_free(pub);
     hf_secmem_free(plain, plain_len);
+    return rv;
+}
+
+/* The material of a blob wrapped before the header existed: raw AES bytes (16, 24 or 32, so never
+ * padded) or DER (trimmed). */
+static CK_RV legacy_length(const struct hf_key_version *v, const unsigned char *p, size_t len,
+                           size_t *n)
+{
+    if (v->public_der != NULL) return plain_trim(p, len, n);
+    if (len != 16 && len != 24 && len != 32) return CKR_WRAPPED_KEY_INVALID;
+    *n = len;
+    return CKR_OK;
+}
+
+CK_RV hf_local_rewrap(struct hf_local *local, struct hf_key_version *v)
+{
+    const char *kek;
+    unsigned char *plain = NULL, *fresh = NULL, *wrapped = NULL;
+    size_t plain_len = 0, fresh_len = 0, wrapped_len = 0, n;
+    CK_RV rv;
+
+    if (local == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
+    if (v->wrapped == NULL) return CKR_OK;
+    kek = v->kek_label != NULL ? v->kek_label : local->kek_label;
+    if ((rv = hf_hsm_unwrap(local->hsm, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
+        CKR_OK)
+        goto done;
+    if (plain_is_wrap_format(plain, plain_len)) goto done; /* already bound: its check is at load */
+    if ((rv = legacy_length(v, plain, plain_len, &n)) != CKR_OK) goto done;
+    if ((rv = wrap_plain(v, plain, n, &fresh, &fresh_len)) != CKR_OK) goto done;
+    if ((rv = hf_hsm_wrap(local->hsm, kek, fresh, fresh_len, &wrapped, &wrapped_len)) != CKR_OK)
+        goto done;
+    free(v->wrapped);
+    v->wrapped = wrapped;
+    v->wrapped_len = wrapped_len;
+done:
+    if (rv != CKR_OK)
+        hf_log_error("key %s version %u: cannot rewrap its material (0x%lx)", v->key_uuid,
+                     v->version, (unsigned long)rv);
+    hf_secmem_free(plain, plain_len);
+    hf_secmem_free(fresh, fresh_len);
     return rv;
 }
 
@@ -224,6 +365,20 @@ static void entries_free(struct entry *list)
     }
 }
 
+/* locked: the entry of id if it was loaded for the row bind names; one loaded for another row
+ * is dropped into *evicted. */
+static struct entry *cache_find_bound(struct hf_local *local, int64_t id, const unsigned char *bind,
+                                      struct entry **evicted)
+{
+    struct entry *e = cache_find(local, id);
+
+    if (e == NULL || memcmp(e->bind, bind, WRAP_BIND_LEN) == 0) return e;
+    cache_remove(local, e);
+    e->chain = *evicted;
+    *evicted = e;
+    return NULL;
+}
+
 /* Adds m for id unless another thread did first; *out is a new reference to whichever is
  * cached. Entries pushed out by the bound are returned in *evicted (chained). */
 static void cache_insert(struct hf_local *local, int64_t id, struct hf_material *m,
@@ -232,7 +387,7 @@ static void cache_insert(struct hf_local *local, int64_t id, struct hf_material 
     struct entry *e;
 
     pthread_mutex_lock(&local->lock);
-    if ((e = cache_find(local, id)) != NULL) {
+    if ((e = cache_find_bound(local, id, fresh->bind, evicted)) != NULL) {
         lru_unlink(e);
         lru_push_front(local, e);
         *out = hf_material_ref(e->m);
@@ -269,14 +424,18 @@ CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
     if (local == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
     if (v->wrapped == NULL || v->state == HF_STATE_DESTROYED) return CKR_KEY_HANDLE_INVALID;
+    unsigned char bind[WRAP_BIND_LEN];
+    wrap_bind(v, bind);
 
     pthread_mutex_lock(&local->lock);
-    if ((e = cache_find(local, v->id)) != NULL) {
+    if ((e = cache_find_bound(local, v->id, bind, &evicted)) != NULL) {
         lru_unlink(e);
         lru_push_front(local, e);
         *out = hf_material_ref(e->m);
     }
     pthread_mutex_unlock(&local->lock);
+    entries_free(evicted);
+    evicted = NULL;
     if (*out != NULL) return CKR_OK;
 
     /* Miss: the HSM round trip runs unlocked, so other keys' hits are not held up by it. */
@@ -289,6 +448,7 @@ CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
         *out = m; /* uncached but usable */
         return CKR_OK;
     }
+    memcpy(e->bind, bind, sizeof(bind));
     cache_insert(local, v->id, m, e, out, &evicted);
     entries_free(evicted);
     return CKR_OK;

@@ -17,13 +17,18 @@ CK_RV hf_local_open(struct hf_hsm *hsm, const char *kek_label, size_t cache_max,
 void hf_local_close(struct hf_local *local);
 
 /* Wraps m for storage: fills v->wrapped, v->wrapped_len, v->kek_label, and v->public_der for
- * RSA/EC. */
+ * RSA/EC. v->uuid, v->key_uuid and v->version must be set: the wrap binds them (a blob moved to
+ * another row is CKR_WRAPPED_KEY_INVALID at load). */
 CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct hf_key_version *v);
 
 /* The usable material of version v (cached by v->id). *out is a new reference. A destroyed
  * version (no wrapped material) is CKR_KEY_HANDLE_INVALID. */
 CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
                         struct hf_material **out);
+
+/* Migration: rewraps a blob made before the wrap bound its row (plain material under the KEK)
+ * in the bound format, replacing v->wrapped; a blob already bound is left alone. */
+CK_RV hf_local_rewrap(struct hf_local *local, struct hf_key_version *v);
 
 /* Drops one cached version (destroy), or all (flush). */
 void hf_local_evict(struct hf_local *local, int64_t version_id);

@@ -3,6 +3,8 @@
 #ifndef HF_STORE_INTERNAL_H
 #define HF_STORE_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "store.h"
 
 /* clang-format 14 breaks "CK_RV (*name)(...)" members over two lines: hand-formatted. */
@@ -16,9 +18,16 @@ struct hf_store_ops {
                         struct hf_key_version *v1);
     CK_RV (*key_get)(struct hf_store *store, const char *ref, struct hf_key *out);
     CK_RV (*key_list)(struct hf_store *store, struct hf_key **keys, size_t *n);
-    CK_RV (*key_update)(struct hf_store *store, const struct hf_key *key);
-    CK_RV (*key_destroy)(struct hf_store *store, const char *uuid, int64_t when);
-    CK_RV (*version_insert)(struct hf_store *store, struct hf_key_version *v, int64_t when);
+    /* old_mac: the MAC the row must still have (NULL: none) for the write to happen. */
+    CK_RV (*key_update)(struct hf_store *store, const struct hf_key *key,
+                        const unsigned char *old_mac);
+    /* mac: the destroyed key row's new MAC (NULL: none); versions lose theirs with their
+     * material. */
+    CK_RV (*key_destroy)(struct hf_store *store, const char *uuid, int64_t when,
+                         const unsigned char *mac, const unsigned char *old_mac);
+    /* key_mac: the key row's MAC once current_version is v->version. */
+    CK_RV (*version_insert)(struct hf_store *store, struct hf_key_version *v, int64_t when,
+                            const unsigned char *key_mac, const unsigned char *old_key_mac);
     CK_RV (*version_get)(struct hf_store *store, int64_t id, struct hf_key_version *out);
     CK_RV (*version_find)(struct hf_store *store, const char *key_uuid, unsigned version,
                           struct hf_key_version *out);
@@ -31,12 +40,15 @@ struct hf_store_ops {
     CK_RV (*link_get)(struct hf_store *store, const char *type, const char *ext_id,
                       struct hf_link *out);
     CK_RV (*link_set_blocked)(struct hf_store *store, const char *type, const char *ext_id,
-                              bool blocked, int64_t when);
+                              bool blocked, int64_t when, const unsigned char *mac,
+                              const unsigned char *old_mac);
     CK_RV (*link_delete)(struct hf_store *store, const char *type, const char *ext_id);
     CK_RV (*link_list)(struct hf_store *store, const char *key_uuid, struct hf_link **links,
                        size_t *n);
     CK_RV (*meta_get)(struct hf_store *store, const char *name, char **value);
     CK_RV (*meta_set)(struct hf_store *store, const char *name, const char *value);
+    CK_RV (*policy_migrate)(struct hf_store *store, const struct hf_store_migration *m,
+                            size_t *n);
 };
 /* clang-format on */
 
@@ -45,7 +57,9 @@ struct hf_link_cache;
 /* Every backend's struct starts with this. */
 struct hf_store {
     const struct hf_store_ops *ops;
-    struct hf_link_cache *links; /* owned; made and freed by store.c, not by the backend */
+    struct hf_link_cache *links;          /* owned; made and freed by store.c, not by the backend */
+    const struct hf_store_policy *policy; /* borrowed; NULL: rows unMAC'd and unchecked */
+    _Atomic uint64_t refused;             /* rows the policy refused on this handle */
 };
 
 CK_RV hf_store_sqlite_open(const char *path, struct hf_store **out);

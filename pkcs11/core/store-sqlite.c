@@ -63,6 +63,12 @@ static const char *const migrations[] = {
     "CREATE TABLE meta ("
     "  name TEXT PRIMARY KEY NOT NULL,"
     "  value TEXT NOT NULL) WITHOUT ROWID;",
+    /* v2: each key, version and link row's policy MAC (policy.h). Existing rows keep NULL until
+     * the core, holding the HSM, migrates them (hf_store_policy_migrate): until then they are
+     * refused, never trusted. */
+    "ALTER TABLE keys ADD COLUMN mac BLOB;"
+    "ALTER TABLE key_versions ADD COLUMN mac BLOB;"
+    "ALTER TABLE links ADD COLUMN mac BLOB;",
 };
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -75,9 +81,12 @@ int hf_store_schema_version_current(void)
 
 #define KEY_COLS                                                                                   \
     "uuid, name, alg, bits, usage, state, owner, source, exportable, created, updated, "           \
-    "current_version"
-#define VERSION_COLS "id, uuid, key_uuid, version, state, created, kek_label, wrapped, public_der"
-#define LINK_COLS "id, type, ext_id, key_uuid, blocked, created, updated"
+    "current_version, mac"
+#define VERSION_COLS                                                                               \
+    "id, uuid, key_uuid, version, state, created, kek_label, wrapped, public_der, mac"
+#define LINK_COLS "id, type, ext_id, key_uuid, blocked, created, updated, mac"
+/* A destroyed version without material needs no MAC (policy.h). */
+#define VERSION_NEEDS_MAC "NOT (state = 5 AND wrapped IS NULL)"
 
 _Static_assert(HF_STATE_DESTROYED == 5, "the SQL below spells destroyed as 5");
 
@@ -114,6 +123,12 @@ enum stmt_id {
     ST_LINKS_OF,
     ST_META_GET,
     ST_META_SET,
+    ST_KEYS_UNMACED,
+    ST_KEY_SET_MAC,
+    ST_VERSIONS_UNMACED,
+    ST_VERSION_SET_MAC,
+    ST_LINKS_UNMACED,
+    ST_LINK_SET_MAC,
     N_STMTS
 };
 
@@ -124,20 +139,21 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_DATA_VERSION] = "PRAGMA data_version",
     [ST_SCHEMA_VERSION] = "SELECT version FROM schema_version WHERE id = 1",
-    [ST_KEY_INSERT] = "INSERT INTO keys (" KEY_COLS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,1)",
+    [ST_KEY_INSERT] = "INSERT INTO keys (" KEY_COLS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,1,?)",
     [ST_KEY_BY_UUID] = "SELECT " KEY_COLS " FROM keys WHERE uuid = ?",
     [ST_KEY_BY_NAME] = "SELECT " KEY_COLS " FROM keys WHERE name = ?",
     [ST_KEY_ALL] = "SELECT " KEY_COLS " FROM keys ORDER BY name",
     [ST_KEY_UPDATE] = "UPDATE keys SET name = ?, state = ?, usage = ?, owner = ?, exportable = ?, "
-                      "updated = ? WHERE uuid = ?",
-    [ST_KEY_DESTROY] = "UPDATE keys SET state = 5, updated = ? WHERE uuid = ?",
-    [ST_KEY_ROTATE] = "UPDATE keys SET current_version = ?1, updated = ?2 "
-                      "WHERE uuid = ?3 AND current_version = ?1 - 1 AND state != 5",
+                      "updated = ?, mac = ? WHERE uuid = ? AND mac IS ?",
+    [ST_KEY_DESTROY] =
+        "UPDATE keys SET state = 5, updated = ?, mac = ? WHERE uuid = ? AND mac IS ?",
+    [ST_KEY_ROTATE] = "UPDATE keys SET current_version = ?1, updated = ?2, mac = ?4 "
+                      "WHERE uuid = ?3 AND current_version = ?1 - 1 AND state != 5 AND mac IS ?5",
     [ST_LABELS_OF] = "SELECT name, value FROM key_labels WHERE key_uuid = ? ORDER BY name",
     [ST_LABELS_DELETE] = "DELETE FROM key_labels WHERE key_uuid = ?",
     [ST_LABEL_INSERT] = "INSERT INTO key_labels (key_uuid, name, value) VALUES (?,?,?)",
     [ST_VERSION_INSERT] = "INSERT INTO key_versions (uuid, key_uuid, version, state, created, "
-                          "kek_label, wrapped, public_der) VALUES (?,?,?,?,?,?,?,?)",
+                          "kek_label, wrapped, public_der, mac) VALUES (?,?,?,?,?,?,?,?,?)",
     [ST_VERSION_BY_ID] = "SELECT " VERSION_COLS " FROM key_versions WHERE id = ?",
     [ST_VERSION_BY_NUMBER] =
         "SELECT " VERSION_COLS " FROM key_versions WHERE key_uuid = ? AND version = ?",
@@ -147,17 +163,27 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_VERSIONS_OF] = "SELECT " VERSION_COLS " FROM key_versions WHERE key_uuid = ? "
                        "ORDER BY version",
     [ST_VERSIONS_ALL] = "SELECT " VERSION_COLS " FROM key_versions ORDER BY id",
-    [ST_VERSIONS_DESTROY] = "UPDATE key_versions SET state = 5, wrapped = NULL WHERE key_uuid = ?",
-    [ST_LINK_INSERT] = "INSERT INTO links (type, ext_id, key_uuid, blocked, created, updated) "
-                       "VALUES (?,?,?,?,?,?)",
+    [ST_VERSIONS_DESTROY] =
+        "UPDATE key_versions SET state = 5, wrapped = NULL, mac = NULL WHERE key_uuid = ?",
+    [ST_LINK_INSERT] = "INSERT INTO links (type, ext_id, key_uuid, blocked, created, updated, mac) "
+                       "VALUES (?,?,?,?,?,?,?)",
     [ST_LINK_GET] = "SELECT " LINK_COLS " FROM links WHERE type = ? AND ext_id = ?",
-    [ST_LINK_BLOCK] = "UPDATE links SET blocked = ?, updated = ? WHERE type = ? AND ext_id = ?",
+    [ST_LINK_BLOCK] = "UPDATE links SET blocked = ?, updated = ?, mac = ? "
+                      "WHERE type = ? AND ext_id = ? AND mac IS ?",
     [ST_LINK_DELETE] = "DELETE FROM links WHERE type = ? AND ext_id = ?",
     [ST_LINKS_ALL] = "SELECT " LINK_COLS " FROM links ORDER BY type, ext_id",
     [ST_LINKS_OF] = "SELECT " LINK_COLS " FROM links WHERE key_uuid = ? ORDER BY type, ext_id",
     [ST_META_GET] = "SELECT value FROM meta WHERE name = ?",
     [ST_META_SET] = "INSERT INTO meta (name, value) VALUES (?, ?) "
                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    [ST_KEYS_UNMACED] = "SELECT " KEY_COLS " FROM keys WHERE mac IS NULL",
+    [ST_KEY_SET_MAC] = "UPDATE keys SET mac = ? WHERE uuid = ? AND mac IS NULL",
+    [ST_VERSIONS_UNMACED] =
+        "SELECT " VERSION_COLS " FROM key_versions WHERE mac IS NULL AND " VERSION_NEEDS_MAC,
+    [ST_VERSION_SET_MAC] =
+        "UPDATE key_versions SET wrapped = ?, mac = ? WHERE id = ? AND mac IS NULL",
+    [ST_LINKS_UNMACED] = "SELECT " LINK_COLS " FROM links WHERE mac IS NULL",
+    [ST_LINK_SET_MAC] = "UPDATE links SET mac = ? WHERE id = ? AND mac IS NULL",
 };
 
 struct sqlite_store {
@@ -252,6 +278,17 @@ static int bind_blob(sqlite3_stmt *st, int i, const unsigned char *v, size_t len
     return v ? sqlite3_bind_blob64(st, i, v, len, SQLITE_STATIC) : sqlite3_bind_null(st, i);
 }
 
+/* A policy MAC, or NULL for none. */
+static int bind_mac(sqlite3_stmt *st, int i, const unsigned char *mac)
+{
+    return bind_blob(st, i, mac, HF_POLICY_MAC_LEN);
+}
+
+static const unsigned char *mac_of(const unsigned char mac[HF_POLICY_MAC_LEN], bool has_mac)
+{
+    return has_mac ? mac : NULL;
+}
+
 static CK_RV bind_fail(struct sqlite_store *s, const char *what)
 {
     return db_fail(s, sqlite3_errcode(s->db), what);
@@ -322,6 +359,15 @@ static bool col_blob(sqlite3_stmt *st, int i, unsigned char **out, size_t *len)
     return true;
 }
 
+/* A MAC of any other length is read as none: the check refuses it the same way. */
+static void col_mac(sqlite3_stmt *st, int i, unsigned char mac[HF_POLICY_MAC_LEN], bool *has_mac)
+{
+    const void *b = sqlite3_column_blob(st, i);
+
+    *has_mac = b && sqlite3_column_bytes(st, i) == HF_POLICY_MAC_LEN;
+    if (*has_mac) memcpy(mac, b, HF_POLICY_MAC_LEN);
+}
+
 static void col_uuid(sqlite3_stmt *st, int i, char out[HF_UUID_LEN + 1])
 {
     const unsigned char *t = sqlite3_column_text(st, i);
@@ -341,6 +387,7 @@ static CK_RV key_from_row(sqlite3_stmt *st, struct hf_key *k)
     k->created = sqlite3_column_int64(st, 9);
     k->updated = sqlite3_column_int64(st, 10);
     k->current_version = (unsigned)sqlite3_column_int64(st, 11);
+    col_mac(st, 12, k->mac, &k->has_mac);
     if (col_dup(st, 1, &k->name) && col_dup(st, 6, &k->owner) && col_dup(st, 7, &k->source))
         return CKR_OK;
     hf_key_clear(k);
@@ -356,6 +403,7 @@ static CK_RV version_from_row(sqlite3_stmt *st, struct hf_key_version *v)
     v->version = (unsigned)sqlite3_column_int64(st, 3);
     v->state = (unsigned long)sqlite3_column_int64(st, 4);
     v->created = sqlite3_column_int64(st, 5);
+    col_mac(st, 9, v->mac, &v->has_mac);
     if (col_dup(st, 6, &v->kek_label) && col_blob(st, 7, &v->wrapped, &v->wrapped_len) &&
         col_blob(st, 8, &v->public_der, &v->public_der_len))
         return CKR_OK;
@@ -371,6 +419,7 @@ static CK_RV link_from_row(sqlite3_stmt *st, struct hf_link *l)
     l->blocked = sqlite3_column_int(st, 4) != 0;
     l->created = sqlite3_column_int64(st, 5);
     l->updated = sqlite3_column_int64(st, 6);
+    col_mac(st, 7, l->mac, &l->has_mac);
     if (col_dup(st, 1, &l->type) && col_dup(st, 2, &l->ext_id)) return CKR_OK;
     hf_link_clear(l);
     return CKR_HOST_MEMORY;
@@ -546,7 +595,8 @@ static CK_RV version_write(struct sqlite_store *s, const struct hf_key_version *
         sqlite3_bind_int64(st, 3, version) || sqlite3_bind_int64(st, 4, (sqlite3_int64)v->state) ||
         sqlite3_bind_int64(st, 5, v->created) || bind_text(st, 6, v->kek_label) ||
         bind_blob(st, 7, v->wrapped, v->wrapped_len) ||
-        bind_blob(st, 8, v->public_der, v->public_der_len))
+        bind_blob(st, 8, v->public_der, v->public_der_len) ||
+        bind_mac(st, 9, mac_of(v->mac, v->has_mac)))
         return bind_fail(s, "write version");
     if ((rv = step_done(s, st, "write version")) == CKR_OK) *id = sqlite3_last_insert_rowid(s->db);
     return rv;
@@ -564,7 +614,8 @@ static CK_RV key_insert_tx(struct sqlite_store *s, const struct hf_key *key, con
         sqlite3_bind_int64(st, 5, (sqlite3_int64)key->usage) ||
         sqlite3_bind_int64(st, 6, (sqlite3_int64)key->state) || bind_text(st, 7, key->owner) ||
         bind_text(st, 8, key->source) || sqlite3_bind_int(st, 9, key->exportable) ||
-        sqlite3_bind_int64(st, 10, key->created) || sqlite3_bind_int64(st, 11, key->updated))
+        sqlite3_bind_int64(st, 10, key->created) || sqlite3_bind_int64(st, 11, key->updated) ||
+        bind_mac(st, 12, mac_of(key->mac, key->has_mac)))
         return bind_fail(s, "write key");
     if ((rv = step_done(s, st, "write key")) != CKR_OK) return rv;
     if ((rv = labels_write(s, uuid, key)) != CKR_OK) return rv;
@@ -625,7 +676,23 @@ static CK_RV sq_key_list(struct hf_store *store, struct hf_key **keys, size_t *n
     return CKR_OK;
 }
 
-static CK_RV key_update_tx(struct sqlite_store *s, const struct hf_key *key, const char *uuid)
+/* A conditional write of key uuid changed nothing: no such key, or its row no longer has the MAC
+ * the writer read (another writer came first). */
+static CK_RV key_missed(struct sqlite_store *s, const char *uuid, const char *what)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_KEY_BY_UUID, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, uuid)) return bind_fail(s, what);
+    if ((rv = step_row(s, st, what)) != CKR_OK) return rv;
+    sqlite3_reset(st);
+    hf_log_info("store: %s: key %s changed meanwhile", what, uuid);
+    return CKR_ATTRIBUTE_VALUE_INVALID;
+}
+
+static CK_RV key_update_tx(struct sqlite_store *s, const struct hf_key *key, const char *uuid,
+                           const unsigned char *old_mac)
 {
     sqlite3_stmt *st;
     CK_RV rv;
@@ -634,44 +701,50 @@ static CK_RV key_update_tx(struct sqlite_store *s, const struct hf_key *key, con
     if (bind_text(st, 1, key->name) || sqlite3_bind_int64(st, 2, (sqlite3_int64)key->state) ||
         sqlite3_bind_int64(st, 3, (sqlite3_int64)key->usage) || bind_text(st, 4, key->owner) ||
         sqlite3_bind_int(st, 5, key->exportable) || sqlite3_bind_int64(st, 6, key->updated) ||
-        bind_text(st, 7, uuid))
+        bind_mac(st, 7, mac_of(key->mac, key->has_mac)) || bind_text(st, 8, uuid) ||
+        bind_mac(st, 9, old_mac))
         return bind_fail(s, "update key");
     if ((rv = step_done(s, st, "update key")) != CKR_OK) return rv;
-    if (sqlite3_changes(s->db) == 0) return CKR_KEY_HANDLE_INVALID;
+    if (sqlite3_changes(s->db) == 0) return key_missed(s, uuid, "update key");
     if ((rv = stmt_get(s, ST_LABELS_DELETE, &st)) != CKR_OK) return rv;
     if (bind_text(st, 1, uuid)) return bind_fail(s, "update labels");
     if ((rv = step_done(s, st, "update labels")) != CKR_OK) return rv;
     return labels_write(s, uuid, key);
 }
 
-static CK_RV sq_key_update(struct hf_store *store, const struct hf_key *key)
+static CK_RV sq_key_update(struct hf_store *store, const struct hf_key *key,
+                           const unsigned char *old_mac)
 {
     struct sqlite_store *s = store_lock(store);
     char uuid[HF_UUID_LEN + 1];
     CK_RV rv;
 
     uuid_lower(key->uuid, uuid);
-    if ((rv = tx_begin(s, true)) == CKR_OK) rv = tx_end(s, key_update_tx(s, key, uuid), true);
+    if ((rv = tx_begin(s, true)) == CKR_OK)
+        rv = tx_end(s, key_update_tx(s, key, uuid, old_mac), true);
     store_unlock(s);
     return rv;
 }
 
-static CK_RV key_destroy_tx(struct sqlite_store *s, const char *uuid, int64_t when)
+static CK_RV key_destroy_tx(struct sqlite_store *s, const char *uuid, int64_t when,
+                            const unsigned char *mac, const unsigned char *old_mac)
 {
     sqlite3_stmt *st;
     CK_RV rv;
 
     if ((rv = stmt_get(s, ST_KEY_DESTROY, &st)) != CKR_OK) return rv;
-    if (sqlite3_bind_int64(st, 1, when) || bind_text(st, 2, uuid))
+    if (sqlite3_bind_int64(st, 1, when) || bind_mac(st, 2, mac) || bind_text(st, 3, uuid) ||
+        bind_mac(st, 4, old_mac))
         return bind_fail(s, "destroy key");
     if ((rv = step_done(s, st, "destroy key")) != CKR_OK) return rv;
-    if (sqlite3_changes(s->db) == 0) return CKR_KEY_HANDLE_INVALID;
+    if (sqlite3_changes(s->db) == 0) return key_missed(s, uuid, "destroy key");
     if ((rv = stmt_get(s, ST_VERSIONS_DESTROY, &st)) != CKR_OK) return rv;
     if (bind_text(st, 1, uuid)) return bind_fail(s, "destroy versions");
     return step_done(s, st, "destroy versions");
 }
 
-static CK_RV sq_key_destroy(struct hf_store *store, const char *ref, int64_t when)
+static CK_RV sq_key_destroy(struct hf_store *store, const char *ref, int64_t when,
+                            const unsigned char *mac, const unsigned char *old_mac)
 {
     struct sqlite_store *s = store_lock(store);
     char uuid[HF_UUID_LEN + 1];
@@ -679,7 +752,8 @@ static CK_RV sq_key_destroy(struct hf_store *store, const char *ref, int64_t whe
     int rc;
 
     uuid_lower(ref, uuid);
-    if ((rv = tx_begin(s, true)) == CKR_OK) rv = tx_end(s, key_destroy_tx(s, uuid, when), true);
+    if ((rv = tx_begin(s, true)) == CKR_OK)
+        rv = tx_end(s, key_destroy_tx(s, uuid, when, mac, old_mac), true);
     if (rv == CKR_OK) {
         /* secure_delete zeroes the freed blob space in the new page images, but the old images
          * still sit in the WAL until it is reused. A TRUNCATE checkpoint copies the zeroed pages
@@ -696,7 +770,8 @@ static CK_RV sq_key_destroy(struct hf_store *store, const char *ref, int64_t whe
 /* ---- versions ---- */
 
 static CK_RV version_insert_tx(struct sqlite_store *s, const struct hf_key_version *v,
-                               const char *key_uuid, int64_t when, int64_t *id)
+                               const char *key_uuid, int64_t when, const unsigned char *key_mac,
+                               const unsigned char *old_key_mac, int64_t *id)
 {
     sqlite3_stmt *st;
     CK_RV rv;
@@ -705,7 +780,7 @@ static CK_RV version_insert_tx(struct sqlite_store *s, const struct hf_key_versi
      * second finds current_version moved on and changes nothing. */
     if ((rv = stmt_get(s, ST_KEY_ROTATE, &st)) != CKR_OK) return rv;
     if (sqlite3_bind_int64(st, 1, v->version) || sqlite3_bind_int64(st, 2, when) ||
-        bind_text(st, 3, key_uuid))
+        bind_text(st, 3, key_uuid) || bind_mac(st, 4, key_mac) || bind_mac(st, 5, old_key_mac))
         return bind_fail(s, "rotate key");
     if ((rv = step_done(s, st, "rotate key")) != CKR_OK) return rv;
     if (sqlite3_changes(s->db) == 0) {
@@ -717,7 +792,8 @@ static CK_RV version_insert_tx(struct sqlite_store *s, const struct hf_key_versi
     return version_write(s, v, key_uuid, v->version, id);
 }
 
-static CK_RV sq_version_insert(struct hf_store *store, struct hf_key_version *v, int64_t when)
+static CK_RV sq_version_insert(struct hf_store *store, struct hf_key_version *v, int64_t when,
+                               const unsigned char *key_mac, const unsigned char *old_key_mac)
 {
     struct sqlite_store *s = store_lock(store);
     char key_uuid[HF_UUID_LEN + 1];
@@ -726,7 +802,7 @@ static CK_RV sq_version_insert(struct hf_store *store, struct hf_key_version *v,
 
     uuid_lower(v->key_uuid, key_uuid);
     if ((rv = tx_begin(s, true)) == CKR_OK)
-        rv = tx_end(s, version_insert_tx(s, v, key_uuid, when, &id), true);
+        rv = tx_end(s, version_insert_tx(s, v, key_uuid, when, key_mac, old_key_mac, &id), true);
     store_unlock(s);
     if (rv == CKR_OK) v->id = id;
     return rv;
@@ -880,7 +956,8 @@ static CK_RV link_insert_tx(struct sqlite_store *s, const struct hf_link *link, 
     if ((rv = stmt_get(s, ST_LINK_INSERT, &st)) != CKR_OK) return rv;
     if (bind_text(st, 1, link->type) || bind_text(st, 2, link->ext_id) || bind_text(st, 3, uuid) ||
         sqlite3_bind_int(st, 4, link->blocked) || sqlite3_bind_int64(st, 5, link->created) ||
-        sqlite3_bind_int64(st, 6, link->updated))
+        sqlite3_bind_int64(st, 6, link->updated) ||
+        bind_mac(st, 7, mac_of(link->mac, link->has_mac)))
         return bind_fail(s, "write link");
     if ((rv = step_done(s, st, "write link")) == CKR_OK) *id = sqlite3_last_insert_rowid(s->db);
     return rv;
@@ -935,8 +1012,23 @@ static CK_RV link_change(struct sqlite_store *s, sqlite3_stmt *st, const char *w
     return tx_end(s, rv, true);
 }
 
+/* The conditional block changed nothing: no such link, or its MAC moved on meanwhile. */
+static CK_RV link_missed(struct sqlite_store *s, const char *type, const char *ext_id)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_LINK_GET, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, type) || bind_text(st, 2, ext_id)) return bind_fail(s, "block link");
+    if ((rv = step_row(s, st, "block link")) != CKR_OK) return rv;
+    sqlite3_reset(st);
+    hf_log_info("store: block link: link changed meanwhile");
+    return CKR_ATTRIBUTE_VALUE_INVALID;
+}
+
 static CK_RV sq_link_set_blocked(struct hf_store *store, const char *type, const char *ext_id,
-                                 bool blocked, int64_t when)
+                                 bool blocked, int64_t when, const unsigned char *mac,
+                                 const unsigned char *old_mac)
 {
     struct sqlite_store *s = store_lock(store);
     sqlite3_stmt *st;
@@ -944,10 +1036,12 @@ static CK_RV sq_link_set_blocked(struct hf_store *store, const char *type, const
 
     if ((rv = stmt_get(s, ST_LINK_BLOCK, &st)) == CKR_OK) {
         if (sqlite3_bind_int(st, 1, blocked) || sqlite3_bind_int64(st, 2, when) ||
-            bind_text(st, 3, type) || bind_text(st, 4, ext_id))
+            bind_mac(st, 3, mac) || bind_text(st, 4, type) || bind_text(st, 5, ext_id) ||
+            bind_mac(st, 6, old_mac))
             rv = bind_fail(s, "block link");
         else
             rv = link_change(s, st, "block link");
+        if (rv == CKR_KEY_HANDLE_INVALID) rv = link_missed(s, type, ext_id);
     }
     store_unlock(s);
     return rv;
@@ -1030,6 +1124,92 @@ static CK_RV sq_meta_set(struct hf_store *store, const char *name, const char *v
             rv = bind_fail(s, "write meta");
         else if ((rv = tx_begin(s, true)) == CKR_OK)
             rv = tx_end(s, step_done(s, st, "write meta"), true);
+    }
+    store_unlock(s);
+    return rv;
+}
+
+/* ---- migration to policy MACs ---- */
+
+static CK_RV keys_mac(struct sqlite_store *s, const struct hf_store_migration *m, size_t *n)
+{
+    struct hf_key *keys = NULL;
+    size_t count = 0;
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_KEYS_UNMACED, &st)) == CKR_OK)
+        rv = rows_read(s, st, key_row, sizeof(*keys), (void **)&keys, &count);
+    for (size_t i = 0; rv == CKR_OK && i < count; i++) {
+        if ((rv = labels_load(s, &keys[i])) != CKR_OK || (rv = m->key(m->ctx, &keys[i])) != CKR_OK)
+            break;
+        if ((rv = stmt_get(s, ST_KEY_SET_MAC, &st)) != CKR_OK) break;
+        if (bind_mac(st, 1, mac_of(keys[i].mac, keys[i].has_mac)) || bind_text(st, 2, keys[i].uuid))
+            rv = bind_fail(s, "migrate key");
+        else if ((rv = step_done(s, st, "migrate key")) == CKR_OK)
+            (*n)++;
+    }
+    keys_free(keys, count);
+    return rv;
+}
+
+static CK_RV versions_mac(struct sqlite_store *s, const struct hf_store_migration *m, size_t *n)
+{
+    struct hf_key_version *v = NULL;
+    size_t count = 0;
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_VERSIONS_UNMACED, &st)) == CKR_OK)
+        rv = rows_read(s, st, version_row, sizeof(*v), (void **)&v, &count);
+    for (size_t i = 0; rv == CKR_OK && i < count; i++) {
+        if ((rv = m->version(m->ctx, &v[i])) != CKR_OK) break;
+        if ((rv = stmt_get(s, ST_VERSION_SET_MAC, &st)) != CKR_OK) break;
+        if (bind_blob(st, 1, v[i].wrapped, v[i].wrapped_len) ||
+            bind_mac(st, 2, mac_of(v[i].mac, v[i].has_mac)) || sqlite3_bind_int64(st, 3, v[i].id))
+            rv = bind_fail(s, "migrate version");
+        else if ((rv = step_done(s, st, "migrate version")) == CKR_OK)
+            (*n)++;
+    }
+    versions_free(v, count);
+    return rv;
+}
+
+static CK_RV links_mac(struct sqlite_store *s, const struct hf_store_migration *m, size_t *n)
+{
+    struct hf_link *l = NULL;
+    size_t count = 0;
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_LINKS_UNMACED, &st)) == CKR_OK)
+        rv = rows_read(s, st, link_row, sizeof(*l), (void **)&l, &count);
+    for (size_t i = 0; rv == CKR_OK && i < count; i++) {
+        if ((rv = m->link(m->ctx, &l[i])) != CKR_OK) break;
+        if ((rv = stmt_get(s, ST_LINK_SET_MAC, &st)) != CKR_OK) break;
+        if (bind_mac(st, 1, mac_of(l[i].mac, l[i].has_mac)) || sqlite3_bind_int64(st, 2, l[i].id))
+            rv = bind_fail(s, "migrate link");
+        else if ((rv = step_done(s, st, "migrate link")) == CKR_OK)
+            (*n)++;
+    }
+    links_free(l, count);
+    return rv;
+}
+
+/* One write transaction (BEGIN IMMEDIATE): a second process migrating at once waits, then finds
+ * nothing left to do. The hooks' HSM calls run under the lock: once per store, at first open. */
+static CK_RV sq_policy_migrate(struct hf_store *store, const struct hf_store_migration *m,
+                               size_t *n)
+{
+    struct sqlite_store *s = store_lock(store);
+    CK_RV rv;
+
+    *n = 0;
+    if ((rv = tx_begin(s, true)) == CKR_OK) {
+        rv = keys_mac(s, m, n);
+        if (rv == CKR_OK) rv = versions_mac(s, m, n);
+        if (rv == CKR_OK) rv = links_mac(s, m, n);
+        rv = tx_end(s, rv, true);
     }
     store_unlock(s);
     return rv;
@@ -1227,4 +1407,5 @@ static const struct hf_store_ops sqlite_ops = {
     .link_list = sq_link_list,
     .meta_get = sq_meta_get,
     .meta_set = sq_meta_set,
+    .policy_migrate = sq_policy_migrate,
 };

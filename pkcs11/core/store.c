@@ -100,6 +100,112 @@ static void link_cache_forget(struct hf_store *store, const char *type, const ch
     pthread_rwlock_unlock(&c->lock);
 }
 
+/* ---- policy MACs (store.h): the hooks the core installs ---- */
+
+void hf_store_policy_set(struct hf_store *store, const struct hf_store_policy *policy)
+{
+    if (store) store->policy = policy;
+}
+
+uint64_t hf_store_policy_refusals(struct hf_store *store)
+{
+    return store ? atomic_load(&store->refused) : 0;
+}
+
+static CK_RV counted(struct hf_store *store, CK_RV rv)
+{
+    if (rv == CKR_HF_POLICY_INVALID) atomic_fetch_add(&store->refused, 1);
+    return rv;
+}
+
+static CK_RV key_checked(struct hf_store *store, CK_RV rv, struct hf_key *k)
+{
+    if (rv != CKR_OK || !store->policy) return rv;
+    if ((rv = counted(store, store->policy->key_check(store->policy->ctx, k))) != CKR_OK)
+        hf_key_clear(k);
+    return rv;
+}
+
+static CK_RV version_checked(struct hf_store *store, CK_RV rv, struct hf_key_version *v)
+{
+    if (rv != CKR_OK || !store->policy) return rv;
+    if ((rv = counted(store, store->policy->version_check(store->policy->ctx, v))) != CKR_OK)
+        hf_key_version_clear(v);
+    return rv;
+}
+
+static CK_RV link_checked(struct hf_store *store, CK_RV rv, struct hf_link *l)
+{
+    if (rv != CKR_OK || !store->policy) return rv;
+    if ((rv = counted(store, store->policy->link_check(store->policy->ctx, l))) != CKR_OK)
+        hf_link_clear(l);
+    return rv;
+}
+
+/* The list calls keep the rows that pass, in order (the others are cleared, and were logged). */
+static void keys_filter(struct hf_store *store, struct hf_key *k, size_t *n)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; store->policy && i < *n; i++)
+        if (key_checked(store, CKR_OK, &k[i]) == CKR_OK) k[kept++] = k[i];
+    if (store->policy) *n = kept;
+}
+
+static void versions_filter(struct hf_store *store, struct hf_key_version *v, size_t *n)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; store->policy && i < *n; i++)
+        if (version_checked(store, CKR_OK, &v[i]) == CKR_OK) v[kept++] = v[i];
+    if (store->policy) *n = kept;
+}
+
+static void links_filter(struct hf_store *store, struct hf_link *l, size_t *n)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; store->policy && i < *n; i++)
+        if (link_checked(store, CKR_OK, &l[i]) == CKR_OK) l[kept++] = l[i];
+    if (store->policy) *n = kept;
+}
+
+/* Fills row->mac for the write about to happen; without a policy the row is written unMAC'd. */
+static CK_RV key_seal(struct hf_store *store, struct hf_key *k)
+{
+    k->has_mac = false;
+    return store->policy ? store->policy->key_seal(store->policy->ctx, k) : CKR_OK;
+}
+
+static CK_RV version_seal(struct hf_store *store, struct hf_key_version *v)
+{
+    v->has_mac = false;
+    return store->policy ? store->policy->version_seal(store->policy->ctx, v) : CKR_OK;
+}
+
+static CK_RV link_seal(struct hf_store *store, struct hf_link *l)
+{
+    l->has_mac = false;
+    return store->policy ? store->policy->link_seal(store->policy->ctx, l) : CKR_OK;
+}
+
+static const unsigned char *old_mac(const unsigned char *mac, bool has_mac)
+{
+    return has_mac ? mac : NULL;
+}
+
+/* The key row as the store has it now, checked: the base of a write that changes part of it. */
+static CK_RV key_current(struct hf_store *store, const char *uuid, struct hf_key *k)
+{
+    return key_checked(store, store->ops->key_get(store, uuid, k), k);
+}
+
+CK_RV hf_store_policy_migrate(struct hf_store *store, const struct hf_store_migration *m, size_t *n)
+{
+    return_val_if_fail(store && m && m->key && m->version && m->link && n, CKR_ARGUMENTS_BAD);
+    return store->ops->policy_migrate(store, m, n);
+}
+
 CK_RV hf_store_open(const char *locator, struct hf_store **out)
 {
     CK_RV rv;
@@ -174,19 +280,26 @@ CK_RV hf_store_key_insert(struct hf_store *store, const struct hf_key *key,
                        CKR_ATTRIBUTE_VALUE_INVALID);
     return_val_if_fail(!v1->wrapped_len || v1->wrapped, CKR_ARGUMENTS_BAD);
     return_val_if_fail(!v1->public_der_len || v1->public_der, CKR_ARGUMENTS_BAD);
-    return store->ops->key_insert(store, key, v1);
+    struct hf_key k = *key; /* shallow: only its MAC is filled in */
+    CK_RV rv = key_seal(store, &k);
+    memcpy(v1->key_uuid, key->uuid, sizeof(v1->key_uuid));
+    v1->version = 1;
+    if (rv == CKR_OK) rv = version_seal(store, v1);
+    return rv == CKR_OK ? store->ops->key_insert(store, &k, v1) : rv;
 }
 
 CK_RV hf_store_key_get(struct hf_store *store, const char *ref, struct hf_key *out)
 {
     return_val_if_fail(store && ref && out, CKR_ARGUMENTS_BAD);
-    return store->ops->key_get(store, ref, out);
+    return key_checked(store, store->ops->key_get(store, ref, out), out);
 }
 
 CK_RV hf_store_key_list(struct hf_store *store, struct hf_key **keys, size_t *n)
 {
     return_val_if_fail(store && keys && n, CKR_ARGUMENTS_BAD);
-    return store->ops->key_list(store, keys, n);
+    CK_RV rv = store->ops->key_list(store, keys, n);
+    if (rv == CKR_OK) keys_filter(store, *keys, n);
+    return rv;
 }
 
 CK_RV hf_store_key_update(struct hf_store *store, const struct hf_key *key)
@@ -196,14 +309,28 @@ CK_RV hf_store_key_update(struct hf_store *store, const struct hf_key *key)
     return_val_if_fail(hf_key_name_is_valid(key->name) && labels_are_storable(key),
                        CKR_ATTRIBUTE_VALUE_INVALID);
     return_val_if_fail(state_is_valid(key->state), CKR_ATTRIBUTE_VALUE_INVALID);
-    return store->ops->key_update(store, key);
+    struct hf_key k = *key; /* shallow: only its MAC is filled in */
+    CK_RV rv = key_seal(store, &k);
+    return rv == CKR_OK ? store->ops->key_update(store, &k, old_mac(key->mac, key->has_mac)) : rv;
 }
 
 CK_RV hf_store_key_destroy(struct hf_store *store, const char *uuid, int64_t when)
 {
     return_val_if_fail(store && uuid, CKR_ARGUMENTS_BAD);
     return_val_if_fail(hf_uuid_is_valid(uuid), CKR_KEY_HANDLE_INVALID);
-    return store->ops->key_destroy(store, uuid, when);
+    struct hf_key k = {0};
+    CK_RV rv = CKR_OK;
+    if (store->policy && (rv = key_current(store, uuid, &k)) == CKR_OK) {
+        unsigned char was[HF_POLICY_MAC_LEN];
+        memcpy(was, k.mac, sizeof(was));
+        k.state = HF_STATE_DESTROYED;
+        if ((rv = key_seal(store, &k)) == CKR_OK)
+            rv = store->ops->key_destroy(store, uuid, when, k.mac, was);
+    } else if (rv == CKR_OK) {
+        rv = store->ops->key_destroy(store, uuid, when, NULL, NULL);
+    }
+    hf_key_clear(&k);
+    return rv;
 }
 
 CK_RV hf_store_version_insert(struct hf_store *store, struct hf_key_version *v, int64_t when)
@@ -215,39 +342,73 @@ CK_RV hf_store_version_insert(struct hf_store *store, struct hf_key_version *v, 
                        CKR_ATTRIBUTE_VALUE_INVALID);
     return_val_if_fail(!v->wrapped_len || v->wrapped, CKR_ARGUMENTS_BAD);
     return_val_if_fail(!v->public_der_len || v->public_der, CKR_ARGUMENTS_BAD);
-    return store->ops->version_insert(store, v, when);
+    struct hf_key k = {0};
+    CK_RV rv = version_seal(store, v);
+    if (rv == CKR_OK && store->policy && (rv = key_current(store, v->key_uuid, &k)) == CKR_OK) {
+        unsigned char was[HF_POLICY_MAC_LEN];
+        memcpy(was, k.mac, sizeof(was));
+        k.current_version = v->version; /* as the rotation leaves the key row */
+        if ((rv = key_seal(store, &k)) == CKR_OK)
+            rv = store->ops->version_insert(store, v, when, k.mac, was);
+    } else if (rv == CKR_OK) {
+        rv = store->ops->version_insert(store, v, when, NULL, NULL);
+    }
+    hf_key_clear(&k);
+    return rv;
 }
 
 CK_RV hf_store_version_get(struct hf_store *store, int64_t id, struct hf_key_version *out)
 {
     return_val_if_fail(store && out, CKR_ARGUMENTS_BAD);
-    return store->ops->version_get(store, id, out);
+    return version_checked(store, store->ops->version_get(store, id, out), out);
 }
 
 CK_RV hf_store_version_find(struct hf_store *store, const char *key_uuid, unsigned version,
                             struct hf_key_version *out)
 {
     return_val_if_fail(store && key_uuid && out, CKR_ARGUMENTS_BAD);
-    return store->ops->version_find(store, key_uuid, version, out);
+    return version_checked(store, store->ops->version_find(store, key_uuid, version, out), out);
 }
 
 CK_RV hf_store_version_find_by_uuid(struct hf_store *store, const char *version_uuid,
                                     struct hf_key_version *out)
 {
     return_val_if_fail(store && version_uuid && out, CKR_ARGUMENTS_BAD);
-    return store->ops->version_find_by_uuid(store, version_uuid, out);
+    return version_checked(store, store->ops->version_find_by_uuid(store, version_uuid, out), out);
 }
 
 CK_RV hf_store_version_list(struct hf_store *store, const char *key_uuid,
                             struct hf_key_version **versions, size_t *n)
 {
     return_val_if_fail(store && key_uuid && versions && n, CKR_ARGUMENTS_BAD);
-    return store->ops->version_list(store, key_uuid, versions, n);
+    CK_RV rv = store->ops->version_list(store, key_uuid, versions, n);
+    if (rv == CKR_OK) versions_filter(store, *versions, n);
+    return rv;
+}
+
+struct each_check {
+    struct hf_store *store;
+    hf_store_version_fn fn;
+    void *arg;
+};
+
+/* Passes on the rows whose key and version both pass their check. */
+static CK_RV each_checked(const struct hf_key *key, const struct hf_key_version *v, void *arg)
+{
+    const struct each_check *c = arg;
+    const struct hf_store_policy *p = c->store->policy;
+
+    if (counted(c->store, p->key_check(p->ctx, key)) != CKR_OK ||
+        counted(c->store, p->version_check(p->ctx, v)) != CKR_OK)
+        return CKR_OK;
+    return c->fn(key, v, c->arg);
 }
 
 CK_RV hf_store_version_each(struct hf_store *store, hf_store_version_fn fn, void *arg)
 {
     return_val_if_fail(store && fn, CKR_ARGUMENTS_BAD);
+    struct each_check c = {store, fn, arg};
+    if (store->policy) return store->ops->version_each(store, each_checked, &c);
     return store->ops->version_each(store, fn, arg);
 }
 
@@ -256,7 +417,8 @@ CK_RV hf_store_link_insert(struct hf_store *store, struct hf_link *link)
     return_val_if_fail(store && link && link->type && link->ext_id, CKR_ARGUMENTS_BAD);
     return_val_if_fail(*link->type && *link->ext_id, CKR_ATTRIBUTE_VALUE_INVALID);
     return_val_if_fail(hf_uuid_is_valid(link->key_uuid), CKR_KEY_HANDLE_INVALID);
-    CK_RV rv = store->ops->link_insert(store, link);
+    CK_RV rv = link_seal(store, link);
+    if (rv == CKR_OK) rv = store->ops->link_insert(store, link);
     link_cache_forget(store, link->type, link->ext_id);
     return rv;
 }
@@ -265,14 +427,33 @@ CK_RV hf_store_link_get(struct hf_store *store, const char *type, const char *ex
                         struct hf_link *out)
 {
     return_val_if_fail(store && type && ext_id && out, CKR_ARGUMENTS_BAD);
-    return store->ops->link_get(store, type, ext_id, out);
+    return link_checked(store, store->ops->link_get(store, type, ext_id, out), out);
+}
+
+/* The row as it will be after the block: the new MAC, with the one it had in *was. */
+static CK_RV link_blocked_seal(struct hf_store *store, const char *type, const char *ext_id,
+                               bool blocked, struct hf_link *l, unsigned char *was)
+{
+    CK_RV rv = store->ops->link_get(store, type, ext_id, l);
+
+    if ((rv = link_checked(store, rv, l)) != CKR_OK) return rv;
+    memcpy(was, l->mac, HF_POLICY_MAC_LEN);
+    l->blocked = blocked;
+    return link_seal(store, l);
 }
 
 CK_RV hf_store_link_set_blocked(struct hf_store *store, const char *type, const char *ext_id,
                                 bool blocked, int64_t when)
 {
     return_val_if_fail(store && type && ext_id, CKR_ARGUMENTS_BAD);
-    CK_RV rv = store->ops->link_set_blocked(store, type, ext_id, blocked, when);
+    unsigned char was[HF_POLICY_MAC_LEN];
+    struct hf_link l = {0};
+    CK_RV rv = CKR_OK;
+    if (store->policy && (rv = link_blocked_seal(store, type, ext_id, blocked, &l, was)) == CKR_OK)
+        rv = store->ops->link_set_blocked(store, type, ext_id, blocked, when, l.mac, was);
+    else if (rv == CKR_OK)
+        rv = store->ops->link_set_blocked(store, type, ext_id, blocked, when, NULL, NULL);
+    hf_link_clear(&l);
     link_cache_forget(store, type, ext_id);
     return rv;
 }
@@ -289,7 +470,9 @@ CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf
                          size_t *n)
 {
     return_val_if_fail(store && links && n, CKR_ARGUMENTS_BAD);
-    return store->ops->link_list(store, key_uuid, links, n);
+    CK_RV rv = store->ops->link_list(store, key_uuid, links, n);
+    if (rv == CKR_OK) links_filter(store, *links, n);
+    return rv;
 }
 
 CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *ext_id,
@@ -320,7 +503,9 @@ CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *
     /* Taken before the query: an answer is never trusted past HF_LINK_CACHE_MS after it was
      * asked for. */
     now = now_us();
-    rv = store->ops->link_get(store, type, ext_id, &link);
+    /* Checked on each (re)load, every HF_LINK_CACHE_MS at most: an unblock made by editing the
+     * store fails its MAC and the link stays unusable. */
+    rv = link_checked(store, store->ops->link_get(store, type, ext_id, &link), &link);
     if (rv != CKR_OK && rv != CKR_KEY_HANDLE_INVALID) goto done; /* a failure is not an answer */
     memset(key_uuid, 0, HF_UUID_LEN + 1);
     *blocked = false;

@@ -7,8 +7,9 @@
  * (the store serialises them); none is on the crypto hot path, which works from caches.
  *
  * Results: CKR_OK; CKR_KEY_HANDLE_INVALID when the key, version or link does not exist;
- * CKR_ATTRIBUTE_VALUE_INVALID for a duplicate name or link; CKR_DEVICE_ERROR when the database
- * fails (the reason is logged); CKR_HOST_MEMORY. Out-structs are filled only on CKR_OK and are
+ * CKR_ATTRIBUTE_VALUE_INVALID for a duplicate name or link, or a key or link row changed since
+ * the caller read it; CKR_HF_POLICY_INVALID for a row that fails its policy MAC (see policy MACs
+ * below); CKR_DEVICE_ERROR when the database fails (the reason is logged); CKR_HOST_MEMORY. Out-structs are filled only on CKR_OK and are
  * owned by the caller (hf_key_clear and friends). */
 #ifndef HF_STORE_H
 #define HF_STORE_H
@@ -40,7 +41,8 @@ CK_RV hf_store_key_insert(struct hf_store *store, const struct hf_key *key,
 CK_RV hf_store_key_get(struct hf_store *store, const char *ref, struct hf_key *out);
 /* All keys, sorted by name. *keys is an array of *n (free each with hf_key_clear, then free). */
 CK_RV hf_store_key_list(struct hf_store *store, struct hf_key **keys, size_t *n);
-/* Writes name, state, usage, owner, exportable, labels and updated of key->uuid. */
+/* Writes name, state, usage, owner, exportable, labels and updated of key->uuid. key must be a
+ * row read from this store (then changed): its mac says which row it was (see policy MACs). */
 CK_RV hf_store_key_update(struct hf_store *store, const struct hf_key *key);
 /* Marks the key and all its versions destroyed and erases their wrapped material. */
 CK_RV hf_store_key_destroy(struct hf_store *store, const char *uuid, int64_t when);
@@ -87,6 +89,46 @@ CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf
 #define HF_LINK_CACHE_SLOTS 1024
 CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *ext_id,
                           char key_uuid[HF_UUID_LEN + 1], bool *blocked);
+
+/* ---- policy MACs ----
+ * The store is a database layer and knows no HSM; the core installs a policy (policy.h) whose
+ * hooks MAC every key, version and link row this handle writes and check every one it reads, so
+ * no reader of the handle (the module, the CLI, the link cache) can skip the check. A read whose
+ * row fails is CKR_HF_POLICY_INVALID (the hook has logged and audited it); list and each calls
+ * leave such rows out, so one edited key does not take the others down. Writes of key and link
+ * rows are conditional on the MAC the caller read: a row changed meanwhile is
+ * CKR_ATTRIBUTE_VALUE_INVALID, never overwritten with a MAC over stale fields. Without a policy
+ * rows are written without MAC and read unchecked (store tests, tools without an HSM). */
+struct hf_store_policy {
+    void *ctx;
+    /* Fill row->mac / has_mac for the row as it is about to be written. */
+    CK_RV (*key_seal)(void *ctx, struct hf_key *key);
+    CK_RV (*version_seal)(void *ctx, struct hf_key_version *v);
+    CK_RV (*link_seal)(void *ctx, struct hf_link *link);
+    /* CKR_OK when the row read carries its right MAC, else CKR_HF_POLICY_INVALID. */
+    CK_RV (*key_check)(void *ctx, const struct hf_key *key);
+    CK_RV (*version_check)(void *ctx, const struct hf_key_version *v);
+    CK_RV (*link_check)(void *ctx, const struct hf_link *link);
+};
+/* policy is borrowed (NULL: none); set it once, before the handle is shared between threads. */
+void hf_store_policy_set(struct hf_store *store, const struct hf_store_policy *policy);
+/* How many rows the policy has refused on this handle so far (`holdfast store check` reports
+ * them: the list calls leave them out). */
+uint64_t hf_store_policy_refusals(struct hf_store *store);
+
+/* The one-time migration of a store made before policy MACs: inside one write transaction, calls
+ * the hook for every key, version and link row that has no MAC (a destroyed version without
+ * material needs none) and writes back what it filled: the MAC, and for a version also its
+ * rewrapped material. *n counts the rows changed. The hooks run with the store locked: they may
+ * call the HSM but not the store. */
+struct hf_store_migration {
+    void *ctx;
+    CK_RV (*key)(void *ctx, struct hf_key *key);
+    CK_RV (*version)(void *ctx, struct hf_key_version *v);
+    CK_RV (*link)(void *ctx, struct hf_link *link);
+};
+CK_RV hf_store_policy_migrate(struct hf_store *store, const struct hf_store_migration *m,
+                              size_t *n);
 
 /* Token metadata (PIN hashes, token serial, ...): small named text values. *value is malloc'd;
  * CKR_KEY_HANDLE_INVALID when absent. */

@@ -66,6 +66,10 @@
 #define CKR_HF_LINK_BLOCKED (CKR_VENDOR_DEFINED | 0x48460001UL)
 /* Vendor return value: the audit log cannot be written, so key operations are stopped. */
 #define CKR_HF_AUDIT_FAILED (CKR_VENDOR_DEFINED | 0x48460002UL)
+/* Vendor return value: a key's policy in the metadata store (exportable, usage, state, a link's
+ * blocked flag, ...) fails its MAC: the store was edited outside Holdfast. The key (or link) is
+ * refused until an operator restores it; the refusal is logged and audited ("policy.check"). */
+#define CKR_HF_POLICY_INVALID (CKR_VENDOR_DEFINED | 0x48460003UL)
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1

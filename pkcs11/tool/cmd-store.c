@@ -82,6 +82,29 @@ static CK_RV count_row(const struct hf_key *key, const struct hf_key_version *v,
     return CKR_OK;
 }
 
+/* Links are read (and so checked) too; every row the policy refused, here or above, was left out
+ * of the lists: it is counted as a problem, and the log names each. */
+static CK_RV check_links(struct check_state *st)
+{
+    struct hf_store *store = hf_core_store(st->core);
+    struct hf_link *links = NULL;
+    size_t n = 0;
+    uint64_t refused;
+    CK_RV rv = hf_store_link_list(store, NULL, &links, &n);
+
+    for (size_t i = 0; i < n; i++)
+        hf_link_clear(&links[i]);
+    free(links);
+    refused = hf_store_policy_refusals(store);
+    if (rv == CKR_OK && refused > 0) {
+        st->problems += refused;
+        hf_cli_error("store check: %llu rows fail their policy MAC: the store was changed outside "
+                     "Holdfast (see the log lines above)",
+                     (unsigned long long)refused);
+    }
+    return rv;
+}
+
 static CK_RV check_all(struct check_state *st)
 {
     struct hf_store *store = hf_core_store(st->core);
@@ -102,6 +125,7 @@ static CK_RV check_all(struct check_state *st)
         hf_cli_error("store check: %llu version rows, but the keys account for %llu",
                      (unsigned long long)st->rows, (unsigned long long)st->versions);
     }
+    if (rv == CKR_OK) rv = check_links(st);
     return rv;
 }
 
@@ -153,11 +177,51 @@ static int cmd_check(struct hf_cli *cli, int argc, char **argv)
     return check_report(cli, &st, schema);
 }
 
+static int cmd_adopt(struct hf_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"yes", no_argument, NULL, 'y'},
+        HF_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    bool yes = false;
+    size_t n = 0;
+    CK_RV rv;
+    int c, rc;
+
+    while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
+        if (c == 'y')
+            yes = true;
+        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
+            return rc;
+    }
+    if ((rc = hf_cli_args(cli, argc, argv, 0, 0)) != HF_CLI_CONTINUE) return rc;
+    if (!yes)
+        return hf_cli_usage_error(cli, "refusing to adopt rows without --yes: every row without "
+                                       "a policy MAC is trusted as it is");
+    if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
+    rv = hf_core_policy_adopt(cli->core, &cli->who, &n);
+    if (rv != CKR_OK) return hf_cli_fail(cli, rv, "adopting rows");
+    if (cli->json) {
+        json_object *o = json_object_new_object();
+        if (o) json_object_object_add(o, "adopted", json_object_new_int64((int64_t)n));
+        hf_cli_json_print(o);
+    } else {
+        printf("store adopt: %zu rows without a policy MAC now carry one\n", n);
+    }
+    return HF_EXIT_OK;
+}
+
 static const struct hf_cli_command store_commands[] = {
     {"check", cmd_check, "",
      "check that the store holds only whole keys: every live version unwraps under the root "
      "KEK and matches its public part",
      "Exit 0 when the store is whole, 1 with each problem printed otherwise.\n"},
+    {"adopt", cmd_adopt, "--yes",
+     "give every row without a policy MAC one (a store restored from a backup made before "
+     "policy MACs, or a first migration cut short): the rows are trusted as they are",
+     "Until then such rows are refused. Check what they say first (sqlite3, key show of a\n"
+     "backup): an edit made to them is adopted too. Rows whose MAC is wrong stay refused.\n"},
 };
 
 int hf_cmd_store(struct hf_cli *cli, int argc, char **argv)

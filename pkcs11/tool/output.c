@@ -69,6 +69,9 @@ const char *hf_cli_strerror(CK_RV rv)
         return "the audit log cannot be written, so key operations are stopped";
     case CKR_HF_LINK_BLOCKED:
         return "the link is blocked";
+    case CKR_HF_POLICY_INVALID:
+        return "the key's policy in the store fails its MAC: the store was changed outside "
+               "Holdfast (refused and audited; restore the store from a backup)";
     case CKR_KEY_FUNCTION_NOT_PERMITTED:
         return "the key's state or usage does not permit this operation";
     case CKR_ATTRIBUTE_VALUE_INVALID:

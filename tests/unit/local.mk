@@ -14,6 +14,7 @@ UNIT_TESTS = \
 	tests/unit/test-hsm-multiprocess \
 	tests/unit/test-audit \
 	tests/unit/test-core \
+	tests/unit/test-policy \
 	tests/unit/test-module-general \
 	tests/unit/test-module-objects \
 	tests/unit/test-module-crypto
@@ -46,6 +47,9 @@ tests_unit_test_audit_LDADD = $(UNIT_LDADD)
 tests_unit_test_core_SOURCES = tests/unit/test-core.c
 tests_unit_test_core_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_core_LDADD = $(UNIT_LDADD)
+tests_unit_test_policy_SOURCES = tests/unit/test-policy.c
+tests_unit_test_policy_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_policy_LDADD = $(UNIT_LDADD)
 # The module suites load the built holdfast-pkcs11.so with dlopen, as any PKCS#11 program would.
 tests_unit_test_module_general_SOURCES = tests/unit/test-module-general.c tests/unit/module-loader.h
 tests_unit_test_module_general_CPPFLAGS = $(UNIT_CPPFLAGS)

@@ -5,6 +5,7 @@
 #include "hf-build.h"
 
 #include <json.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,24 +694,20 @@ static void test_vendor_link_info(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
 }
 
-/* The store as another process (the CLI) changes it: links are added and blocked there. */
+/* The store as another process (the CLI, through a core of its own, so its rows carry their
+ * policy MACs) changes it: links are added and blocked there. */
 static void store_link(const char *key_uuid, bool add, bool blocked)
 {
-    struct hf_store *st = NULL;
-    struct hf_link link = {0};
+    struct hf_core *core = NULL;
 
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(env.cfg.store_path, &st), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
     if (add) {
-        link.type = "aws-xks";
-        link.ext_id = "xks-key-1";
-        memcpy(link.key_uuid, key_uuid, HF_UUID_LEN + 1);
-        link.created = link.updated = hf_now();
-        CU_ASSERT_EQUAL(hf_store_link_insert(st, &link), CKR_OK);
+        CU_ASSERT_EQUAL(hf_core_link_add(core, "aws-xks", "xks-key-1", key_uuid, NULL), CKR_OK);
     } else {
-        CU_ASSERT_EQUAL(hf_store_link_set_blocked(st, "aws-xks", "xks-key-1", blocked, hf_now()),
+        CU_ASSERT_EQUAL(hf_core_link_set_blocked(core, "aws-xks", "xks-key-1", blocked, NULL),
                         CKR_OK);
     }
-    hf_store_close(st);
+    hf_core_close(core);
 }
 
 static uint64_t mono_ms(void)
@@ -803,6 +800,60 @@ static void test_a_blocked_link_stops_its_key_within_a_second(void)
     ms = ms_until(hf, s, key, &ctx, CKR_OK, 1500);
     CU_ASSERT(ms <= 1000);
     CU_ASSERT_EQUAL(use_through_link(hf, s, key, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(s, key), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
+}
+
+/* The store edited behind Holdfast's back (sqlite3 on the file): the link's row then fails its
+ * policy MAC. Blocking is the HYOK kill switch, so an unblock made that way must not let the key
+ * through: the link stays unusable, on the module's next look at the store as on every later. */
+static void test_a_link_unblocked_by_editing_the_store_stays_unusable(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    HF_REQUEST_CONTEXT ctx = {.api = "aws-xks",
+                              .operation = "Encrypt",
+                              .caller = "arn:test",
+                              .request_id = "r-2",
+                              .link_type = "aws-xks",
+                              .link_id = "xks-edited"};
+    CK_SESSION_HANDLE s = open_session(RW);
+    CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_ULONG len = 32;
+    CK_ATTRIBUTE tmpl[] = {{CKA_LABEL, "edited-link-key", 15}, {CKA_VALUE_LEN, &len, sizeof(len)}};
+    char uuid[HF_UUID_LEN + 1] = "";
+    CK_ATTRIBUTE get_uuid = {CKA_HF_KEY_UUID, uuid, HF_UUID_LEN};
+    struct hf_core *core = NULL;
+    CK_OBJECT_HANDLE key;
+    HF_LINK_INFO info;
+    sqlite3 *db = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(s, &mech, tmpl, 2, &key), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GetAttributeValue(s, key, &get_uuid, 1), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_link_add(core, "aws-xks", "xks-edited", uuid, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_link_set_blocked(core, "aws-xks", "xks-edited", true, NULL), CKR_OK);
+    hf_core_close(core);
+    CU_ASSERT(ms_until(hf, s, key, &ctx, CKR_HF_LINK_BLOCKED, 1500) <= 1000);
+
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(env.cfg.store_path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "UPDATE links SET blocked = 0 WHERE ext_id = 'xks-edited'",
+                                 NULL, NULL, NULL),
+                    SQLITE_OK);
+    usleep((HF_LINK_CACHE_MS + 200) * 1000);
+    for (int i = 0; i < 20; i++)
+        CU_ASSERT_EQUAL(use_through_link(hf, s, key, &ctx), CKR_HF_POLICY_INVALID);
+    CU_ASSERT_EQUAL(hf->HF_GetLinkInfo(s, "aws-xks", "xks-edited", &info), CKR_HF_POLICY_INVALID);
+    /* Put back as Holdfast wrote it, the link is what it was: blocked. */
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "UPDATE links SET blocked = 1 WHERE ext_id = 'xks-edited'",
+                                 NULL, NULL, NULL),
+                    SQLITE_OK);
+    sqlite3_close(db);
+    CU_ASSERT(ms_until(hf, s, key, &ctx, CKR_HF_LINK_BLOCKED, 1500) <= 1000);
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, NULL), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_DestroyObject(s, key), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
@@ -1049,6 +1100,8 @@ static CU_TestInfo session_tests[] = {
     {"vendor link info", test_vendor_link_info},
     {"a blocked link stops its key within a second",
      test_a_blocked_link_stops_its_key_within_a_second},
+    {"a link unblocked by editing the store stays unusable",
+     test_a_link_unblocked_by_editing_the_store_stays_unusable},
     {"HF_AuditRequest writes one record with the context",
      test_audit_request_writes_one_record_with_the_context},
     {"HF_AuditRequest refuses bad arguments", test_audit_request_refuses_bad_arguments},

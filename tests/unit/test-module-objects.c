@@ -533,23 +533,15 @@ static void test_private_objects_are_invisible_before_login(void)
 
 /* ---- finding ------------------------------------------------------------------------------- */
 
-/* What another process rotating the key does to the store: a second version (same material). */
+/* Another process (the CLI, through a core of its own: its rows carry their policy MACs)
+ * rotates the key: a second version. */
 static void store_rotate(const char *key_uuid)
 {
-    struct hf_store *st = NULL;
-    struct hf_key_version v1 = {0}, v2 = {0};
+    struct hf_core *core = NULL;
 
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(env.cfg.store_path, &st), CKR_OK);
-    CU_ASSERT_EQUAL(hf_store_version_find(st, key_uuid, 0, &v1), CKR_OK);
-    CU_ASSERT_EQUAL(hf_key_version_copy(&v2, &v1), CKR_OK);
-    hf_uuid_generate(v2.uuid);
-    v2.id = 0;
-    v2.version = v1.version + 1;
-    v2.created = hf_now();
-    CU_ASSERT_EQUAL(hf_store_version_insert(st, &v2, hf_now()), CKR_OK);
-    hf_key_version_clear(&v1);
-    hf_key_version_clear(&v2);
-    hf_store_close(st);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_key_rotate(core, key_uuid, NULL, NULL), CKR_OK);
+    hf_core_close(core);
 }
 
 static void test_label_finds_the_current_version_id_finds_any(void)
@@ -894,19 +886,15 @@ static void test_store_change_behind_the_module_shows_up(void)
     CK_OBJECT_HANDLE h;
     CK_ULONG len = 0;
     unsigned char *uuid;
-    struct hf_store *st = NULL;
-    struct hf_key key = {0};
+    struct hf_core *core = NULL;
 
     CU_ASSERT_EQUAL_FATAL(aes_gen(sess, "aes-elsewhere", 16, false, &h), CKR_OK);
     CU_ASSERT_EQUAL(get_ulong(h, CKA_HF_STATE), HF_STATE_ACTIVE);
     uuid = get_bytes(h, CKA_HF_KEY_UUID, &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(uuid);
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(env.cfg.store_path, &st), CKR_OK);
-    CU_ASSERT_EQUAL(hf_store_key_get(st, (char *)uuid, &key), CKR_OK);
-    key.state = HF_STATE_COMPROMISED;
-    CU_ASSERT_EQUAL(hf_store_key_update(st, &key), CKR_OK);
-    hf_key_clear(&key);
-    hf_store_close(st);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_key_set_state(core, (char *)uuid, HF_STATE_COMPROMISED, NULL), CKR_OK);
+    hf_core_close(core);
     usleep(REVALIDATE_WAIT_US);
     CU_ASSERT_EQUAL(get_ulong(h, CKA_HF_STATE), HF_STATE_COMPROMISED);
     CU_ASSERT_FALSE(get_bool(h, CKA_ENCRYPT));

@@ -248,6 +248,104 @@ static void test_newer_schema_is_refused(void)
     CU_ASSERT_PTR_NULL(other);
 }
 
+/* The schema as Holdfast 1 made it (migration step v1), with one key, version and link. */
+static const char v1_store_sql[] =
+    "CREATE TABLE schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);"
+    "INSERT INTO schema_version VALUES (1, 1);"
+    "CREATE TABLE keys (uuid TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL UNIQUE,"
+    "  alg INTEGER NOT NULL, bits INTEGER NOT NULL, usage INTEGER NOT NULL,"
+    "  state INTEGER NOT NULL CHECK (state BETWEEN 1 AND 5), owner TEXT, source TEXT,"
+    "  exportable INTEGER NOT NULL, created INTEGER NOT NULL, updated INTEGER NOT NULL,"
+    "  current_version INTEGER NOT NULL);"
+    "CREATE TABLE key_labels (key_uuid TEXT NOT NULL REFERENCES keys(uuid), name TEXT NOT NULL,"
+    "  value TEXT NOT NULL, PRIMARY KEY (key_uuid, name)) WITHOUT ROWID;"
+    "CREATE TABLE key_versions (id INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,"
+    "  key_uuid TEXT NOT NULL REFERENCES keys(uuid), version INTEGER NOT NULL,"
+    "  state INTEGER NOT NULL CHECK (state BETWEEN 1 AND 5), created INTEGER NOT NULL,"
+    "  kek_label TEXT, wrapped BLOB, public_der BLOB, UNIQUE (key_uuid, version));"
+    "CREATE TABLE links (id INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL,"
+    "  ext_id TEXT NOT NULL, key_uuid TEXT NOT NULL REFERENCES keys(uuid),"
+    "  blocked INTEGER NOT NULL DEFAULT 0, created INTEGER NOT NULL, updated INTEGER NOT NULL,"
+    "  UNIQUE (type, ext_id));"
+    "CREATE INDEX links_by_key ON links (key_uuid);"
+    "CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO keys VALUES ('11111111-2222-4333-8444-555555555555', 'old', 1, 256, 15, 2,"
+    "  'o', 'local', 0, 1, 1, 1);"
+    "INSERT INTO key_versions (uuid, key_uuid, version, state, created, kek_label, wrapped) VALUES"
+    "  ('21111111-2222-4333-8444-555555555555', '11111111-2222-4333-8444-555555555555', 1, 2, 1,"
+    "  'kek', x'0102030405060708');"
+    "INSERT INTO links (type, ext_id, key_uuid, blocked, created, updated) VALUES"
+    "  ('sap', 's1', '11111111-2222-4333-8444-555555555555', 1, 1, 1);";
+
+static int sealed;
+
+static CK_RV seal_key(void *ctx, struct hf_key *k)
+{
+    (void)ctx;
+    memset(k->mac, 0x5a, sizeof(k->mac));
+    k->has_mac = true;
+    sealed++;
+    return CKR_OK;
+}
+
+static CK_RV seal_version(void *ctx, struct hf_key_version *v)
+{
+    (void)ctx;
+    memset(v->mac, 0x5b, sizeof(v->mac));
+    v->has_mac = true;
+    v->wrapped[0] = 0xff; /* rewrapped */
+    sealed++;
+    return CKR_OK;
+}
+
+static CK_RV seal_link(void *ctx, struct hf_link *l)
+{
+    (void)ctx;
+    memset(l->mac, 0x5c, sizeof(l->mac));
+    l->has_mac = true;
+    sealed++;
+    return CKR_OK;
+}
+
+static void test_a_v1_store_gains_mac_columns_and_is_migrated_once(void)
+{
+    static const struct hf_store_migration m = {NULL, seal_key, seal_version, seal_link};
+    struct hf_store *old = NULL;
+    struct hf_key key = {0};
+    size_t n = 99;
+    int v = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    hf_store_close(store);
+    store = NULL;
+    CU_ASSERT_EQUAL_FATAL(remove(db_path), 0);
+    CU_ASSERT_EQUAL_FATAL(raw_exec(v1_store_sql), SQLITE_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &old), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_schema_version(old, &v), CKR_OK);
+    CU_ASSERT_EQUAL(v, hf_store_schema_version_current());
+    /* Rows kept, without MAC until a core holding the HSM migrates them. */
+    CU_ASSERT_EQUAL(hf_store_key_get(old, "old", &key), CKR_OK);
+    CU_ASSERT_FALSE(key.has_mac);
+    hf_key_clear(&key);
+    sealed = 0;
+    CU_ASSERT_EQUAL(hf_store_policy_migrate(old, &m, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT_EQUAL(sealed, 3);
+    CU_ASSERT_EQUAL(raw_int("SELECT COUNT(*) FROM keys WHERE length(mac) = 32"), 1);
+    CU_ASSERT_EQUAL(raw_int("SELECT COUNT(*) FROM key_versions WHERE hex(wrapped) = "
+                            "'FF02030405060708' AND length(mac) = 32"),
+                    1);
+    CU_ASSERT_EQUAL(raw_int("SELECT COUNT(*) FROM links WHERE length(mac) = 32"), 1);
+    /* Nothing is left to do the second time (a second process racing the first finds this). */
+    CU_ASSERT_EQUAL(hf_store_policy_migrate(old, &m, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(hf_store_key_get(old, "old", &key), CKR_OK);
+    CU_ASSERT_TRUE(key.has_mac);
+    CU_ASSERT_EQUAL(key.mac[0], 0x5a);
+    hf_key_clear(&key);
+    store = old;
+}
+
 static void test_durability_pragmas_are_set(void)
 {
     /* foreign keys on: a version of a key that does not exist is refused. */
@@ -1045,6 +1143,8 @@ static CU_TestInfo open_tests[] = {
     T("reopen keeps data", test_reopen_keeps_data),
     T("schema version is current", test_schema_version_is_current),
     T("newer schema is refused", test_newer_schema_is_refused),
+    T("a v1 store gains MAC columns and is migrated once",
+      test_a_v1_store_gains_mac_columns_and_is_migrated_once),
     T("foreign keys are enforced", test_durability_pragmas_are_set),
     T("data version moves on any commit", test_data_version_moves_on_any_commit),
     T("NULL arguments are refused", test_null_arguments_are_refused),
