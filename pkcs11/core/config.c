@@ -48,6 +48,7 @@ static const struct config_key config_keys[] = {
     /* An hour bounds how much a crash of the machine (not the process) may lose. */
     {"audit", "sync_interval_ms", V_UINT, FIELD(audit_sync_interval_ms), 0, 3600000},
     {"audit", "success_events", V_BOOL, FIELD(audit_success_events), 0, 0},
+    {"audit", "checkpoint_interval_ms", V_UINT, FIELD(audit_checkpoint_interval_ms), 10, 3600000},
     {"cache", "max_keys", V_UINT, FIELD(cache_max_keys), 1, 16777216},
 };
 
@@ -331,6 +332,7 @@ static void scalars_default(struct hf_config *cfg)
 {
     cfg->audit_sync_interval_ms = 5;
     cfg->audit_success_events = true;
+    cfg->audit_checkpoint_interval_ms = 1000;
     cfg->cache_max_keys = 4096;
 }
 

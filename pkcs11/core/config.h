@@ -1,7 +1,8 @@
 /* Holdfast's one configuration file (INI, parsed with libinih).
  *
  *   [holdfast] state_dir, node            [token] label
- *   [store]    path                        [audit] path, sync_interval_ms, success_events
+ *   [store]    path                        [audit] path, sync_interval_ms, success_events,
+ *                                                  checkpoint_interval_ms
  *   [hsm]      module, token, pin | pin_file | pin_env, so_pin_file, softhsm2_conf, root_kek_label
  *   [cache]    max_keys
  *
@@ -34,6 +35,8 @@ struct hf_config {
     unsigned
         audit_sync_interval_ms; /* [audit] sync_interval_ms: fdatasync at least this often (5) */
     bool audit_success_events;  /* [audit] success_events (true) */
+    /* [audit] checkpoint_interval_ms: a signed checkpoint at most this often (1000) */
+    unsigned audit_checkpoint_interval_ms;
     unsigned cache_max_keys;    /* [cache] max_keys: unwrapped key versions kept (4096) */
 };
 

@@ -152,6 +152,16 @@ static CK_RV hsm_lock_path(const struct hf_config *cfg, char buf[PATH_MAX], cons
 }
 
 /* The backend token and its root KEK. */
+/* The keyed audit chain's HSM keys (audit.h). Also at open, for stores made before them. */
+static CK_RV audit_keys_ensure(struct hf_hsm *hsm)
+{
+    CK_RV rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_MAC_LABEL);
+
+    if (rv == CKR_OK) rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_CHECKPOINT_LABEL);
+    if (rv != CKR_OK) hf_log_error("cannot make the audit chain's HSM keys: 0x%lx", (unsigned long)rv);
+    return rv;
+}
+
 static CK_RV hsm_ensure(struct hf_config *cfg)
 {
     struct hf_hsm *hsm = NULL;
@@ -179,6 +189,7 @@ static CK_RV hsm_ensure(struct hf_config *cfg)
     rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, cfg->hsm_pin, &hsm);
     if (rv != CKR_OK) goto done;
     rv = hf_hsm_kek_ensure(hsm, cfg->kek_label);
+    if (rv == CKR_OK) rv = audit_keys_ensure(hsm);
     if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_backup_tokens(cfg->softhsm2_conf, lock);
 done:
     hf_hsm_close(hsm);
@@ -224,12 +235,11 @@ static CK_RV token_serial_ensure(struct hf_store *store)
     return hf_store_meta_set(store, HF_META_TOKEN_SERIAL, hex);
 }
 
-/* A PIN change is security-relevant: it gets an audit record like a key operation. */
+/* A PIN change is security-relevant: it gets an audit record like a key operation, written by
+ * an opened core, so that it is keyed and checkpointed like every other. */
 static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_changed)
 {
-    struct hf_audit_config acfg = {cfg->audit_path, cfg->node, cfg->audit_sync_interval_ms,
-                                   cfg->audit_success_events};
-    struct hf_audit *audit = NULL;
+    struct hf_core *core = NULL;
     char caller[32], detail[64];
     struct hf_audit_record rec = {.api = "core",
                                   .operation = "token.init",
@@ -242,9 +252,9 @@ static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_
     snprintf(caller, sizeof(caller), "uid:%ld", (long)getuid());
     snprintf(detail, sizeof(detail), "so_pin=%s user_pin=%s", so_changed ? "set" : "kept",
              user_changed ? "set" : "kept");
-    rv = hf_audit_open(&acfg, &audit);
-    if (rv == CKR_OK) rv = hf_audit_append(audit, &rec, NULL);
-    hf_audit_close(audit);
+    rv = hf_core_open(cfg, &core);
+    if (rv == CKR_OK) rv = hf_audit_append(core->audit, &rec, NULL);
+    hf_core_close(core);
     return rv == CKR_OK ? CKR_OK : CKR_HF_AUDIT_FAILED;
 }
 
@@ -326,21 +336,30 @@ static CK_RV core_store_open(struct hf_core *core)
     return rv;
 }
 
-static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
+/* The backend token, logged in, with its root KEK and the audit chain's keys. */
+static CK_RV core_token_open(const struct hf_config *cfg, const char *pin, struct hf_hsm **hsm)
 {
-    const struct hf_config *cfg = core->cfg;
     char lock_buf[PATH_MAX];
     const char *lock;
     CK_RV rv = hsm_lock_path(cfg, lock_buf, &lock);
 
     if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_repair_tokens(cfg->softhsm2_conf, lock);
-    if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, pin, &core->hsm);
+    if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, pin, hsm);
     if (rv != CKR_OK) return rv;
-    if (!hf_hsm_has_kek(core->hsm, cfg->kek_label)) {
+    if (!hf_hsm_has_kek(*hsm, cfg->kek_label)) {
         hf_log_error("backend token '%s' has no root KEK '%s': run `holdfast init`", cfg->hsm_token,
                      cfg->kek_label);
         return CKR_TOKEN_NOT_RECOGNIZED;
     }
+    return audit_keys_ensure(*hsm);
+}
+
+static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
+{
+    const struct hf_config *cfg = core->cfg;
+    CK_RV rv = core_token_open(cfg, pin, &core->hsm);
+
+    if (rv != CKR_OK) return rv;
     return hf_local_open(core->hsm, cfg->kek_label, cfg->cache_max_keys, &core->local);
 }
 
@@ -369,8 +388,13 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
     rv = core_store_open(core);
     if (rv == CKR_OK) rv = core_hsm_open(core, pin);
     if (rv != CKR_OK) goto done;
-    acfg = (struct hf_audit_config){cfg->audit_path, cfg->node, cfg->audit_sync_interval_ms,
-                                    cfg->audit_success_events};
+    acfg = (struct hf_audit_config){.path = cfg->audit_path,
+                                    .node = cfg->node,
+                                    .sync_interval_ms = cfg->audit_sync_interval_ms,
+                                    .success_events = cfg->audit_success_events,
+                                    .hsm = core->hsm,
+                                    .store = core->store,
+                                    .checkpoint_interval_ms = cfg->audit_checkpoint_interval_ms};
     rv = hf_audit_open(&acfg, &core->audit);
 done:
     secret_free(owned_pin);
@@ -379,6 +403,39 @@ done:
         core = NULL;
     }
     *out = core;
+    return rv;
+}
+
+CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool allow_torn_tail,
+                           bool strict, struct hf_audit_verify_result *result)
+{
+    struct hf_core tmp = {.cfg = cfg};
+    struct hf_audit_verify_config vc = {.path = path ? path : cfg ? cfg->audit_path : NULL,
+                                        .allow_torn_tail = allow_torn_tail,
+                                        .strict = strict};
+    const char *pin = NULL;
+    char *owned_pin = NULL;
+    CK_RV rv;
+
+    if (cfg == NULL || vc.path == NULL || result == NULL) return CKR_ARGUMENTS_BAD;
+    memset(result, 0, sizeof(*result));
+    if (!core_is_initialised(cfg)) {
+        hf_log_error("%s is not initialised: run `holdfast init`", cfg->state_dir);
+        return CKR_TOKEN_NOT_RECOGNIZED;
+    }
+    /* The store and the token, but no audit stream: verifying writes nothing. */
+    rv = core_pin(cfg, &pin, &owned_pin);
+    if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
+    if (rv == CKR_OK) rv = core_store_open(&tmp);
+    if (rv == CKR_OK) rv = core_token_open(cfg, pin, &tmp.hsm);
+    if (rv != CKR_OK) goto done;
+    vc.hsm = tmp.hsm;
+    vc.store = tmp.store;
+    rv = hf_audit_verify_keyed(&vc, result);
+done:
+    secret_free(owned_pin);
+    hf_hsm_close(tmp.hsm);
+    hf_store_close(tmp.store);
     return rv;
 }
 

@@ -55,6 +55,12 @@ void hf_core_close(struct hf_core *core);
  * (nothing is freed, not even core; open a new one). */
 void hf_core_abandon(struct hf_core *core);
 
+/* Verifies the audit log at path (NULL: cfg's) with the token (the keyed chain's keys) and the
+ * store (its latest checkpoint), writing no record (hf_audit_verify_keyed). The result of the
+ * verification; an error opening the store or the token (result->reason empty) otherwise. */
+CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool allow_torn_tail,
+                           bool strict, struct hf_audit_verify_result *result);
+
 const struct hf_config *hf_core_config(struct hf_core *core);
 struct hf_store *hf_core_store(struct hf_core *core);
 struct hf_audit *hf_core_audit(struct hf_core *core);

@@ -815,7 +815,7 @@ static uint64_t audit_records(void)
 {
     struct hf_audit_verify_result res;
 
-    CU_ASSERT_EQUAL(hf_audit_verify(env.cfg.audit_path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_audit_verify(&env.cfg, NULL, true, false, &res), CKR_OK);
     return res.records;
 }
 
