@@ -282,6 +282,33 @@ done:
     return rv;
 }
 
+CK_RV hf_core_init_gateway_pin(const struct hf_config *cfg, const char *pin, bool reset,
+                               bool *changed)
+{
+    struct hf_core *core = NULL;
+    char caller[32];
+    struct hf_audit_record rec = {.api = "core",
+                                  .operation = "pin.set",
+                                  .caller = caller,
+                                  .detail = "gateway",
+                                  .result = CKR_OK};
+    CK_RV rv;
+
+    if (changed == NULL) return CKR_ARGUMENTS_BAD;
+    *changed = false;
+    if (!pin_arg_is_valid(pin)) return CKR_PIN_LEN_RANGE;
+    if ((rv = hf_core_open(cfg, &core)) != CKR_OK) return rv;
+    if (pin == NULL || (!reset && hf_core_pin_is_set(core, HF_USER_GATEWAY))) goto done;
+    rv = hf_core_pin_set(core, HF_USER_GATEWAY, pin, strlen(pin));
+    snprintf(caller, sizeof(caller), "uid:%ld", (long)getuid());
+    rec.result = rv;
+    if (hf_audit_append(core->audit, &rec, NULL) != CKR_OK && rv == CKR_OK) rv = CKR_HF_AUDIT_FAILED;
+    *changed = rv == CKR_OK;
+done:
+    hf_core_close(core);
+    return rv;
+}
+
 /* ---- open and close ---- */
 
 /* The store's file, or NULL when the locator is not a local file. */

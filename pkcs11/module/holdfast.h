@@ -69,7 +69,7 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 1
+#define HF_INTERFACE_VERSION_MINOR 2
 
 /* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
  * identical typedef is legal C11, should a newer header bring one). */
@@ -118,6 +118,12 @@ typedef struct HF_FUNCTION_LIST {
      * authentication, denied, unknown key): result is the nearest CK_RV, ctx->detail says why.
      * *seq gets the record's sequence number, for HF_AuditNotifyDurable. */
     CK_RV (*HF_AuditRequest)(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
+    /* 1.2: HF_AuditRequest through a session. HF_SetRequestContext (with a context),
+     * HF_AuditRequest and HF_AuditRequestSession write records in another API's name, so they
+     * answer CKR_USER_NOT_LOGGED_IN unless the application is logged in (CKU_USER) with the
+     * gateway PIN (`holdfast init` makes it: token-gateway.pin), not the user PIN. */
+    CK_RV (*HF_AuditRequestSession)(CK_SESSION_HANDLE session, const HF_REQUEST_CONTEXT *ctx,
+                                    CK_RV result, CK_ULONG_LONG *seq);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 
