@@ -424,7 +424,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 14);
+    CU_ASSERT_EQUAL(keys, 15);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
@@ -439,6 +439,7 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_STRING_EQUAL(cfg.audit_path, def.audit_path);
     CU_ASSERT_EQUAL(cfg.audit_sync_interval_ms, def.audit_sync_interval_ms);
     CU_ASSERT_EQUAL(cfg.audit_success_events, def.audit_success_events);
+    CU_ASSERT_EQUAL(cfg.audit_checkpoint_interval_ms, def.audit_checkpoint_interval_ms);
     CU_ASSERT_EQUAL(cfg.cache_max_keys, def.cache_max_keys);
     hf_config_free(&cfg);
     hf_config_free(&def);
