@@ -6,10 +6,13 @@
  *    "result":"0x%lx","ok":bool,"latency_us":N,"prev":"64 hex","hash":"64 hex"}
  * Absent strings (and version 0) are omitted, and so is "prev" in every record but a stream's
  * first (op "stream-open"), where it names the hash of a record already in the file; in a later
- * record prev is implied: the hash of the stream's previous record. hash = SHA-256(prev as 32 raw
- * bytes || the line's bytes from '{' up to, not including, ',"hash"'), so a verifier needs no
- * canonical JSON form. Logs written before prev became implied have it in every record; the
- * verifier accepts both.
+ * record prev is implied: the hash of the stream's previous record. hash = HMAC-SHA-256(the
+ * stream's current key, prev as 32 raw bytes || the line's bytes from '{' up to, not including,
+ * ',"hash"'), so a verifier needs no canonical JSON form (audit.h: the keys, the HSM, the
+ * ratchet). A keyed stream-open has "nonce" after "prev"; a checkpoint has "streams" and "sig".
+ * Unkeyed streams (no HSM, or logs from before the keyed chain) have hash = SHA-256(prev ||
+ * bytes). Logs written before prev became implied have it in every record; the verifier accepts
+ * both.
  *
  * Streams and lanes. An opened log (struct hf_audit) writes through up to LANES lanes, each its
  * own stream with its own chunks of the file; a thread keeps to one lane, and a lane's lock is held
@@ -137,7 +140,6 @@ struct lane {
      * without the lane's lock (whose holder may be waiting for the writer to claim a chunk). */
     _Atomic uint64_t snap_gen;
     EVP_MD_CTX *mdctx;            /* (lock) */
-    EVP_MAC_CTX *macctx;          /* (lock) keyed chain only */
     unsigned char *key;           /* (lock) hf_secmem, HASH_LEN: the next record's key; NULL: unkeyed */
     bool self_claims;             /* never asks the writer for a chunk (the checkpoint lane) */
     bool asked_seen;              /* (lock) asked, as this lane last set it */
@@ -166,7 +168,6 @@ struct hf_audit {
     char *path; /* owned; for messages */
     char *node; /* owned; NULL: not written */
     EVP_MD *sha256;
-    EVP_MAC *hmac;          /* keyed chain: NULL when unkeyed */
     struct hf_hsm *hsm;     /* borrowed; NULL: unkeyed */
     struct hf_store *store; /* borrowed; NULL: checkpoints are not recorded */
     unsigned ckpt_interval_ms;
@@ -726,6 +727,34 @@ static bool chain_mac(EVP_MAC_CTX *mc, const unsigned char *key, const unsigned 
            EVP_MAC_final(mc, out, &outlen, HASH_LEN) == 1 && outlen == HASH_LEN;
 }
 
+/* The same HMAC-SHA-256 (RFC 2104) on the writer's hot path, from the lane's digest context: the
+ * key changes with every record, and EVP_MAC's re-keying (three digest inits and two context
+ * copies) would cost more than the hashing. The verifier uses EVP_MAC, so every test that
+ * verifies a log checks that the two agree. */
+static bool chain_mac_fast(EVP_MD_CTX *md, const EVP_MD *sha256, const unsigned char *key,
+                           const unsigned char *prev, const char *line, size_t len,
+                           unsigned char *out)
+{
+    unsigned char pad[64], inner[HASH_LEN];
+    unsigned int outlen = 0;
+    bool ok;
+
+    memset(pad, 0x36, sizeof(pad));
+    for (size_t i = 0; i < HASH_LEN; i++)
+        pad[i] ^= key[i];
+    ok = EVP_DigestInit_ex2(md, sha256, NULL) == 1 && EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
+         EVP_DigestUpdate(md, prev, HASH_LEN) == 1 && EVP_DigestUpdate(md, line, len) == 1 &&
+         EVP_DigestFinal_ex(md, inner, &outlen) == 1;
+    for (size_t i = 0; i < sizeof(pad); i++)
+        pad[i] ^= 0x36 ^ 0x5c;
+    ok = ok && EVP_DigestInit_ex2(md, sha256, NULL) == 1 &&
+         EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
+         EVP_DigestUpdate(md, inner, HASH_LEN) == 1 && EVP_DigestFinal_ex(md, out, &outlen) == 1 &&
+         outlen == HASH_LEN;
+    OPENSSL_cleanse(pad, sizeof(pad));
+    return ok;
+}
+
 /* k_{i+1} = SHA-256(RATCHET_PREFIX || k_i), in place. A one-way step is all forward security
  * needs, and it costs one SHA-256 block where HMAC(k_i, "next") would cost four. */
 static bool key_ratchet(EVP_MD_CTX *md, const EVP_MD *sha256, unsigned char *key)
@@ -792,7 +821,7 @@ static CK_RV line_finish(struct hf_audit *a, struct lane *l, const unsigned char
     char *p = line + hashed;
 
     if (l->key) {
-        if (!chain_mac(l->macctx, l->key, prev, line, hashed, hash) ||
+        if (!chain_mac_fast(l->mdctx, a->sha256, l->key, prev, line, hashed, hash) ||
             !key_ratchet(l->mdctx, a->sha256, l->key))
             return CKR_GENERAL_ERROR;
     } else if (EVP_DigestInit_ex2(l->mdctx, a->sha256, NULL) != 1 ||
@@ -941,7 +970,6 @@ static CK_RV lane_key_start(struct hf_audit *a, struct lane *l, char *extra)
     unsigned char nonce[NONCE_LEN];
     CK_RV rv;
 
-    if (!l->macctx && !(l->macctx = hmac_ctx_new(a->hmac))) return CKR_HOST_MEMORY;
     if (!l->key && !(l->key = hf_secmem_alloc(HASH_LEN))) return CKR_HOST_MEMORY;
     if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) return CKR_FUNCTION_FAILED;
     if ((rv = stream_key_derive(a->hsm, l->stream, nonce, l->key)) != CKR_OK) {
@@ -966,6 +994,8 @@ static CK_RV lane_open(struct hf_audit *a, struct lane *l, const unsigned char *
     if ((rv = stream_id_make(l->stream)) != CKR_OK) return rv;
     if (a->hsm && (rv = lane_key_start(a, l, extra)) != CKR_OK) return rv;
     rv = record_store(a, l, &open_rec, prev, extra, NULL);
+    /* stream is read without the lock once open shows (ckpt_list). */
+    ANNOTATE_HAPPENS_BEFORE(&l->open);
     if (rv == CKR_OK) atomic_store(&l->open, true);
     return rv;
 }
@@ -1051,6 +1081,7 @@ static char *ckpt_list(struct hf_audit *a, char *list)
         unsigned char hash[HASH_LEN];
         uint64_t seq;
         if (!atomic_load(&l->open)) continue;
+        ANNOTATE_HAPPENS_AFTER(&l->open);
         lane_snapshot(l, &seq, hash);
         p = put_raw(p, l->stream);
         *p++ = ':';
@@ -1483,7 +1514,6 @@ static void audit_free(struct hf_audit *a)
         chunk_free(l->next);
         if (l->lock_ready) pthread_mutex_destroy(&l->lock);
         EVP_MD_CTX_free(l->mdctx);
-        EVP_MAC_CTX_free(l->macctx);
         hf_secmem_free(l->key, HASH_LEN);
     }
     if (a->fd >= 0) close(a->fd);
@@ -1495,7 +1525,6 @@ static void audit_free(struct hf_audit *a)
     if (a->chunks_ready) pthread_mutex_destroy(&a->chunks_lock);
     if (a->claim_ready) pthread_mutex_destroy(&a->claim_lock);
     EVP_MD_free(a->sha256);
-    EVP_MAC_free(a->hmac);
     free(a->node);
     free(a->path);
     free(a);
@@ -1527,6 +1556,7 @@ static CK_RV audit_sync_init(struct hf_audit *a)
         ANNOTATE_BENIGN_RACE_SIZED(&l->stored, sizeof(l->stored), "lane stored: release/acquire");
         ANNOTATE_BENIGN_RACE_SIZED(l->prev, sizeof(l->prev), "lane prev: seqlock snap_gen");
         ANNOTATE_BENIGN_RACE_SIZED(&l->last_seq, sizeof(l->last_seq), "lane seq: seqlock");
+        ANNOTATE_BENIGN_RACE_SIZED(&l->snap_gen, sizeof(l->snap_gen), "seqlock generation: atomic");
     }
     rv = CKR_OK;
 done:
@@ -1579,7 +1609,6 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     rv = CKR_GENERAL_ERROR;
     /* Fetched once: an implicit fetch per digest costs a lookup on every record. */
     if (!(a->sha256 = EVP_MD_fetch(hf_crypto_libctx(), "SHA256", NULL))) goto done;
-    if (a->hsm && !(a->hmac = EVP_MAC_fetch(hf_crypto_libctx(), "HMAC", NULL))) goto done;
     /* O_RDWR: a shared mapping needs it, and the opener reads the file's last record. No
      * O_APPEND: records go where their chunk is, and glibc's posix_fallocate refuses it. */
     a->fd = open(cfg->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
