@@ -139,10 +139,10 @@ struct lane {
     /* prev and last_seq as a seqlock: odd while they change, so the checkpoint writer reads them
      * without the lane's lock (whose holder may be waiting for the writer to claim a chunk). */
     _Atomic uint64_t snap_gen;
-    EVP_MD_CTX *mdctx;            /* (lock) */
-    unsigned char *key;           /* (lock) hf_secmem, HASH_LEN: the next record's key; NULL: unkeyed */
-    bool self_claims;             /* never asks the writer for a chunk (the checkpoint lane) */
-    bool asked_seen;              /* (lock) asked, as this lane last set it */
+    EVP_MD_CTX *mdctx;  /* (lock) */
+    unsigned char *key; /* (lock) hf_secmem, HASH_LEN: the next record's key; NULL: unkeyed */
+    bool self_claims;   /* never asks the writer for a chunk (the checkpoint lane) */
+    bool asked_seen;    /* (lock) asked, as this lane last set it */
     /* (lock) to store into; (lock and chunks_lock) to change. */
     struct chunk *cur;
     /* (chunks_lock) */
@@ -171,12 +171,12 @@ struct hf_audit {
     struct hf_hsm *hsm;     /* borrowed; NULL: unkeyed */
     struct hf_store *store; /* borrowed; NULL: checkpoints are not recorded */
     unsigned ckpt_interval_ms;
-    atomic_bool ckpt_dirty;    /* a record (not a checkpoint) stored since the last checkpoint */
-    struct timespec ckpt_due;  /* (state_lock) CLOCK_MONOTONIC: the next checkpoint, if dirty */
+    atomic_bool ckpt_dirty;   /* a record (not a checkpoint) stored since the last checkpoint */
+    struct timespec ckpt_due; /* (state_lock) CLOCK_MONOTONIC: the next checkpoint, if dirty */
     /* (the checkpoint lane's lock) the last checkpoint, to record in the store once durable */
     uint64_t ckpt_pending_seq;
     char ckpt_pending[HEX_HASH_LEN + 1];
-    bool ckpt_closed; /* (the checkpoint lane's lock) the closing checkpoint is written */
+    bool ckpt_closed;        /* (the checkpoint lane's lock) the closing checkpoint is written */
     atomic_bool failed;      /* a claim, write or sync failed: appends refuse */
     atomic_bool sync_failed; /* a sync failed: nothing becomes durable any more */
     atomic_bool abandoned;
@@ -763,8 +763,8 @@ static bool key_ratchet(EVP_MD_CTX *md, const EVP_MD *sha256, unsigned char *key
     unsigned int outlen = 0;
     bool ok = EVP_DigestInit_ex2(md, sha256, NULL) == 1 &&
               EVP_DigestUpdate(md, RATCHET_PREFIX, sizeof(RATCHET_PREFIX) - 1) == 1 &&
-              EVP_DigestUpdate(md, key, HASH_LEN) == 1 && EVP_DigestFinal_ex(md, next, &outlen) == 1 &&
-              outlen == HASH_LEN;
+              EVP_DigestUpdate(md, key, HASH_LEN) == 1 &&
+              EVP_DigestFinal_ex(md, next, &outlen) == 1 && outlen == HASH_LEN;
 
     if (ok) memcpy(key, next, HASH_LEN);
     OPENSSL_cleanse(next, sizeof(next));
@@ -1100,8 +1100,7 @@ static void ckpt_publish(struct hf_audit *a)
     char value[24 + HEX_HASH_LEN];
     CK_RV rv;
 
-    if (!a->store || a->ckpt_pending_seq == 0 ||
-        atomic_load(&a->durable_seq) < a->ckpt_pending_seq)
+    if (!a->store || a->ckpt_pending_seq == 0 || atomic_load(&a->durable_seq) < a->ckpt_pending_seq)
         return;
     snprintf(value, sizeof(value), "%llu %s", (unsigned long long)a->ckpt_pending_seq,
              a->ckpt_pending);
@@ -1314,8 +1313,7 @@ static void *writer_main(void *arg)
         } else if (sync_is_due(a, &deadline)) {
             writer_sync(a);
         } else {
-            if (ckpt_is_pending(a) && ts_is_before(&a->ckpt_due, &deadline))
-                deadline = a->ckpt_due;
+            if (ckpt_is_pending(a) && ts_is_before(&a->ckpt_due, &deadline)) deadline = a->ckpt_due;
             pthread_cond_timedwait(&a->wake, &a->state_lock, &deadline);
         }
     }
@@ -1729,7 +1727,7 @@ struct stream_slot {
     bool closed;
     bool torn; /* a torn record of it was seen: nothing of it may follow */
     bool keyed;
-    bool anchored;   /* a checkpoint names it */
+    bool anchored;    /* a checkpoint names it */
     bool checkpoints; /* it carries checkpoints (signed in the HSM: anchored by themselves) */
 };
 
@@ -1966,8 +1964,8 @@ static bool claims_parse(struct verify_state *vs, const char *list)
         if (*p < '0' || *p > '9') return false;
         c.seq = strtoull(p, &end, 10);
         p = end;
-        if (*p++ != ':' || strlen(p) < HEX_HASH_LEN + 1 || hex_decode(p, HEX_HASH_LEN, c.hash) != 0 ||
-            p[HEX_HASH_LEN] != ';')
+        if (*p++ != ':' || strlen(p) < HEX_HASH_LEN + 1 ||
+            hex_decode(p, HEX_HASH_LEN, c.hash) != 0 || p[HEX_HASH_LEN] != ';')
             return false;
         p += HEX_HASH_LEN + 1;
         if (!vs_grow((void **)&vs->claims, &vs->claims_cap, vs->claims_n, sizeof(c))) return false;
@@ -1991,10 +1989,10 @@ static CK_RV verify_checkpoint(struct verify_state *vs, struct stream_slot *s, j
     if (ckpt_sign(vs->vc->hsm, stream, list, strlen(list), want) != CKR_OK)
         FAIL("the HSM cannot check a checkpoint's signature (key %s missing?)",
              HF_AUDIT_CHECKPOINT_LABEL);
-    if (CRYPTO_memcmp(sig, want, HASH_LEN) != 0) FAIL("checkpoint signature does not verify (forged)");
+    if (CRYPTO_memcmp(sig, want, HASH_LEN) != 0)
+        FAIL("checkpoint signature does not verify (forged)");
     if (!claims_parse(vs, list)) FAIL("checkpoint streams malformed");
-    if (!vs_grow((void **)&vs->ckpts, &vs->ckpts_cap, vs->ckpts_n, HASH_LEN))
-        FAIL("out of memory");
+    if (!vs_grow((void **)&vs->ckpts, &vs->ckpts_cap, vs->ckpts_n, HASH_LEN)) FAIL("out of memory");
     memcpy(vs->ckpts[vs->ckpts_n++], hash, HASH_LEN);
     s->checkpoints = true;
     vs->checkpoints++;
@@ -2102,8 +2100,9 @@ static CK_RV verify_finish(struct verify_state *vs, struct hf_audit_verify_resul
             vs->streams_cap ? stream_find(vs->streams, vs->streams_cap, c->stream) : NULL;
         if (!seen_has(vs, c->hash) || !s || !s->used) {
             result->bad_line = c->line;
-            FAIL("the checkpoint names seq %llu of stream %s, which the log lacks (records removed)",
-                 (unsigned long long)c->seq, c->stream_hex);
+            FAIL(
+                "the checkpoint names seq %llu of stream %s, which the log lacks (records removed)",
+                (unsigned long long)c->seq, c->stream_hex);
         }
         if (!s->anchored || c->seq > s->anchor) s->anchor = c->seq;
         s->anchored = true;
@@ -2192,7 +2191,8 @@ static CK_RV store_checkpoint_read(struct verify_state *vs, struct hf_audit_veri
         return CKR_FUNCTION_FAILED;
     }
     sp = strchr(v, ' ');
-    if (!sp || strlen(sp + 1) != HEX_HASH_LEN || hex_decode(sp + 1, HEX_HASH_LEN, vs->store_ckpt) != 0) {
+    if (!sp || strlen(sp + 1) != HEX_HASH_LEN ||
+        hex_decode(sp + 1, HEX_HASH_LEN, vs->store_ckpt) != 0) {
         snprintf(result->reason, sizeof(result->reason), "the store's %s is malformed",
                  HF_META_AUDIT_CHECKPOINT);
         rv = CKR_FUNCTION_FAILED;

@@ -68,7 +68,7 @@ struct hf_audit_config {
     bool success_events; /* false: successful operations are not recorded */
     /* Borrowed, and must outlive the log. NULL: the legacy unkeyed chain, no checkpoints. */
     struct hf_hsm *hsm;
-    struct hf_store *store; /* borrowed; NULL: checkpoints are not recorded in a store */
+    struct hf_store *store;          /* borrowed; NULL: checkpoints are not recorded in a store */
     unsigned checkpoint_interval_ms; /* 0: HF_AUDIT_CHECKPOINT_INTERVAL_MS */
 };
 

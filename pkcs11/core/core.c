@@ -158,7 +158,8 @@ static CK_RV audit_keys_ensure(struct hf_hsm *hsm)
     CK_RV rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_MAC_LABEL);
 
     if (rv == CKR_OK) rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_CHECKPOINT_LABEL);
-    if (rv != CKR_OK) hf_log_error("cannot make the audit chain's HSM keys: 0x%lx", (unsigned long)rv);
+    if (rv != CKR_OK)
+        hf_log_error("cannot make the audit chain's HSM keys: 0x%lx", (unsigned long)rv);
     return rv;
 }
 
@@ -302,7 +303,8 @@ CK_RV hf_core_init_gateway_pin(const struct hf_config *cfg, const char *pin, boo
     rv = hf_core_pin_set(core, HF_USER_GATEWAY, pin, strlen(pin));
     snprintf(caller, sizeof(caller), "uid:%ld", (long)getuid());
     rec.result = rv;
-    if (hf_audit_append(core->audit, &rec, NULL) != CKR_OK && rv == CKR_OK) rv = CKR_HF_AUDIT_FAILED;
+    if (hf_audit_append(core->audit, &rec, NULL) != CKR_OK && rv == CKR_OK)
+        rv = CKR_HF_AUDIT_FAILED;
     *changed = rv == CKR_OK;
 done:
     hf_core_close(core);
@@ -437,7 +439,9 @@ CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool a
                            bool strict, struct hf_audit_verify_result *result)
 {
     struct hf_core tmp = {.cfg = cfg};
-    struct hf_audit_verify_config vc = {.path = path ? path : cfg ? cfg->audit_path : NULL,
+    struct hf_audit_verify_config vc = {.path = path  ? path
+                                                : cfg ? cfg->audit_path
+                                                      : NULL,
                                         .allow_torn_tail = allow_torn_tail,
                                         .strict = strict};
     const char *pin = NULL;

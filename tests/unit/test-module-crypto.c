@@ -1335,9 +1335,9 @@ static void test_blocked_link_refuses_and_is_audited(void)
         CU_ASSERT_EQUAL(p11->C_Encrypt(sess, (CK_BYTE_PTR)msg32, 32, ct, &len), CKR_OK);
     }
     CU_ASSERT_EQUAL(p11->C_Logout(sess), CKR_OK);
-    CU_ASSERT_EQUAL(p11->C_Login(sess, CKU_USER, (CK_UTF8CHAR_PTR)HF_TEST_USER_PIN,
-                                 strlen(HF_TEST_USER_PIN)),
-                    CKR_OK);
+    CU_ASSERT_EQUAL(
+        p11->C_Login(sess, CKU_USER, (CK_UTF8CHAR_PTR)HF_TEST_USER_PIN, strlen(HF_TEST_USER_PIN)),
+        CKR_OK);
 }
 
 /* ---- wrap and unwrap ------------------------------------------------------------------------- */
