@@ -35,9 +35,9 @@ struct hf_config {
     unsigned
         audit_sync_interval_ms; /* [audit] sync_interval_ms: fdatasync at least this often (5) */
     bool audit_success_events;  /* [audit] success_events (true) */
+    unsigned cache_max_keys;    /* [cache] max_keys: unwrapped key versions kept (4096) */
     /* [audit] checkpoint_interval_ms: a signed checkpoint at most this often (1000) */
     unsigned audit_checkpoint_interval_ms;
-    unsigned cache_max_keys; /* [cache] max_keys: unwrapped key versions kept (4096) */
 };
 
 /* Path of the config file to use when none is given: $HOLDFAST_CONF, else
