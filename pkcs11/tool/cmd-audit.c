@@ -93,9 +93,10 @@ static int cmd_verify(struct hf_cli *cli, int argc, char **argv)
         return err == ENOENT ? HF_EXIT_NOT_FOUND : HF_EXIT_AUDIT;
     }
     rv = hf_core_audit_verify(&cli->cfg, path, allow_torn, strict, &result);
+    /* The token or the store could not be opened: nothing was verified, say why as any command
+     * does (not initialised: exit 4). */
     if (rv != CKR_OK && rv != CKR_FUNCTION_FAILED && !result.reason[0])
-        snprintf(result.reason, sizeof(result.reason), "cannot open the token or the store: %s",
-                 hf_cli_strerror(rv));
+        return hf_cli_fail(cli, rv, "opening the token and the store");
     return verify_report(cli, path, rv, &result);
 }
 
