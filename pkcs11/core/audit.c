@@ -171,8 +171,12 @@ struct hf_audit {
     struct hf_hsm *hsm;     /* borrowed; NULL: unkeyed */
     struct hf_store *store; /* borrowed; NULL: checkpoints are not recorded */
     unsigned ckpt_interval_ms;
-    atomic_bool ckpt_dirty;   /* a record (not a checkpoint) stored since the last checkpoint */
-    struct timespec ckpt_due; /* (state_lock) CLOCK_MONOTONIC: the next checkpoint, if dirty */
+    atomic_bool ckpt_dirty; /* a record (not a checkpoint) stored since the last checkpoint */
+    /* ckpt_lock protects the checkpoint thread's stop flag. */
+    pthread_mutex_t ckpt_lock;
+    pthread_cond_t ckpt_wake; /* CLOCK_MONOTONIC */
+    bool ckpt_stopping, ckpt_running, ckpt_lock_ready, ckpt_wake_ready;
+    pthread_t ckpt_thread;
     /* (the checkpoint lane's lock) the last checkpoint, to record in the store once durable */
     uint64_t ckpt_pending_seq;
     char ckpt_pending[HEX_HASH_LEN + 1];
@@ -1113,7 +1117,7 @@ static void ckpt_publish(struct hf_audit *a)
 /* One checkpoint record (op "checkpoint", or "stream-close" at close) in the checkpoint stream:
  * every open data stream's last seq and hash, signed in the HSM. Never waits for the writer:
  * the lanes are read through their seqlocks and the checkpoint lane claims its own space. */
-static CK_RV ckpt_write(struct hf_audit *a, const char *op)
+static CK_RV ckpt_write(struct hf_audit *a, const char *op, uint64_t *seqp)
 {
     struct lane *l = &a->lanes[CKPT_LANE];
     const struct hf_audit_record rec = {.operation = op, .result = CKR_OK};
@@ -1123,7 +1127,7 @@ static CK_RV ckpt_write(struct hf_audit *a, const char *op)
     CK_RV rv = CKR_OK;
 
     pthread_mutex_lock(&l->lock);
-    if (a->ckpt_closed) goto done; /* the writer, racing close: the stream is closed */
+    if (a->ckpt_closed) goto done; /* the stream is closed */
     if (!atomic_load(&l->open)) rv = lane_open(a, l, a->anchor);
     if (rv != CKR_OK) goto done;
     char *list = put_raw(extra, ",\"streams\":\"");
@@ -1140,6 +1144,7 @@ static CK_RV ckpt_write(struct hf_audit *a, const char *op)
     a->ckpt_pending_seq = seq;
     *put_hex(a->ckpt_pending, l->prev, HASH_LEN) = '\0';
     if (strcmp(op, "stream-close") == 0) a->ckpt_closed = true;
+    if (seqp) *seqp = seq;
 done:
     pthread_mutex_unlock(&l->lock);
     return rv;
@@ -1156,40 +1161,66 @@ static void deadline_after(struct timespec *t, unsigned ms)
     }
 }
 
-static bool ts_is_before(const struct timespec *x, const struct timespec *y)
+/* The checkpoint thread: every ckpt_interval_ms, a checkpoint if something was written since,
+ * recorded in the store once durable. A thread of its own, not the writer's: the HSM call (and
+ * the store's commit) may wait behind another process's token login, and the group commit must
+ * not wait with it. A checkpoint that cannot be written is retried at the next interval: the
+ * records stay unanchored meanwhile, and verify says so. */
+static void *ckpt_main(void *arg)
 {
-    return x->tv_sec < y->tv_sec || (x->tv_sec == y->tv_sec && x->tv_nsec < y->tv_nsec);
+    struct hf_audit *a = arg;
+    struct lane *cl = &a->lanes[CKPT_LANE];
+    struct timespec due;
+
+    pthread_mutex_lock(&a->ckpt_lock);
+    while (!a->ckpt_stopping) {
+        deadline_after(&due, a->ckpt_interval_ms);
+        while (!a->ckpt_stopping &&
+               pthread_cond_timedwait(&a->ckpt_wake, &a->ckpt_lock, &due) != ETIMEDOUT) {
+        }
+        if (a->ckpt_stopping) break;
+        pthread_mutex_unlock(&a->ckpt_lock);
+        if (atomic_exchange(&a->ckpt_dirty, false) && !atomic_load(&a->failed)) {
+            uint64_t seq = 0;
+            if (ckpt_write(a, "checkpoint", &seq) != CKR_OK)
+                atomic_store(&a->ckpt_dirty, true);
+            else if (hf_audit_wait_durable(a, seq) == CKR_OK) {
+                pthread_mutex_lock(&cl->lock);
+                ckpt_publish(a);
+                pthread_mutex_unlock(&cl->lock);
+            }
+        }
+        pthread_mutex_lock(&a->ckpt_lock);
+    }
+    pthread_mutex_unlock(&a->ckpt_lock);
+    return NULL;
 }
 
-/* Under state_lock: a checkpoint waits to be written (at *due, or now). */
-static bool ckpt_is_pending(struct hf_audit *a)
+static CK_RV ckpt_start(struct hf_audit *a)
 {
-    return a->hsm && atomic_load(&a->ckpt_dirty) && !atomic_load(&a->failed);
+    sigset_t all, old;
+    int err;
+
+    if (!a->hsm) return CKR_OK;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    err = pthread_create(&a->ckpt_thread, NULL, ckpt_main, a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) return CKR_GENERAL_ERROR;
+    pthread_setname_np(a->ckpt_thread, "hf-audit-ckpt");
+    a->ckpt_running = true;
+    return CKR_OK;
 }
 
-static bool ckpt_is_due(struct hf_audit *a)
+static void ckpt_stop(struct hf_audit *a)
 {
-    struct timespec now;
-
-    if (!ckpt_is_pending(a)) return false;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return !ts_is_before(&now, &a->ckpt_due);
-}
-
-/* Under state_lock; drops it for the HSM call. A checkpoint that cannot be written is retried at
- * the next interval: the records stay unanchored meanwhile, and verify says so. */
-static void writer_checkpoint(struct hf_audit *a)
-{
-    CK_RV rv;
-
-    atomic_store(&a->ckpt_dirty, false);
-    deadline_after(&a->ckpt_due, a->ckpt_interval_ms);
-    pthread_mutex_unlock(&a->state_lock);
-    rv = ckpt_write(a, "checkpoint");
-    if (rv != CKR_OK) atomic_store(&a->ckpt_dirty, true);
-    pthread_mutex_lock(&a->state_lock);
-    /* Into the store once durable: soon, not at the next record. */
-    if (rv == CKR_OK) a->sync_wanted = true;
+    if (!a->ckpt_running) return;
+    pthread_mutex_lock(&a->ckpt_lock);
+    a->ckpt_stopping = true;
+    pthread_cond_signal(&a->ckpt_wake);
+    pthread_mutex_unlock(&a->ckpt_lock);
+    pthread_join(a->ckpt_thread, NULL);
+    a->ckpt_running = false;
 }
 
 /* ---- durability: the writer thread ---- */
@@ -1274,12 +1305,6 @@ static void writer_sync(struct hf_audit *a)
     if (a->notify_head) a->sync_wanted = true; /* callbacks for records stored meanwhile */
     pthread_mutex_unlock(&a->state_lock);
     notify_run(due);
-    if (a->hsm) {
-        struct lane *cl = &a->lanes[CKPT_LANE];
-        pthread_mutex_lock(&cl->lock);
-        ckpt_publish(a);
-        pthread_mutex_unlock(&cl->lock);
-    }
     pthread_mutex_lock(&a->state_lock);
 }
 
@@ -1300,20 +1325,14 @@ static void *writer_main(void *arg)
             pthread_mutex_unlock(&a->state_lock);
             notify_run(due);
             pthread_mutex_lock(&a->state_lock);
-        } else if (ckpt_is_due(a)) {
-            writer_checkpoint(a);
         } else if ((!a->unsynced && !a->sync_wanted) || atomic_load(&a->sync_failed)) {
             /* sync_wanted alone: a waiter's seq may belong to no record (a claim failed after it
              * was taken); a sync takes it into durable_seq, and the waiter learns of the
              * failure. */
-            if (ckpt_is_pending(a))
-                pthread_cond_timedwait(&a->wake, &a->state_lock, &a->ckpt_due);
-            else
-                pthread_cond_wait(&a->wake, &a->state_lock);
+            pthread_cond_wait(&a->wake, &a->state_lock);
         } else if (sync_is_due(a, &deadline)) {
             writer_sync(a);
         } else {
-            if (ckpt_is_pending(a) && ts_is_before(&a->ckpt_due, &deadline)) deadline = a->ckpt_due;
             pthread_cond_timedwait(&a->wake, &a->state_lock, &deadline);
         }
     }
@@ -1516,6 +1535,8 @@ static void audit_free(struct hf_audit *a)
     }
     if (a->fd >= 0) close(a->fd);
     if (a->durable_ready) pthread_cond_destroy(&a->durable);
+    if (a->ckpt_wake_ready) pthread_cond_destroy(&a->ckpt_wake);
+    if (a->ckpt_lock_ready) pthread_mutex_destroy(&a->ckpt_lock);
     if (a->wake_ready) pthread_cond_destroy(&a->wake);
     if (a->lock_ready) pthread_mutex_destroy(&a->state_lock);
     if (a->write_ready) pthread_mutex_destroy(&a->write_lock);
@@ -1543,6 +1564,8 @@ static CK_RV audit_sync_init(struct hf_audit *a)
     if (!(a->lock_ready = pthread_mutex_init(&a->state_lock, NULL) == 0)) goto done;
     if (!(a->wake_ready = pthread_cond_init(&a->wake, &attr) == 0)) goto done;
     if (!(a->durable_ready = pthread_cond_init(&a->durable, NULL) == 0)) goto done;
+    if (!(a->ckpt_lock_ready = pthread_mutex_init(&a->ckpt_lock, NULL) == 0)) goto done;
+    if (!(a->ckpt_wake_ready = pthread_cond_init(&a->ckpt_wake, &attr) == 0)) goto done;
     for (size_t i = 0; i < ALL_LANES; i++) {
         struct lane *l = &a->lanes[i];
         l->chunk_size = CHUNK_FIRST;
@@ -1578,6 +1601,8 @@ static CK_RV writer_start(struct hf_audit *a)
     return CKR_OK;
 }
 
+static void writer_stop(struct hf_audit *a);
+
 CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
 {
     struct hf_audit *a = NULL;
@@ -1599,7 +1624,6 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     a->store = cfg->hsm ? cfg->store : NULL;
     a->ckpt_interval_ms =
         cfg->checkpoint_interval_ms ? cfg->checkpoint_interval_ms : HF_AUDIT_CHECKPOINT_INTERVAL_MS;
-    deadline_after(&a->ckpt_due, a->ckpt_interval_ms);
     if ((rv = audit_sync_init(a)) != CKR_OK) goto done;
     rv = CKR_HOST_MEMORY;
     if (!(a->path = strdup(cfg->path))) goto done;
@@ -1618,6 +1642,7 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     a->mapped = S_ISREG(st.st_mode);
     if ((rv = stream_start(a)) != CKR_OK) goto done;
     rv = writer_start(a);
+    if (rv == CKR_OK && (rv = ckpt_start(a)) != CKR_OK) writer_stop(a);
 done:
     if (rv != CKR_OK)
         audit_free(a);
@@ -1681,6 +1706,7 @@ void hf_audit_close(struct hf_audit *audit)
 
     /* An abandoned log's writer and chunks are the parent's (hf_audit_abandon). */
     if (!audit || atomic_load(&audit->abandoned)) return;
+    ckpt_stop(audit); /* the closing checkpoint is written here, after every stream-close */
     /* Records already returned are made durable even when the log has failed since, or the
      * close records cannot be written. */
     if (hf_audit_wait_durable(audit, atomic_load(&audit->seq)) == CKR_OK) {
@@ -1693,11 +1719,11 @@ void hf_audit_close(struct hf_audit *audit)
             pthread_mutex_unlock(&l->lock);
         }
         /* The last checkpoint names every stream-close, so a stream cut short after it shows. */
-        if (rv == CKR_OK && audit->hsm) ckpt_write(audit, "stream-close");
+        if (rv == CKR_OK && audit->hsm) ckpt_write(audit, "stream-close", NULL);
         hf_audit_wait_durable(audit, atomic_load(&audit->seq));
     }
     writer_stop(audit);
-    if (audit->hsm) ckpt_publish(audit); /* the writer has stopped: no lock needed */
+    if (audit->hsm) ckpt_publish(audit); /* both threads have stopped: no lock needed */
     file_finish(audit);
     audit_free(audit); /* runs callbacks still queued: nobody else will */
 }
