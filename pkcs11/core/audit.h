@@ -17,7 +17,7 @@
  *    member), computed in-process; then k_{i+1} = SHA-256("holdfast-audit-ratchet" || k_i) and
  *    k_i is overwritten, so whoever reads the process's memory later cannot rewrite the records
  *    already written (forward security). k lives in hf_secmem memory.
- *  - Checkpoints: the writer thread appends, every checkpoint_interval_ms when something was
+ *  - Checkpoints: a checkpoint thread appends, every checkpoint_interval_ms when something was
  *    written since and once more at close, a checkpoint record (in a stream of its own) whose
  *    "streams" member names every open stream's last seq and hash and whose "sig" is
  *    HMAC_HSM(HF_AUDIT_CHECKPOINT_LABEL, "holdfast-audit-checkpoint" || its stream id ||
