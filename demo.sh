@@ -52,7 +52,7 @@ cat >"$state/holdfastd.conf" <<EOF
 listen = 127.0.0.1:$port
 listen = 127.0.0.1:$tls_port tls
 module = $top/build/pkcs11/module/.libs/holdfast-pkcs11.so
-pin_file = $state/token-user.pin
+pin_file = $state/token-gateway.pin
 plugins = aws-xks
 plugin_dir = $top/build/gateway/plugins/aws-xks/.libs
 log = $state/holdfastd.log

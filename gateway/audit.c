@@ -51,7 +51,8 @@ bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LO
         .detail = req->failed ? detail : NULL,
         .received_us = req->received_us,
     };
-    rv = v->HF_AuditRequest(&ctx, req->failed ? hf_gw_ckr_from_status(req->status) : CKR_OK, seq);
+    rv = hf_gw_p11_audit_request(&ctx, req->failed ? hf_gw_ckr_from_status(req->status) : CKR_OK,
+                                 seq);
     if (rv != CKR_OK) {
         hf_gw_log_error("audit: cannot record request %s: 0x%lx", req->id, (unsigned long)rv);
         *seq = 0;

@@ -292,6 +292,17 @@ bool hf_gw_p11_is_healthy(void)
     return rv == CKR_OK || rv == CKR_KEY_HANDLE_INVALID;
 }
 
+CK_RV hf_gw_p11_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
+{
+    const HF_FUNCTION_LIST *v = p11.vendor;
+
+    if (!p11.has_audit_request) return CKR_FUNCTION_NOT_SUPPORTED;
+    /* 1.2 names the session: the module checks it belongs to the gateway's login. */
+    if (v->version.minor >= 2 && v->HF_AuditRequestSession)
+        return v->HF_AuditRequestSession(p11.login_session, ctx, result, seq);
+    return v->HF_AuditRequest(ctx, result, seq);
+}
+
 bool hf_gw_p11_has_audit_request(void)
 {
     return p11.has_audit_request;

@@ -31,6 +31,10 @@ bool hf_gw_p11_has_audit_request(void);
 bool hf_gw_p11_has_audit_summary(void);
 /* The audit log's free space and state (1.2); false when the module cannot say. */
 bool hf_gw_p11_audit_status(HF_AUDIT_STATUS *status);
+/* The one record of a request that made no key operation (HF_AuditRequestSession through the
+ * login session, or HF_AuditRequest from a 1.1 module). The module answers
+ * CKR_USER_NOT_LOGGED_IN unless the gateway logged in with the gateway PIN. */
+CK_RV hf_gw_p11_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
 /* After a request: clears a request context that no key operation consumed. */
 void hf_gw_p11_request_end(struct hf_request *req);
 

@@ -6,10 +6,13 @@
  *    "result":"0x%lx","ok":bool,"latency_us":N,"prev":"64 hex","hash":"64 hex"}
  * Absent strings (and version 0) are omitted, and so is "prev" in every record but a stream's
  * first (op "stream-open"), where it names the hash of a record already in the file; in a later
- * record prev is implied: the hash of the stream's previous record. hash = SHA-256(prev as 32 raw
- * bytes || the line's bytes from '{' up to, not including, ',"hash"'), so a verifier needs no
- * canonical JSON form. Logs written before prev became implied have it in every record; the
- * verifier accepts both.
+ * record prev is implied: the hash of the stream's previous record. hash = HMAC-SHA-256(the
+ * stream's current key, prev as 32 raw bytes || the line's bytes from '{' up to, not including,
+ * ',"hash"'), so a verifier needs no canonical JSON form (audit.h: the keys, the HSM, the
+ * ratchet). A keyed stream-open has "nonce" after "prev"; a checkpoint has "streams" and "sig".
+ * Unkeyed streams (no HSM, or logs from before the keyed chain) have hash = SHA-256(prev ||
+ * bytes). Logs written before prev became implied have it in every record; the verifier accepts
+ * both.
  *
  * Streams and lanes. An opened log (struct hf_audit) writes through up to LANES lanes, each its
  * own stream with its own chunks of the file; a thread keeps to one lane, and a lane's lock is held
@@ -39,11 +42,16 @@
 #include "pkcs11/core/annotate.h"
 #include "pkcs11/core/audit.h"
 #include "pkcs11/core/crypto.h"
+#include "pkcs11/core/hsm.h"
 #include "pkcs11/core/log.h"
+#include "pkcs11/core/secmem.h"
+#include "pkcs11/core/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <json.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -80,6 +88,17 @@
 /* Streams an opened log writes at most: threads appending at the same moment beyond this wait
  * for a lane. */
 #define LANES 16
+/* Lane LANES carries the checkpoints: written by the writer thread (and at close) only, it claims
+ * its own chunks, since the writer cannot wait for itself. */
+#define CKPT_LANE LANES
+#define ALL_LANES (LANES + 1)
+#define NONCE_LEN 16
+#define STREAM_KDF_PREFIX "holdfast-audit-stream"
+#define RATCHET_PREFIX "holdfast-audit-ratchet"
+#define CKPT_PREFIX "holdfast-audit-checkpoint"
+/* One stream in a checkpoint's "streams": 16 hex ':' seq ':' 64 hex ';' */
+#define CKPT_ENTRY_MAX (STREAM_ID_LEN + 1 + 20 + 1 + HEX_HASH_LEN + 1)
+#define CKPT_LIST_MAX (LANES * CKPT_ENTRY_MAX)
 /* Chunks double from the first (a CLI run writes a few records) up to the largest (~9000 records
  * of ~450 bytes: a claim every ~10 ms at 800k records/s). */
 #define CHUNK_FIRST (32u << 10)
@@ -126,8 +145,14 @@ struct lane {
     atomic_bool open; /* its stream-open is stored: set once, under lock */
     char stream[STREAM_ID_LEN + 1];
     unsigned char prev[HASH_LEN]; /* (lock) the hash of the stream's last record */
-    EVP_MD_CTX *mdctx;            /* (lock) */
-    bool asked_seen;              /* (lock) asked, as this lane last set it */
+    uint64_t last_seq;            /* (lock) its seq */
+    /* prev and last_seq as a seqlock: odd while they change, so the checkpoint writer reads them
+     * without the lane's lock (whose holder may be waiting for the writer to claim a chunk). */
+    _Atomic uint64_t snap_gen;
+    EVP_MD_CTX *mdctx;  /* (lock) */
+    unsigned char *key; /* (lock) hf_secmem, HASH_LEN: the next record's key; NULL: unkeyed */
+    bool self_claims;   /* never asks the writer for a chunk (the checkpoint lane) */
+    bool asked_seen;    /* (lock) asked, as this lane last set it */
     /* (lock) to store into; (lock and chunks_lock) to change. */
     struct chunk *cur;
     /* (chunks_lock) */
@@ -154,6 +179,19 @@ struct hf_audit {
     char *path; /* owned; for messages */
     char *node; /* owned; NULL: not written */
     EVP_MD *sha256;
+    struct hf_hsm *hsm;     /* borrowed; NULL: unkeyed */
+    struct hf_store *store; /* borrowed; NULL: checkpoints are not recorded */
+    unsigned ckpt_interval_ms;
+    atomic_bool ckpt_dirty; /* a record (not a checkpoint) stored since the last checkpoint */
+    /* ckpt_lock protects the checkpoint thread's stop flag. */
+    pthread_mutex_t ckpt_lock;
+    pthread_cond_t ckpt_wake; /* CLOCK_MONOTONIC */
+    bool ckpt_stopping, ckpt_running, ckpt_lock_ready, ckpt_wake_ready;
+    pthread_t ckpt_thread;
+    /* (the checkpoint lane's lock) the last checkpoint, to record in the store once durable */
+    uint64_t ckpt_pending_seq;
+    char ckpt_pending[HEX_HASH_LEN + 1];
+    bool ckpt_closed;        /* (the checkpoint lane's lock) the closing checkpoint is written */
     atomic_bool failed;      /* a claim, write or sync failed: appends refuse */
     atomic_bool sync_failed; /* a sync failed: nothing becomes durable any more */
     atomic_bool abandoned;
@@ -197,7 +235,7 @@ struct hf_audit {
     bool writer_running;
     pthread_t writer;
 
-    struct lane lanes[LANES];
+    struct lane lanes[ALL_LANES];
 };
 
 /* A thread's lane (the same index in every opened log), dealt round-robin at its first append. */
@@ -741,7 +779,7 @@ static char *lane_space(struct hf_audit *a, struct lane *l, size_t len)
     char *dst = c->base + c->used;
     c->used += len;
     /* Half used: the writer claims the next one before anybody has to wait for it. */
-    if (!l->asked_seen && c->used > c->len / 2) lane_ask(a, l, 0);
+    if (!l->asked_seen && !l->self_claims && c->used > c->len / 2) lane_ask(a, l, 0);
     return dst;
 }
 
@@ -799,7 +837,7 @@ struct unmap {
     struct {
         char *addr;
         size_t len;
-    } range[LANES];
+    } range[ALL_LANES];
     size_t n;
 };
 
@@ -814,7 +852,7 @@ static uint64_t written_take(struct hf_audit *a, struct unmap *um)
 {
     uint64_t w = atomic_load(&a->seq);
 
-    for (size_t i = 0; i < LANES; i++) {
+    for (size_t i = 0; i < ALL_LANES; i++) {
         struct lane *l = &a->lanes[i];
         uint64_t busy;
         /* A lane between taking its seq and saying which: a few instructions, unless it was
@@ -830,7 +868,7 @@ static uint64_t written_take(struct hf_audit *a, struct unmap *um)
     pthread_mutex_lock(&a->chunks_lock);
     um->done = a->retired;
     a->retired = NULL;
-    for (size_t i = 0; i < LANES; i++) {
+    for (size_t i = 0; i < ALL_LANES; i++) {
         struct chunk *c = a->lanes[i].cur;
         char *stored = atomic_load_explicit(&a->lanes[i].stored, memory_order_acquire);
         if (!c || stored < c->map || stored > c->base + c->len) continue;
@@ -868,18 +906,120 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-/* Hashes line[0..hashed) chained to prev and appends ',"hash":"<hex>"}' and '\n'. */
+/* The keyed chain's in-process half (audit.h), shared by the writer and the verifier. */
+static bool chain_mac(EVP_MAC_CTX *mc, const unsigned char *key, const unsigned char *prev,
+                      const char *line, size_t len, unsigned char *out)
+{
+    size_t outlen = 0;
+
+    return EVP_MAC_init(mc, key, HASH_LEN, NULL) == 1 && EVP_MAC_update(mc, prev, HASH_LEN) == 1 &&
+           EVP_MAC_update(mc, (const unsigned char *)line, len) == 1 &&
+           EVP_MAC_final(mc, out, &outlen, HASH_LEN) == 1 && outlen == HASH_LEN;
+}
+
+/* The same HMAC-SHA-256 (RFC 2104) on the writer's hot path, from the lane's digest context: the
+ * key changes with every record, and EVP_MAC's re-keying (three digest inits and two context
+ * copies) would cost more than the hashing. The verifier uses EVP_MAC, so every test that
+ * verifies a log checks that the two agree. */
+static bool chain_mac_fast(EVP_MD_CTX *md, const EVP_MD *sha256, const unsigned char *key,
+                           const unsigned char *prev, const char *line, size_t len,
+                           unsigned char *out)
+{
+    unsigned char pad[64], inner[HASH_LEN];
+    unsigned int outlen = 0;
+    bool ok;
+
+    memset(pad, 0x36, sizeof(pad));
+    for (size_t i = 0; i < HASH_LEN; i++)
+        pad[i] ^= key[i];
+    ok = EVP_DigestInit_ex2(md, sha256, NULL) == 1 && EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
+         EVP_DigestUpdate(md, prev, HASH_LEN) == 1 && EVP_DigestUpdate(md, line, len) == 1 &&
+         EVP_DigestFinal_ex(md, inner, &outlen) == 1;
+    for (size_t i = 0; i < sizeof(pad); i++)
+        pad[i] ^= 0x36 ^ 0x5c;
+    ok = ok && EVP_DigestInit_ex2(md, sha256, NULL) == 1 &&
+         EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
+         EVP_DigestUpdate(md, inner, HASH_LEN) == 1 && EVP_DigestFinal_ex(md, out, &outlen) == 1 &&
+         outlen == HASH_LEN;
+    OPENSSL_cleanse(pad, sizeof(pad));
+    return ok;
+}
+
+/* k_{i+1} = SHA-256(RATCHET_PREFIX || k_i), in place. A one-way step is all forward security
+ * needs, and it costs one SHA-256 block where HMAC(k_i, "next") would cost four. */
+static bool key_ratchet(EVP_MD_CTX *md, const EVP_MD *sha256, unsigned char *key)
+{
+    unsigned char next[HASH_LEN];
+    unsigned int outlen = 0;
+    bool ok = EVP_DigestInit_ex2(md, sha256, NULL) == 1 &&
+              EVP_DigestUpdate(md, RATCHET_PREFIX, sizeof(RATCHET_PREFIX) - 1) == 1 &&
+              EVP_DigestUpdate(md, key, HASH_LEN) == 1 &&
+              EVP_DigestFinal_ex(md, next, &outlen) == 1 && outlen == HASH_LEN;
+
+    if (ok) memcpy(key, next, HASH_LEN);
+    OPENSSL_cleanse(next, sizeof(next));
+    return ok;
+}
+
+/* k0 of a stream, computed in the HSM under the master key, which never leaves it. */
+static CK_RV stream_key_derive(struct hf_hsm *hsm, const char *stream, const unsigned char *nonce,
+                               unsigned char key[HASH_LEN])
+{
+    unsigned char in[sizeof(STREAM_KDF_PREFIX) - 1 + STREAM_ID_LEN + NONCE_LEN];
+    const size_t n = sizeof(STREAM_KDF_PREFIX) - 1;
+
+    memcpy(in, STREAM_KDF_PREFIX, n);
+    memcpy(in + n, stream, STREAM_ID_LEN);
+    memcpy(in + n + STREAM_ID_LEN, nonce, NONCE_LEN);
+    return hf_hsm_hmac(hsm, HF_AUDIT_MAC_LABEL, in, sizeof(in), key);
+}
+
+/* A checkpoint's sig: binds the list to the stream that carries it. */
+static CK_RV ckpt_sign(struct hf_hsm *hsm, const char *stream, const char *list, size_t len,
+                       unsigned char sig[HASH_LEN])
+{
+    unsigned char in[sizeof(CKPT_PREFIX) - 1 + STREAM_ID_LEN + CKPT_LIST_MAX];
+    const size_t n = sizeof(CKPT_PREFIX) - 1;
+
+    if (len > CKPT_LIST_MAX) return CKR_ARGUMENTS_BAD;
+    memcpy(in, CKPT_PREFIX, n);
+    memcpy(in + n, stream, STREAM_ID_LEN);
+    memcpy(in + n + STREAM_ID_LEN, list, len);
+    return hf_hsm_hmac(hsm, HF_AUDIT_CHECKPOINT_LABEL, in, n + STREAM_ID_LEN + len, sig);
+}
+
+static EVP_MAC_CTX *hmac_ctx_new(EVP_MAC *hmac)
+{
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                           OSSL_PARAM_construct_end()};
+    EVP_MAC_CTX *mc = EVP_MAC_CTX_new(hmac);
+
+    if (mc && EVP_MAC_CTX_set_params(mc, params) != 1) {
+        EVP_MAC_CTX_free(mc);
+        mc = NULL;
+    }
+    return mc;
+}
+
+/* Hashes (keyed: MACs, then ratchets the key) line[0..hashed) chained to prev and appends
+ * ',"hash":"<hex>"}' and '\n'. */
 static CK_RV line_finish(struct hf_audit *a, struct lane *l, const unsigned char *prev, char *line,
                          size_t hashed, unsigned char *hash)
 {
     unsigned int outlen = 0;
     char *p = line + hashed;
 
-    if (EVP_DigestInit_ex2(l->mdctx, a->sha256, NULL) != 1 ||
-        EVP_DigestUpdate(l->mdctx, prev, HASH_LEN) != 1 ||
-        EVP_DigestUpdate(l->mdctx, line, hashed) != 1 ||
-        EVP_DigestFinal_ex(l->mdctx, hash, &outlen) != 1 || outlen != HASH_LEN)
+    if (l->key) {
+        if (!chain_mac_fast(l->mdctx, a->sha256, l->key, prev, line, hashed, hash) ||
+            !key_ratchet(l->mdctx, a->sha256, l->key))
+            return CKR_GENERAL_ERROR;
+    } else if (EVP_DigestInit_ex2(l->mdctx, a->sha256, NULL) != 1 ||
+               EVP_DigestUpdate(l->mdctx, prev, HASH_LEN) != 1 ||
+               EVP_DigestUpdate(l->mdctx, line, hashed) != 1 ||
+               EVP_DigestFinal_ex(l->mdctx, hash, &outlen) != 1 || outlen != HASH_LEN) {
         return CKR_GENERAL_ERROR;
+    }
     p = put_raw(p, ",\"hash\":\"");
     p = put_hex(p, hash, HASH_LEN);
     put_raw(p, "\"}\n");
@@ -955,18 +1095,20 @@ static CK_RV line_write(struct hf_audit *a, struct lane *l, const unsigned char 
 }
 
 /* With l's lock held: one record of l's stream. open_prev is the stream-open's prev, NULL for
- * any other record. */
+ * any other record; extra (may be NULL) is members to add, formatted: the stream-open's nonce, a
+ * checkpoint's list and signature. */
 static CK_RV record_store(struct hf_audit *a, struct lane *l, const struct hf_audit_record *rec,
-                          const unsigned char *open_prev, uint64_t *seq)
+                          const unsigned char *open_prev, const char *extra, uint64_t *seq)
 {
     char stackbuf[LINE_STACK];
     char *buf = stackbuf;
     unsigned char hash[HASH_LEN];
-    size_t need = line_bound(a, rec);
+    size_t need = line_bound(a, rec), extra_len = extra ? strlen(extra) : 0;
     uint64_t next = 0;
     CK_RV rv;
 
-    if (need == 0) return CKR_ARGUMENTS_BAD;
+    if (need == 0 || extra_len > SIZE_MAX - need) return CKR_ARGUMENTS_BAD;
+    need += extra_len;
     if (atomic_load(&a->failed)) return CKR_HF_AUDIT_FAILED;
     if (need > sizeof(stackbuf) && !(buf = malloc(need))) return CKR_HOST_MEMORY;
     /* Formatting (time, escaping) happens before the seq is taken, so "time" is when the
@@ -979,13 +1121,22 @@ static CK_RV record_store(struct hf_audit *a, struct lane *l, const struct hf_au
         end = put_hex(end, open_prev, HASH_LEN);
         *end++ = '"';
     }
+    if (extra_len) {
+        memcpy(end, extra, extra_len);
+        end += extra_len;
+    }
     const unsigned char *prev = open_prev ? open_prev : l->prev;
     if (a->mapped)
         rv = line_store(a, l, prev, body, end, hash, &next);
     else
         rv = line_write(a, l, prev, body, end, hash, &next);
     if (rv == CKR_OK) {
+        uint64_t gen = atomic_load_explicit(&l->snap_gen, memory_order_relaxed);
+        atomic_store_explicit(&l->snap_gen, gen + 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_release);
         memcpy(l->prev, hash, HASH_LEN);
+        l->last_seq = next;
+        atomic_store_explicit(&l->snap_gen, gen + 2, memory_order_release);
         if (seq) *seq = next;
         record_done(a);
     }
@@ -1002,15 +1153,39 @@ static CK_RV stream_id_make(char *out)
     return CKR_OK;
 }
 
+/* With l's lock held, keyed: l's first key, derived in the HSM from a fresh nonce, and the
+ * stream-open's nonce member into extra. */
+static CK_RV lane_key_start(struct hf_audit *a, struct lane *l, char *extra)
+{
+    unsigned char nonce[NONCE_LEN];
+    CK_RV rv;
+
+    if (!l->key && !(l->key = hf_secmem_alloc(HASH_LEN))) return CKR_HOST_MEMORY;
+    if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) return CKR_FUNCTION_FAILED;
+    if ((rv = stream_key_derive(a->hsm, l->stream, nonce, l->key)) != CKR_OK) {
+        hf_log_error("audit: cannot derive a stream key in the HSM: 0x%lx", (unsigned long)rv);
+        return CKR_HF_AUDIT_FAILED;
+    }
+    char *p = put_raw(extra, ",\"nonce\":\"");
+    p = put_hex(p, nonce, NONCE_LEN);
+    put_raw(p, "\"");
+    p[1] = '\0';
+    return CKR_OK;
+}
+
 /* With l's lock held: starts l's stream, its stream-open naming prev. */
 static CK_RV lane_open(struct hf_audit *a, struct lane *l, const unsigned char *prev)
 {
     const struct hf_audit_record open_rec = {.operation = "stream-open", .result = CKR_OK};
+    char extra[16 + 2 * NONCE_LEN] = "";
     CK_RV rv;
 
     if (!l->mdctx && !(l->mdctx = EVP_MD_CTX_new())) return CKR_HOST_MEMORY;
     if ((rv = stream_id_make(l->stream)) != CKR_OK) return rv;
-    rv = record_store(a, l, &open_rec, prev, NULL);
+    if (a->hsm && (rv = lane_key_start(a, l, extra)) != CKR_OK) return rv;
+    rv = record_store(a, l, &open_rec, prev, extra, NULL);
+    /* stream is read without the lock once open shows (ckpt_list). */
+    ANNOTATE_HAPPENS_BEFORE(&l->open);
     if (rv == CKR_OK) atomic_store(&l->open, true);
     return rv;
 }
@@ -1040,8 +1215,11 @@ static CK_RV record_write(struct hf_audit *a, const struct hf_audit_record *rec,
     l->may_reserve = rec->authenticated; /* its stream-open too: it is written for this record */
     /* A lane's stream-open names lane 0's, which is in the file before anything of this log. */
     if (!atomic_load(&l->open)) rv = lane_open(a, l, a->anchor);
-    if (rv == CKR_OK) rv = record_store(a, l, rec, NULL, seq);
+    if (rv == CKR_OK) rv = record_store(a, l, rec, NULL, NULL, seq);
     pthread_mutex_unlock(&l->lock);
+    /* Relaxed load first: the flag's cache line is written once per checkpoint, not per record. */
+    if (rv == CKR_OK && !atomic_load_explicit(&a->ckpt_dirty, memory_order_relaxed))
+        atomic_store(&a->ckpt_dirty, true);
     return rv;
 }
 
@@ -1088,6 +1266,174 @@ bool hf_audit_is_failed(struct hf_audit *audit)
 uint64_t hf_audit_durable_seq(struct hf_audit *audit)
 {
     return audit ? atomic_load(&audit->durable_seq) : 0;
+}
+
+/* ---- checkpoints ---- */
+
+/* l's last seq and hash, read without its lock (the seqlock in record_store). */
+static void lane_snapshot(struct lane *l, uint64_t *seq, unsigned char *hash)
+{
+    for (;;) {
+        uint64_t gen = atomic_load_explicit(&l->snap_gen, memory_order_acquire);
+        if (gen & 1) {
+            sched_yield();
+            continue;
+        }
+        *seq = l->last_seq;
+        memcpy(hash, l->prev, HASH_LEN);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&l->snap_gen, memory_order_relaxed) == gen) return;
+    }
+}
+
+/* "id:seq:hash;" for every open data stream, into list (CKPT_LIST_MAX); returns its end. */
+static char *ckpt_list(struct hf_audit *a, char *list)
+{
+    char *p = list;
+
+    for (size_t i = 0; i < LANES; i++) {
+        struct lane *l = &a->lanes[i];
+        unsigned char hash[HASH_LEN];
+        uint64_t seq;
+        if (!atomic_load(&l->open)) continue;
+        ANNOTATE_HAPPENS_AFTER(&l->open);
+        lane_snapshot(l, &seq, hash);
+        p = put_raw(p, l->stream);
+        *p++ = ':';
+        p = put_u64(p, seq);
+        *p++ = ':';
+        p = put_hex(p, hash, HASH_LEN);
+        *p++ = ';';
+    }
+    return p;
+}
+
+/* Records the last durable checkpoint in the store (without it, a log emptied or replaced
+ * whole could not be told from a fresh one). Under the checkpoint lane's lock. */
+static void ckpt_publish(struct hf_audit *a)
+{
+    char value[24 + HEX_HASH_LEN];
+    CK_RV rv;
+
+    if (!a->store || a->ckpt_pending_seq == 0 || atomic_load(&a->durable_seq) < a->ckpt_pending_seq)
+        return;
+    snprintf(value, sizeof(value), "%llu %s", (unsigned long long)a->ckpt_pending_seq,
+             a->ckpt_pending);
+    if ((rv = hf_store_meta_set(a->store, HF_META_AUDIT_CHECKPOINT, value)) != CKR_OK)
+        hf_log_warn("audit: cannot record checkpoint %s in the store: 0x%lx", value,
+                    (unsigned long)rv);
+    a->ckpt_pending_seq = 0;
+}
+
+/* One checkpoint record (op "checkpoint", or "stream-close" at close) in the checkpoint stream:
+ * every open data stream's last seq and hash, signed in the HSM. Never waits for the writer:
+ * the lanes are read through their seqlocks and the checkpoint lane claims its own space. */
+static CK_RV ckpt_write(struct hf_audit *a, const char *op, uint64_t *seqp)
+{
+    struct lane *l = &a->lanes[CKPT_LANE];
+    const struct hf_audit_record rec = {.operation = op, .result = CKR_OK};
+    char extra[16 + CKPT_LIST_MAX + 16 + HEX_HASH_LEN];
+    unsigned char sig[HASH_LEN];
+    uint64_t seq = 0;
+    CK_RV rv = CKR_OK;
+
+    pthread_mutex_lock(&l->lock);
+    /* A checkpoint anchors the authenticated records before it: worth its few bytes a second. */
+    l->may_reserve = true;
+    if (a->ckpt_closed) goto done; /* the stream is closed */
+    if (!atomic_load(&l->open)) rv = lane_open(a, l, a->anchor);
+    if (rv != CKR_OK) goto done;
+    char *list = put_raw(extra, ",\"streams\":\"");
+    char *p = ckpt_list(a, list);
+    if ((rv = ckpt_sign(a->hsm, l->stream, list, (size_t)(p - list), sig)) != CKR_OK) {
+        hf_log_error("audit: cannot sign a checkpoint in the HSM: 0x%lx", (unsigned long)rv);
+        goto done;
+    }
+    p = put_raw(p, "\",\"sig\":\"");
+    p = put_hex(p, sig, HASH_LEN);
+    p = put_raw(p, "\"");
+    *p = '\0';
+    if ((rv = record_store(a, l, &rec, NULL, extra, &seq)) != CKR_OK) goto done;
+    a->ckpt_pending_seq = seq;
+    *put_hex(a->ckpt_pending, l->prev, HASH_LEN) = '\0';
+    if (strcmp(op, "stream-close") == 0) a->ckpt_closed = true;
+    if (seqp) *seqp = seq;
+done:
+    pthread_mutex_unlock(&l->lock);
+    return rv;
+}
+
+static void deadline_after(struct timespec *t, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+/* The checkpoint thread: every ckpt_interval_ms, a checkpoint if something was written since,
+ * recorded in the store once durable. A thread of its own, not the writer's: the HSM call (and
+ * the store's commit) may wait behind another process's token login, and the group commit must
+ * not wait with it. A checkpoint that cannot be written is retried at the next interval: the
+ * records stay unanchored meanwhile, and verify says so. */
+static void *ckpt_main(void *arg)
+{
+    struct hf_audit *a = arg;
+    struct lane *cl = &a->lanes[CKPT_LANE];
+    struct timespec due;
+
+    pthread_mutex_lock(&a->ckpt_lock);
+    while (!a->ckpt_stopping) {
+        deadline_after(&due, a->ckpt_interval_ms);
+        while (!a->ckpt_stopping &&
+               pthread_cond_timedwait(&a->ckpt_wake, &a->ckpt_lock, &due) != ETIMEDOUT) {
+        }
+        if (a->ckpt_stopping) break;
+        pthread_mutex_unlock(&a->ckpt_lock);
+        if (atomic_exchange(&a->ckpt_dirty, false) && !atomic_load(&a->failed)) {
+            uint64_t seq = 0;
+            if (ckpt_write(a, "checkpoint", &seq) != CKR_OK)
+                atomic_store(&a->ckpt_dirty, true);
+            else if (hf_audit_wait_durable(a, seq) == CKR_OK) {
+                pthread_mutex_lock(&cl->lock);
+                ckpt_publish(a);
+                pthread_mutex_unlock(&cl->lock);
+            }
+        }
+        pthread_mutex_lock(&a->ckpt_lock);
+    }
+    pthread_mutex_unlock(&a->ckpt_lock);
+    return NULL;
+}
+
+static CK_RV ckpt_start(struct hf_audit *a)
+{
+    sigset_t all, old;
+    int err;
+
+    if (!a->hsm) return CKR_OK;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    err = pthread_create(&a->ckpt_thread, NULL, ckpt_main, a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) return CKR_GENERAL_ERROR;
+    pthread_setname_np(a->ckpt_thread, "hf-audit-ckpt");
+    a->ckpt_running = true;
+    return CKR_OK;
+}
+
+static void ckpt_stop(struct hf_audit *a)
+{
+    if (!a->ckpt_running) return;
+    pthread_mutex_lock(&a->ckpt_lock);
+    a->ckpt_stopping = true;
+    pthread_cond_signal(&a->ckpt_wake);
+    pthread_mutex_unlock(&a->ckpt_lock);
+    pthread_join(a->ckpt_thread, NULL);
+    a->ckpt_running = false;
 }
 
 /* ---- durability: the writer thread ---- */
@@ -1393,15 +1739,18 @@ static void audit_free(struct hf_audit *a)
     if (!a) return;
     notify_run(a->notify_head);
     chunks_free(a->retired);
-    for (size_t i = 0; i < LANES; i++) {
+    for (size_t i = 0; i < ALL_LANES; i++) {
         struct lane *l = &a->lanes[i];
         chunk_free(l->cur);
         chunk_free(l->next);
         if (l->lock_ready) pthread_mutex_destroy(&l->lock);
         EVP_MD_CTX_free(l->mdctx);
+        hf_secmem_free(l->key, HASH_LEN);
     }
     if (a->fd >= 0) close(a->fd);
     if (a->durable_ready) pthread_cond_destroy(&a->durable);
+    if (a->ckpt_wake_ready) pthread_cond_destroy(&a->ckpt_wake);
+    if (a->ckpt_lock_ready) pthread_mutex_destroy(&a->ckpt_lock);
     if (a->wake_ready) pthread_cond_destroy(&a->wake);
     if (a->lock_ready) pthread_mutex_destroy(&a->state_lock);
     if (a->write_ready) pthread_mutex_destroy(&a->write_lock);
@@ -1429,14 +1778,20 @@ static CK_RV audit_sync_init(struct hf_audit *a)
     if (!(a->lock_ready = pthread_mutex_init(&a->state_lock, NULL) == 0)) goto done;
     if (!(a->wake_ready = pthread_cond_init(&a->wake, &attr) == 0)) goto done;
     if (!(a->durable_ready = pthread_cond_init(&a->durable, NULL) == 0)) goto done;
-    for (size_t i = 0; i < LANES; i++) {
+    if (!(a->ckpt_lock_ready = pthread_mutex_init(&a->ckpt_lock, NULL) == 0)) goto done;
+    if (!(a->ckpt_wake_ready = pthread_cond_init(&a->ckpt_wake, &attr) == 0)) goto done;
+    for (size_t i = 0; i < ALL_LANES; i++) {
         struct lane *l = &a->lanes[i];
         l->chunk_size = CHUNK_FIRST;
+        l->self_claims = i == CKPT_LANE;
         if (!(l->lock_ready = pthread_mutex_init(&l->lock, NULL) == 0)) goto done;
         /* Read by the writer without the lane's lock, by design: the C11 orderings that make
          * that safe (line_store, written_take) are beyond helgrind, which sees races. */
         ANNOTATE_BENIGN_RACE_SIZED(&l->busy, sizeof(l->busy), "lane busy: seq_cst atomics");
         ANNOTATE_BENIGN_RACE_SIZED(&l->stored, sizeof(l->stored), "lane stored: release/acquire");
+        ANNOTATE_BENIGN_RACE_SIZED(l->prev, sizeof(l->prev), "lane prev: seqlock snap_gen");
+        ANNOTATE_BENIGN_RACE_SIZED(&l->last_seq, sizeof(l->last_seq), "lane seq: seqlock");
+        ANNOTATE_BENIGN_RACE_SIZED(&l->snap_gen, sizeof(l->snap_gen), "seqlock generation: atomic");
     }
     rv = CKR_OK;
 done:
@@ -1460,6 +1815,8 @@ static CK_RV writer_start(struct hf_audit *a)
     return CKR_OK;
 }
 
+static void writer_stop(struct hf_audit *a);
+
 CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
 {
     struct hf_audit *a = NULL;
@@ -1481,6 +1838,10 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     a->alarm = cfg->alarm_bytes ? cfg->alarm_bytes
                                 : (a->reserve > UINT64_MAX / 2 ? UINT64_MAX : 2 * a->reserve);
     if (a->alarm < a->reserve) a->alarm = a->reserve;
+    a->hsm = cfg->hsm;
+    a->store = cfg->hsm ? cfg->store : NULL;
+    a->ckpt_interval_ms =
+        cfg->checkpoint_interval_ms ? cfg->checkpoint_interval_ms : HF_AUDIT_CHECKPOINT_INTERVAL_MS;
     if ((rv = audit_sync_init(a)) != CKR_OK) goto done;
     rv = CKR_HOST_MEMORY;
     if (!(a->path = strdup(cfg->path))) goto done;
@@ -1499,6 +1860,7 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     a->mapped = S_ISREG(st.st_mode);
     if ((rv = stream_start(a)) != CKR_OK) goto done;
     rv = writer_start(a);
+    if (rv == CKR_OK && (rv = ckpt_start(a)) != CKR_OK) writer_stop(a);
 done:
     if (rv != CKR_OK)
         audit_free(a);
@@ -1528,14 +1890,14 @@ static int chunk_by_start_desc(const void *x, const void *y)
  * else blanked. Under flock, so that nobody claims meanwhile. */
 static void file_finish(struct hf_audit *a)
 {
-    struct chunk *left[2 * LANES];
+    struct chunk *left[2 * ALL_LANES];
     size_t n = 0;
     off_t end = -1, cut = -1;
     struct stat st;
     int begin_err;
 
     if (!a->mapped) return;
-    for (size_t i = 0; i < LANES; i++) {
+    for (size_t i = 0; i < ALL_LANES; i++) {
         if (a->lanes[i].cur) left[n++] = a->lanes[i].cur;
         if (a->lanes[i].next) left[n++] = a->lanes[i].next;
         a->lanes[i].cur = a->lanes[i].next = NULL;
@@ -1562,6 +1924,7 @@ void hf_audit_close(struct hf_audit *audit)
 
     /* An abandoned log's writer and chunks are the parent's (hf_audit_abandon). */
     if (!audit || atomic_load(&audit->abandoned)) return;
+    ckpt_stop(audit); /* the closing checkpoint is written here, after every stream-close */
     /* Records already returned are made durable even when the log has failed since, or the
      * close records cannot be written. */
     if (hf_audit_wait_durable(audit, atomic_load(&audit->seq)) == CKR_OK) {
@@ -1571,12 +1934,15 @@ void hf_audit_close(struct hf_audit *audit)
             if (!atomic_load(&l->open)) continue;
             pthread_mutex_lock(&l->lock);
             l->may_reserve = true; /* the stream's end is worth its few bytes */
-            rv = record_store(audit, l, &close_rec, NULL, NULL);
+            rv = record_store(audit, l, &close_rec, NULL, NULL, NULL);
             pthread_mutex_unlock(&l->lock);
         }
+        /* The last checkpoint names every stream-close, so a stream cut short after it shows. */
+        if (rv == CKR_OK && audit->hsm) ckpt_write(audit, "stream-close", NULL);
         hf_audit_wait_durable(audit, atomic_load(&audit->seq));
     }
     writer_stop(audit);
+    if (audit->hsm) ckpt_publish(audit); /* both threads have stopped: no lock needed */
     file_finish(audit);
     audit_free(audit); /* runs callbacks still queued: nobody else will */
 }
@@ -1600,25 +1966,53 @@ struct stream_slot {
     uint64_t id;
     uint64_t seq;
     unsigned char last[HASH_LEN];
+    unsigned char key[HASH_LEN]; /* keyed: the next record's key */
+    uint64_t anchor;             /* the highest seq of it a checkpoint names */
     bool used;
     bool closed;
     bool torn; /* a torn record of it was seen: nothing of it may follow */
+    bool keyed;
+    bool anchored;    /* a checkpoint names it */
+    bool checkpoints; /* it carries checkpoints (signed in the HSM: anchored by themselves) */
 };
 
-/* 16 bytes of a record hash: enough to tell 2^64 records apart, half the memory. */
+/* 16 bytes of a record hash: enough to tell 2^64 records apart, half the memory; with its
+ * stream and seq, to count what no checkpoint covers. */
 struct seen_slot {
     unsigned char h[16];
+    uint64_t stream;
+    uint64_t seq;
+};
+
+/* A record a checkpoint names: it must be in the file. */
+struct claim {
+    char stream_hex[STREAM_ID_LEN + 1];
+    uint64_t stream;
+    uint64_t seq;
+    uint64_t line; /* the checkpoint's */
+    unsigned char hash[HASH_LEN];
 };
 
 struct verify_state {
+    const struct hf_audit_verify_config *vc;
     EVP_MD *sha256;
     EVP_MD_CTX *mdctx;
+    EVP_MAC *hmac;
+    EVP_MAC_CTX *macctx;
     json_tokener *tok;
     struct stream_slot *streams; /* open addressing, power-of-two size */
     size_t streams_cap, streams_n;
     struct seen_slot *seen; /* every record's hash, to check stream-open prevs */
     size_t seen_cap, seen_n;
-    uint64_t records, nstreams, torn_line;
+    struct claim *claims;
+    size_t claims_n, claims_cap;
+    unsigned char (*ckpts)[HASH_LEN]; /* every verified checkpoint's own hash */
+    size_t ckpts_n, ckpts_cap;
+    bool keyed_seen; /* a keyed stream-open was seen: an unkeyed one after it is forged */
+    bool store_has_ckpt;
+    unsigned char store_ckpt[HASH_LEN]; /* the checkpoint the store names */
+    uint64_t lineno;
+    uint64_t records, nstreams, torn_line, legacy, checkpoints;
 };
 
 static uint64_t bytes_u64(const unsigned char *b)
@@ -1645,7 +2039,7 @@ static struct stream_slot *stream_slot_get(struct verify_state *vs, uint64_t id)
         if (!tab) return NULL;
         for (size_t i = 0; i < vs->streams_cap; i++)
             if (vs->streams[i].used) *stream_find(tab, cap, vs->streams[i].id) = vs->streams[i];
-        free(vs->streams);
+        if (vs->streams) OPENSSL_clear_free(vs->streams, vs->streams_cap * sizeof(*vs->streams));
         vs->streams = tab;
         vs->streams_cap = cap;
     }
@@ -1668,7 +2062,7 @@ static bool seen_has(const struct verify_state *vs, const unsigned char *h)
     return memcmp(seen_find(vs->seen, vs->seen_cap, h)->h, h, 16) == 0;
 }
 
-static int seen_add(struct verify_state *vs, const unsigned char *h)
+static int seen_add(struct verify_state *vs, const unsigned char *h, uint64_t stream, uint64_t seq)
 {
     if (2 * (vs->seen_n + 1) > vs->seen_cap) {
         size_t cap = vs->seen_cap ? 2 * vs->seen_cap : 1024;
@@ -1682,7 +2076,10 @@ static int seen_add(struct verify_state *vs, const unsigned char *h)
         vs->seen = tab;
         vs->seen_cap = cap;
     }
-    memcpy(seen_find(vs->seen, vs->seen_cap, h)->h, h, 16);
+    struct seen_slot *slot = seen_find(vs->seen, vs->seen_cap, h);
+    memcpy(slot->h, h, 16);
+    slot->stream = stream;
+    slot->seq = seq;
     vs->seen_n++;
     return 0;
 }
@@ -1778,18 +2175,106 @@ static CK_RV verify_chain(struct verify_state *vs, struct stream_slot *s, uint64
     s->closed = strcmp(op, "stream-close") == 0;
     s->seq = (uint64_t)seq;
     memcpy(s->last, hash, HASH_LEN);
-    if (seen_add(vs, hash) != 0) FAIL("out of memory");
+    if (seen_add(vs, hash, id, (uint64_t)seq) != 0) FAIL("out of memory");
     vs->records++;
+    return CKR_OK;
+}
+
+static bool vs_grow(void **arr, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap) return true;
+    size_t ncap = *cap ? 2 * *cap : 16;
+    void *p = realloc(*arr, ncap * size);
+    if (!p) return false;
+    *arr = p;
+    *cap = ncap;
+    return true;
+}
+
+/* A checkpoint's "streams": "id:seq:hash;" each, into vs->claims. */
+static bool claims_parse(struct verify_state *vs, const char *list)
+{
+    const char *p = list;
+
+    while (*p) {
+        unsigned char id[8];
+        struct claim c = {.line = vs->lineno};
+        char *end;
+        if (strlen(p) < STREAM_ID_LEN + 1 || hex_decode(p, STREAM_ID_LEN, id) != 0 ||
+            p[STREAM_ID_LEN] != ':')
+            return false;
+        c.stream = bytes_u64(id);
+        memcpy(c.stream_hex, p, STREAM_ID_LEN);
+        p += STREAM_ID_LEN + 1;
+        if (*p < '0' || *p > '9') return false;
+        c.seq = strtoull(p, &end, 10);
+        p = end;
+        if (*p++ != ':' || strlen(p) < HEX_HASH_LEN + 1 ||
+            hex_decode(p, HEX_HASH_LEN, c.hash) != 0 || p[HEX_HASH_LEN] != ';')
+            return false;
+        p += HEX_HASH_LEN + 1;
+        if (!vs_grow((void **)&vs->claims, &vs->claims_cap, vs->claims_n, sizeof(c))) return false;
+        vs->claims[vs->claims_n++] = c;
+    }
+    return true;
+}
+
+/* A record with "sig": its signature, made in the HSM, over the list of streams it names. */
+static CK_RV verify_checkpoint(struct verify_state *vs, struct stream_slot *s, json_object *obj,
+                               const char *stream, const unsigned char *hash, char *reason,
+                               size_t reason_len)
+{
+    const char *list = member_string(obj, "streams", 0);
+    const char *sighex = member_string(obj, "sig", HEX_HASH_LEN);
+    unsigned char sig[HASH_LEN], want[HASH_LEN];
+
+    if (!s->keyed) FAIL("checkpoint in an unkeyed stream (forged)");
+    if (!list || !sighex || hex_decode(sighex, HEX_HASH_LEN, sig) != 0)
+        FAIL("checkpoint lacks streams or sig");
+    if (ckpt_sign(vs->vc->hsm, stream, list, strlen(list), want) != CKR_OK)
+        FAIL("the HSM cannot check a checkpoint's signature (key %s missing?)",
+             HF_AUDIT_CHECKPOINT_LABEL);
+    if (CRYPTO_memcmp(sig, want, HASH_LEN) != 0)
+        FAIL("checkpoint signature does not verify (forged)");
+    if (!claims_parse(vs, list)) FAIL("checkpoint streams malformed");
+    if (!vs_grow((void **)&vs->ckpts, &vs->ckpts_cap, vs->ckpts_n, HASH_LEN)) FAIL("out of memory");
+    memcpy(vs->ckpts[vs->ckpts_n++], hash, HASH_LEN);
+    s->checkpoints = true;
+    vs->checkpoints++;
+    return CKR_OK;
+}
+
+/* The stream-open's key, or none for an unkeyed (legacy) stream, which may only come before the
+ * file's first keyed one. */
+static CK_RV open_key(struct verify_state *vs, json_object *obj, const char *stream, bool *keyed,
+                      unsigned char *key, char *reason, size_t reason_len)
+{
+    const char *noncehex = member_string(obj, "nonce", 2 * NONCE_LEN);
+    unsigned char nonce[NONCE_LEN];
+
+    *keyed = json_object_object_get_ex(obj, "nonce", NULL);
+    if (!*keyed) {
+        if (vs->keyed_seen)
+            FAIL("an unkeyed stream after the keyed log began (forged: anybody can hash)");
+        return CKR_OK;
+    }
+    if (!noncehex || hex_decode(noncehex, 2 * NONCE_LEN, nonce) != 0) FAIL("bad nonce");
+    if (!vs->vc->hsm) FAIL("keyed stream: verifying it needs the token");
+    if (stream_key_derive(vs->vc->hsm, stream, nonce, key) != CKR_OK)
+        FAIL("the HSM cannot derive a stream key (key %s missing?)", HF_AUDIT_MAC_LABEL);
+    vs->keyed_seen = true;
     return CKR_OK;
 }
 
 static CK_RV verify_record(struct verify_state *vs, json_object *obj, const char *line, size_t len,
                            char *reason, size_t reason_len)
 {
-    unsigned char prev[HASH_LEN], hash[HASH_LEN], want[HASH_LEN], id[8];
+    unsigned char prev[HASH_LEN], hash[HASH_LEN], want[HASH_LEN], id[8], key[HASH_LEN];
     unsigned int outlen = 0;
     struct stream_slot *s;
     json_object *seqv;
+    bool keyed = false, ok;
+    CK_RV rv;
 
     if (!line_tail_hash(line, len, hash)) FAIL("record does not end with its hash");
     const char *stream = member_string(obj, "stream", STREAM_ID_LEN);
@@ -1803,30 +2288,89 @@ static CK_RV verify_record(struct verify_state *vs, json_object *obj, const char
         !json_object_object_get_ex(obj, "seq", &seqv) || !json_object_is_type(seqv, json_type_int))
         FAIL("record lacks seq, stream, op or hash");
     if (!(s = stream_slot_get(vs, bytes_u64(id)))) FAIL("out of memory");
-    if (strcmp(op, "stream-open") == 0) {
+    bool opening = strcmp(op, "stream-open") == 0;
+    if (opening) {
         if (!has_prev) FAIL("stream-open without prev");
+        if ((rv = open_key(vs, obj, stream, &keyed, key, reason, reason_len)) != CKR_OK) return rv;
     } else {
         if (!s->used) FAIL("record of a stream that was never opened (stream-open missing)");
         if (s->closed) FAIL("record after its stream's stream-close");
         if (s->torn) FAIL("record after a torn record of its stream");
         if (!has_prev) memcpy(prev, s->last, HASH_LEN);
+        keyed = s->keyed;
+        memcpy(key, s->key, HASH_LEN);
     }
-    if (EVP_DigestInit_ex2(vs->mdctx, vs->sha256, NULL) != 1 ||
-        EVP_DigestUpdate(vs->mdctx, prev, HASH_LEN) != 1 ||
-        EVP_DigestUpdate(vs->mdctx, line, len - HASH_TAIL_LEN) != 1 ||
-        EVP_DigestFinal_ex(vs->mdctx, want, &outlen) != 1)
+    if (keyed)
+        ok = chain_mac(vs->macctx, key, prev, line, len - HASH_TAIL_LEN, want) &&
+             key_ratchet(vs->mdctx, vs->sha256, key);
+    else
+        ok = EVP_DigestInit_ex2(vs->mdctx, vs->sha256, NULL) == 1 &&
+             EVP_DigestUpdate(vs->mdctx, prev, HASH_LEN) == 1 &&
+             EVP_DigestUpdate(vs->mdctx, line, len - HASH_TAIL_LEN) == 1 &&
+             EVP_DigestFinal_ex(vs->mdctx, want, &outlen) == 1;
+    if (!ok) {
+        OPENSSL_cleanse(key, sizeof(key));
         FAIL("SHA-256 failed");
-    if (memcmp(want, hash, HASH_LEN) != 0) {
+    }
+    if (CRYPTO_memcmp(want, hash, HASH_LEN) != 0) {
+        OPENSSL_cleanse(key, sizeof(key));
+        if (keyed && opening) FAIL("stream-open MAC does not verify (forged, or another key)");
         if (has_prev) FAIL("hash does not match the record (altered)");
         /* The hash chains to the stream's previous record in the file: a record removed or moved
          * shows here as well as an altered one. */
         FAIL("hash does not match the record and its stream's previous one (altered, or a "
              "record of the stream removed or moved)");
     }
-    return verify_chain(vs, s, bytes_u64(id), op, has_prev, json_object_get_int64(seqv), prev, hash,
-                        reason, reason_len);
+    rv = verify_chain(vs, s, bytes_u64(id), op, has_prev, json_object_get_int64(seqv), prev, hash,
+                      reason, reason_len);
+    if (rv == CKR_OK) {
+        s->keyed = keyed;
+        memcpy(s->key, key, HASH_LEN);
+        if (!keyed) vs->legacy++;
+        if (json_object_object_get_ex(obj, "sig", NULL))
+            rv = verify_checkpoint(vs, s, obj, stream, hash, reason, reason_len);
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+    return rv;
 }
 
+/* After the last line: every record a checkpoint names is there, the checkpoint the store names
+ * is there, and what no checkpoint covers is counted. */
+static CK_RV verify_finish(struct verify_state *vs, struct hf_audit_verify_result *result,
+                           char *reason, size_t reason_len)
+{
+    for (size_t i = 0; i < vs->claims_n; i++) {
+        const struct claim *c = &vs->claims[i];
+        struct stream_slot *s =
+            vs->streams_cap ? stream_find(vs->streams, vs->streams_cap, c->stream) : NULL;
+        if (!seen_has(vs, c->hash) || !s || !s->used) {
+            result->bad_line = c->line;
+            FAIL(
+                "the checkpoint names seq %llu of stream %s, which the log lacks (records removed)",
+                (unsigned long long)c->seq, c->stream_hex);
+        }
+        if (!s->anchored || c->seq > s->anchor) s->anchor = c->seq;
+        s->anchored = true;
+    }
+    if (vs->store_has_ckpt) {
+        bool found = false;
+        for (size_t i = 0; i < vs->ckpts_n && !found; i++)
+            found = CRYPTO_memcmp(vs->ckpts[i], vs->store_ckpt, HASH_LEN) == 0;
+        if (!found) {
+            result->bad_line = vs->lineno + 1;
+            FAIL("the store records a checkpoint the log lacks: the log was emptied, shortened or "
+                 "replaced");
+        }
+    }
+    for (size_t i = 0; i < vs->seen_cap; i++) {
+        const struct seen_slot *e = &vs->seen[i];
+        if (memcmp(e->h, zero_hash, 16) == 0) continue;
+        struct stream_slot *s = stream_find(vs->streams, vs->streams_cap, e->stream);
+        if (s->used && s->keyed && !s->checkpoints && (!s->anchored || e->seq > s->anchor))
+            result->unanchored++;
+    }
+    return CKR_OK;
+}
 /* Bytes that fill space claimed and not used: zeros (a writer killed, or still writing) and
  * blanks (given up by a live writer). */
 static bool is_filler(char c)
@@ -1868,40 +2412,95 @@ static void verify_state_free(struct verify_state *vs)
     json_tokener_free(vs->tok);
     EVP_MD_CTX_free(vs->mdctx);
     EVP_MD_free(vs->sha256);
-    free(vs->streams);
+    EVP_MAC_CTX_free(vs->macctx);
+    EVP_MAC_free(vs->hmac);
+    if (vs->streams) OPENSSL_clear_free(vs->streams, vs->streams_cap * sizeof(*vs->streams));
     free(vs->seen);
+    free(vs->claims);
+    free(vs->ckpts);
 }
 
-static CK_RV verify_file(const char *path, struct hf_audit_verify_result *result)
+/* The checkpoint the store names ("<seq> <hash hex>"), read before the file: it was durable in
+ * the file before it was recorded, so it is in whatever is read after. */
+static CK_RV store_checkpoint_read(struct verify_state *vs, struct hf_audit_verify_result *result)
+{
+    char *v = NULL;
+    const char *sp;
+    CK_RV rv;
+
+    if (!vs->vc->store) return CKR_OK;
+    rv = hf_store_meta_get(vs->vc->store, HF_META_AUDIT_CHECKPOINT, &v);
+    if (rv == CKR_KEY_HANDLE_INVALID) return CKR_OK; /* no keyed checkpoint was ever recorded */
+    if (rv != CKR_OK) {
+        snprintf(result->reason, sizeof(result->reason), "cannot read the store's checkpoint");
+        return CKR_FUNCTION_FAILED;
+    }
+    sp = strchr(v, ' ');
+    if (!sp || strlen(sp + 1) != HEX_HASH_LEN ||
+        hex_decode(sp + 1, HEX_HASH_LEN, vs->store_ckpt) != 0) {
+        snprintf(result->reason, sizeof(result->reason), "the store's %s is malformed",
+                 HF_META_AUDIT_CHECKPOINT);
+        rv = CKR_FUNCTION_FAILED;
+    } else {
+        vs->store_has_ckpt = true;
+    }
+    free(v);
+    return rv;
+}
+
+static CK_RV verify_state_init(struct verify_state *vs, const struct hf_audit_verify_config *vc)
+{
+    vs->vc = vc;
+    vs->sha256 = EVP_MD_fetch(hf_crypto_libctx(), "SHA256", NULL);
+    vs->mdctx = EVP_MD_CTX_new();
+    vs->tok = json_tokener_new();
+    vs->hmac = EVP_MAC_fetch(hf_crypto_libctx(), "HMAC", NULL);
+    vs->macctx = vs->hmac ? hmac_ctx_new(vs->hmac) : NULL;
+    return vs->sha256 && vs->mdctx && vs->tok && vs->macctx ? CKR_OK : CKR_HOST_MEMORY;
+}
+
+/* The torn record: fatal unless allowed (a crash test expects it), else a note. */
+static CK_RV verify_torn(const struct verify_state *vs, struct hf_audit_verify_result *result)
+{
+    result->torn_line = vs->torn_line;
+    if (!vs->torn_line) return CKR_OK;
+    if (!vs->vc->allow_torn_tail) {
+        result->bad_line = vs->torn_line;
+        snprintf(result->reason, sizeof(result->reason),
+                 "torn record (a writer killed mid-write, or the file cut): damage");
+        return CKR_FUNCTION_FAILED;
+    }
+    snprintf(result->reason, sizeof(result->reason),
+             "line %llu: torn record (a writer killed mid-write) ignored",
+             (unsigned long long)vs->torn_line);
+    return CKR_OK;
+}
+
+static CK_RV verify_file(const struct hf_audit_verify_config *vc,
+                         struct hf_audit_verify_result *result)
 {
     struct verify_state vs = {0};
     FILE *f = NULL;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    uint64_t lineno = 0;
-    CK_RV rv = CKR_OK;
+    CK_RV rv;
 
     memset(result, 0, sizeof(*result));
-    vs.sha256 = EVP_MD_fetch(hf_crypto_libctx(), "SHA256", NULL);
-    vs.mdctx = EVP_MD_CTX_new();
-    vs.tok = json_tokener_new();
-    if (!vs.sha256 || !vs.mdctx || !vs.tok) {
-        rv = CKR_HOST_MEMORY;
-        goto done;
-    }
-    if (!(f = fopen(path, "re"))) {
+    if ((rv = verify_state_init(&vs, vc)) != CKR_OK) goto done;
+    if ((rv = store_checkpoint_read(&vs, result)) != CKR_OK) goto done;
+    if (!(f = fopen(vc->path, "re"))) {
         snprintf(result->reason, sizeof(result->reason), "cannot open: %s", strerror(errno));
         rv = CKR_FUNCTION_FAILED;
         goto done;
     }
     while ((n = getline(&line, &cap, f)) >= 0) {
         bool has_nl = n > 0 && line[n - 1] == '\n';
-        lineno++;
-        rv = verify_line(&vs, lineno, line, (size_t)n - has_nl, has_nl, result->reason,
+        vs.lineno++;
+        rv = verify_line(&vs, vs.lineno, line, (size_t)n - has_nl, has_nl, result->reason,
                          sizeof(result->reason));
         if (rv != CKR_OK) {
-            result->bad_line = lineno;
+            result->bad_line = vs.lineno;
             goto done;
         }
     }
@@ -1910,28 +2509,36 @@ static CK_RV verify_file(const char *path, struct hf_audit_verify_result *result
         rv = CKR_FUNCTION_FAILED;
         goto done;
     }
-    if (vs.torn_line)
+    rv = verify_finish(&vs, result, result->reason, sizeof(result->reason));
+    if (rv == CKR_OK && vc->strict && result->unanchored) {
         snprintf(result->reason, sizeof(result->reason),
-                 "line %llu: torn record (a writer killed mid-write) ignored",
-                 (unsigned long long)vs.torn_line);
+                 "%llu records after the last checkpoint (unanchored)",
+                 (unsigned long long)result->unanchored);
+        result->bad_line = vs.lineno + 1;
+        rv = CKR_FUNCTION_FAILED;
+    }
+    if (rv == CKR_OK) rv = verify_torn(&vs, result);
 done:
     result->records = vs.records;
     result->streams = vs.nstreams;
+    result->legacy = vs.legacy;
+    result->checkpoints = vs.checkpoints;
     if (f) fclose(f);
     free(line);
     verify_state_free(&vs);
     return rv;
 }
 
-CK_RV hf_audit_verify(const char *path, struct hf_audit_verify_result *result)
+CK_RV hf_audit_verify_keyed(const struct hf_audit_verify_config *vc,
+                            struct hf_audit_verify_result *result)
 {
     struct hf_audit_verify_result last;
     const struct timespec pause = {0, 20 * 1000 * 1000};
     CK_RV rv;
 
-    if (!path || !result) return CKR_ARGUMENTS_BAD;
+    if (!vc || !vc->path || !result) return CKR_ARGUMENTS_BAD;
     for (int attempt = 1;; attempt++) {
-        rv = verify_file(path, result);
+        rv = verify_file(vc, result);
         /* A live writer may have been storing just where the chains broke: look again. */
         if (rv != CKR_FUNCTION_FAILED || result->bad_line == 0 || attempt == VERIFY_ATTEMPTS ||
             (attempt > 1 && last.bad_line == result->bad_line &&
@@ -1941,4 +2548,11 @@ CK_RV hf_audit_verify(const char *path, struct hf_audit_verify_result *result)
         nanosleep(&pause, NULL);
     }
     return rv;
+}
+
+CK_RV hf_audit_verify(const char *path, struct hf_audit_verify_result *result)
+{
+    const struct hf_audit_verify_config vc = {.path = path, .allow_torn_tail = true};
+
+    return hf_audit_verify_keyed(&vc, result);
 }

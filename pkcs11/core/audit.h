@@ -3,10 +3,33 @@
  * File format: one JSON object per line, in one file that every process opening the key store
  * writes. An opened log writes one or more chains ("streams"): a stream's first record (op
  * "stream-open") names, in "prev", the hash of a record already in the file; every later record
- * has "hash" = hex(SHA-256(hash of the stream's previous record || the line's bytes up to the
- * "hash" member)). Streams interleave in the file without cross-process locking;
- * `holdfast audit verify` (hf_audit_verify) replays every stream and fails on any removed,
- * altered or reordered record.
+ * chains to the stream's previous one through its "hash" member. Streams interleave in the file
+ * without cross-process locking; `holdfast audit verify` (hf_audit_verify_keyed) replays every
+ * stream and fails on any removed, altered or reordered record.
+ *
+ * Keyed chain (a log opened with an HSM): somebody who can write the file must not be able to
+ * rewrite or forge it, so "hash" is a MAC under a key that exists only where the HSM lets it:
+ *  - The master key (HF_AUDIT_MAC_LABEL, an HMAC-SHA-256 token key that signs and verifies only)
+ *    never leaves the HSM. Each stream's first key is derived in the HSM:
+ *    k0 = HMAC_HSM(master, "holdfast-audit-stream" || stream id || nonce), the 16-byte nonce
+ *    written (hex) in the stream-open's "nonce" member. One HSM call per stream, none per record.
+ *  - Record i: hash = HMAC-SHA-256(k_i, previous hash || the line's bytes up to the "hash"
+ *    member), computed in-process; then k_{i+1} = SHA-256("holdfast-audit-ratchet" || k_i) and
+ *    k_i is overwritten, so whoever reads the process's memory later cannot rewrite the records
+ *    already written (forward security). k lives in hf_secmem memory.
+ *  - Checkpoints: a checkpoint thread appends, every checkpoint_interval_ms when something was
+ *    written since and once more at close, a checkpoint record (in a stream of its own) whose
+ *    "streams" member names every open stream's last seq and hash and whose "sig" is
+ *    HMAC_HSM(HF_AUDIT_CHECKPOINT_LABEL, "holdfast-audit-checkpoint" || its stream id ||
+ *    streams). Once a checkpoint is durable its hash is recorded in the store
+ *    (HF_META_AUDIT_CHECKPOINT). The verifier fails when a record a checkpoint names is missing,
+ *    or when the file lacks the checkpoint the store names (an emptied, shortened or replaced
+ *    log); records no checkpoint covers are reported as unanchored.
+ *  - Verification re-derives each k0 through the token: it needs the HSM, like writing does.
+ * A log opened without an HSM writes the legacy unkeyed form: hash = SHA-256(prev || bytes), no
+ * nonce. The verifier accepts unkeyed streams only before the file's first keyed stream (a log
+ * written before the upgrade), counts them as legacy and unanchored, and fails an unkeyed stream
+ * after it (a forgery: anybody can compute SHA-256).
  *
  * Durability: a record is stored in the file's page cache (through a shared mapping) before
  * hf_audit_append() returns, so a killed process loses nothing that returned; no system call is
@@ -36,6 +59,15 @@
 #include "pkcs11/module/holdfast.h"
 
 struct hf_audit;
+struct hf_hsm;
+struct hf_store;
+
+/* The HSM keys of the keyed chain (hf_hsm_mac_key_ensure makes them), and the store's record of
+ * the latest durable checkpoint: "<seq> <hash hex>". */
+#define HF_AUDIT_MAC_LABEL "holdfast-audit-chain"
+#define HF_AUDIT_CHECKPOINT_LABEL "holdfast-audit-checkpoint"
+#define HF_META_AUDIT_CHECKPOINT "audit.checkpoint"
+#define HF_AUDIT_CHECKPOINT_INTERVAL_MS 1000
 
 struct hf_audit_config {
     const char *path; /* created 0600 if missing; not a regular file (a FIFO): write() per record */
@@ -44,6 +76,10 @@ struct hf_audit_config {
     bool success_events;    /* false: successful operations are not recorded */
     uint64_t reserve_bytes; /* free space kept for authenticated records; 0: none */
     uint64_t alarm_bytes;   /* free space under which the alarm is raised; 0: 2 x reserve */
+    /* Borrowed, and must outlive the log. NULL: the legacy unkeyed chain, no checkpoints. */
+    struct hf_hsm *hsm;
+    struct hf_store *store;          /* borrowed; NULL: checkpoints are not recorded in a store */
+    unsigned checkpoint_interval_ms; /* 0: HF_AUDIT_CHECKPOINT_INTERVAL_MS */
 };
 
 /* One record. Strings may be NULL (written as absent) and are escaped; none may hold a secret. */
@@ -98,11 +134,29 @@ struct hf_audit_verify_result {
     uint64_t streams;
     uint64_t bad_line; /* 1-based line of the first failure, 0 if none */
     char reason[160];
+    uint64_t checkpoints; /* verified checkpoint records */
+    uint64_t unanchored;  /* keyed records that no checkpoint covers (their loss is undetectable) */
+    uint64_t legacy;      /* records of unkeyed streams (written before the keyed chain) */
+    uint64_t torn_line;   /* 1-based line of the first torn record, 0 if none */
 };
+
+struct hf_audit_verify_config {
+    const char *path;
+    struct hf_hsm *hsm;     /* borrowed; NULL: a keyed stream fails (it cannot be checked) */
+    struct hf_store *store; /* borrowed; NULL: the store's checkpoint is not compared */
+    bool allow_torn_tail;   /* false: a torn record (a writer killed mid-write) fails */
+    bool strict;            /* unanchored records fail */
+};
+
 /* CKR_OK when every chain holds; CKR_FUNCTION_FAILED with result->bad_line and reason when not.
  * What a killed process leaves (a torn record with nothing of its stream after it, zeros where it
- * had claimed space) is reported in reason, not fatal. A failure is looked at again (up to three
- * reads in all) before it is reported, since a live writer may have been storing just there. */
+ * had claimed space) fails unless allow_torn_tail, and is then reported in reason. A failure is
+ * looked at again (up to three reads in all) before it is reported, since a live writer may have
+ * been storing just there. The store's checkpoint is read before the file, so a checkpoint a live
+ * writer records meanwhile is in what is read. */
+CK_RV hf_audit_verify_keyed(const struct hf_audit_verify_config *vc,
+                            struct hf_audit_verify_result *result);
+/* hf_audit_verify_keyed without HSM or store, torn tails allowed: for unkeyed logs (tests). */
 CK_RV hf_audit_verify(const char *path, struct hf_audit_verify_result *result);
 
 #endif

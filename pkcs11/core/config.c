@@ -60,6 +60,7 @@ static const struct config_key config_keys[] = {
     {"audit", "success_events", V_BOOL, FIELD(audit_success_events), 0, 0},
     {"audit", "reserve", V_SIZE, FIELD(audit_reserve), 0, 0},
     {"audit", "alarm", V_SIZE, FIELD(audit_alarm), 0, 0},
+    {"audit", "checkpoint_interval_ms", V_UINT, FIELD(audit_checkpoint_interval_ms), 10, 3600000},
     {"cache", "max_keys", V_UINT, FIELD(cache_max_keys), 1, 16777216},
 };
 
@@ -371,6 +372,7 @@ static void scalars_default(struct hf_config *cfg)
     cfg->audit_success_events = true;
     cfg->audit_reserve = HF_CONFIG_AUDIT_RESERVE;
     cfg->audit_alarm = 0;
+    cfg->audit_checkpoint_interval_ms = 1000;
     cfg->cache_max_keys = 4096;
 }
 

@@ -1,7 +1,8 @@
 /* Holdfast's one configuration file (INI, parsed with libinih).
  *
  *   [holdfast] state_dir, node            [token] label
- *   [store]    path                        [audit] path, sync_interval_ms, success_events
+ *   [store]    path                        [audit] path, sync_interval_ms, success_events,
+ *                                                  checkpoint_interval_ms
  *   [hsm]      module, token, pin | pin_file | pin_env, so_pin_file, softhsm2_conf, root_kek_label
  *   [cache]    max_keys
  *
@@ -41,6 +42,8 @@ struct hf_config {
     uint64_t audit_reserve;     /* [audit] reserve: free bytes kept for key operations (64m) */
     uint64_t audit_alarm;       /* [audit] alarm: free bytes under which to warn (0: 2 x reserve) */
     unsigned cache_max_keys;    /* [cache] max_keys: unwrapped key versions kept (4096) */
+    /* [audit] checkpoint_interval_ms: a signed checkpoint at most this often (1000) */
+    unsigned audit_checkpoint_interval_ms;
 };
 
 /* Path of the config file to use when none is given: $HOLDFAST_CONF, else

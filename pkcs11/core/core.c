@@ -152,6 +152,17 @@ static CK_RV hsm_lock_path(const struct hf_config *cfg, char buf[PATH_MAX], cons
 }
 
 /* The backend token and its root KEK. */
+/* The keyed audit chain's HSM keys (audit.h). Also at open, for stores made before them. */
+static CK_RV audit_keys_ensure(struct hf_hsm *hsm)
+{
+    CK_RV rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_MAC_LABEL);
+
+    if (rv == CKR_OK) rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_CHECKPOINT_LABEL);
+    if (rv != CKR_OK)
+        hf_log_error("cannot make the audit chain's HSM keys: 0x%lx", (unsigned long)rv);
+    return rv;
+}
+
 static CK_RV hsm_ensure(struct hf_config *cfg)
 {
     struct hf_hsm *hsm = NULL;
@@ -179,6 +190,7 @@ static CK_RV hsm_ensure(struct hf_config *cfg)
     rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, cfg->hsm_pin, &hsm);
     if (rv != CKR_OK) goto done;
     rv = hf_hsm_kek_ensure(hsm, cfg->kek_label);
+    if (rv == CKR_OK) rv = audit_keys_ensure(hsm);
     if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_backup_tokens(cfg->softhsm2_conf, lock);
 done:
     hf_hsm_close(hsm);
@@ -224,13 +236,11 @@ static CK_RV token_serial_ensure(struct hf_store *store)
     return hf_store_meta_set(store, HF_META_TOKEN_SERIAL, hex);
 }
 
-/* A PIN change is security-relevant: it gets an audit record like a key operation. */
+/* A PIN change is security-relevant: it gets an audit record like a key operation, written by
+ * an opened core, so that it is keyed and checkpointed like every other. */
 static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_changed)
 {
-    struct hf_audit_config acfg = {
-        cfg->audit_path,           cfg->node,          cfg->audit_sync_interval_ms,
-        cfg->audit_success_events, cfg->audit_reserve, cfg->audit_alarm};
-    struct hf_audit *audit = NULL;
+    struct hf_core *core = NULL;
     char caller[32], detail[64];
     struct hf_audit_record rec = {.api = "core",
                                   .operation = "token.init",
@@ -244,9 +254,9 @@ static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_
     snprintf(caller, sizeof(caller), "uid:%ld", (long)getuid());
     snprintf(detail, sizeof(detail), "so_pin=%s user_pin=%s", so_changed ? "set" : "kept",
              user_changed ? "set" : "kept");
-    rv = hf_audit_open(&acfg, &audit);
-    if (rv == CKR_OK) rv = hf_audit_append(audit, &rec, NULL);
-    hf_audit_close(audit);
+    rv = hf_core_open(cfg, &core);
+    if (rv == CKR_OK) rv = hf_audit_append(core->audit, &rec, NULL);
+    hf_core_close(core);
     return rv == CKR_OK ? CKR_OK : CKR_HF_AUDIT_FAILED;
 }
 
@@ -271,6 +281,35 @@ CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_p
     if (rv == CKR_OK) rv = init_audit(cfg, so_changed, user_changed);
 done:
     hf_store_close(tmp.store);
+    return rv;
+}
+
+CK_RV hf_core_init_gateway_pin(const struct hf_config *cfg, const char *pin, bool reset,
+                               bool *changed)
+{
+    struct hf_core *core = NULL;
+    char caller[32];
+    struct hf_audit_record rec = {.api = "core",
+                                  .operation = "pin.set",
+                                  .caller = caller,
+                                  .detail = "gateway",
+                                  .result = CKR_OK,
+                                  .authenticated = true};
+    CK_RV rv;
+
+    if (changed == NULL) return CKR_ARGUMENTS_BAD;
+    *changed = false;
+    if (!pin_arg_is_valid(pin)) return CKR_PIN_LEN_RANGE;
+    if ((rv = hf_core_open(cfg, &core)) != CKR_OK) return rv;
+    if (pin == NULL || (!reset && hf_core_pin_is_set(core, HF_USER_GATEWAY))) goto done;
+    rv = hf_core_pin_set(core, HF_USER_GATEWAY, pin, strlen(pin));
+    snprintf(caller, sizeof(caller), "uid:%ld", (long)getuid());
+    rec.result = rv;
+    if (hf_audit_append(core->audit, &rec, NULL) != CKR_OK && rv == CKR_OK)
+        rv = CKR_HF_AUDIT_FAILED;
+    *changed = rv == CKR_OK;
+done:
+    hf_core_close(core);
     return rv;
 }
 
@@ -328,21 +367,30 @@ static CK_RV core_store_open(struct hf_core *core)
     return rv;
 }
 
-static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
+/* The backend token, logged in, with its root KEK and the audit chain's keys. */
+static CK_RV core_token_open(const struct hf_config *cfg, const char *pin, struct hf_hsm **hsm)
 {
-    const struct hf_config *cfg = core->cfg;
     char lock_buf[PATH_MAX];
     const char *lock;
     CK_RV rv = hsm_lock_path(cfg, lock_buf, &lock);
 
     if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_repair_tokens(cfg->softhsm2_conf, lock);
-    if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, pin, &core->hsm);
+    if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, pin, hsm);
     if (rv != CKR_OK) return rv;
-    if (!hf_hsm_has_kek(core->hsm, cfg->kek_label)) {
+    if (!hf_hsm_has_kek(*hsm, cfg->kek_label)) {
         hf_log_error("backend token '%s' has no root KEK '%s': run `holdfast init`", cfg->hsm_token,
                      cfg->kek_label);
         return CKR_TOKEN_NOT_RECOGNIZED;
     }
+    return audit_keys_ensure(*hsm);
+}
+
+static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
+{
+    const struct hf_config *cfg = core->cfg;
+    CK_RV rv = core_token_open(cfg, pin, &core->hsm);
+
+    if (rv != CKR_OK) return rv;
     return hf_local_open(core->hsm, cfg->kek_label, cfg->cache_max_keys, &core->local);
 }
 
@@ -398,9 +446,15 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
     rv = core_store_open(core);
     if (rv == CKR_OK) rv = core_hsm_open(core, pin);
     if (rv != CKR_OK) goto done;
-    acfg = (struct hf_audit_config){
-        cfg->audit_path,           cfg->node,          cfg->audit_sync_interval_ms,
-        cfg->audit_success_events, cfg->audit_reserve, cfg->audit_alarm};
+    acfg = (struct hf_audit_config){.path = cfg->audit_path,
+                                    .node = cfg->node,
+                                    .sync_interval_ms = cfg->audit_sync_interval_ms,
+                                    .success_events = cfg->audit_success_events,
+                                    .hsm = core->hsm,
+                                    .store = core->store,
+                                    .reserve_bytes = cfg->audit_reserve,
+                                    .alarm_bytes = cfg->audit_alarm,
+                                    .checkpoint_interval_ms = cfg->audit_checkpoint_interval_ms};
     rv = hf_audit_open(&acfg, &core->audit);
     if (rv == CKR_OK) rv = core_policy_open(core);
 done:
@@ -410,6 +464,41 @@ done:
         core = NULL;
     }
     *out = core;
+    return rv;
+}
+
+CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool allow_torn_tail,
+                           bool strict, struct hf_audit_verify_result *result)
+{
+    struct hf_core tmp = {.cfg = cfg};
+    struct hf_audit_verify_config vc = {.path = path  ? path
+                                                : cfg ? cfg->audit_path
+                                                      : NULL,
+                                        .allow_torn_tail = allow_torn_tail,
+                                        .strict = strict};
+    const char *pin = NULL;
+    char *owned_pin = NULL;
+    CK_RV rv;
+
+    if (cfg == NULL || vc.path == NULL || result == NULL) return CKR_ARGUMENTS_BAD;
+    memset(result, 0, sizeof(*result));
+    if (!core_is_initialised(cfg)) {
+        hf_log_error("%s is not initialised: run `holdfast init`", cfg->state_dir);
+        return CKR_TOKEN_NOT_RECOGNIZED;
+    }
+    /* The store and the token, but no audit stream: verifying writes nothing. */
+    rv = core_pin(cfg, &pin, &owned_pin);
+    if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
+    if (rv == CKR_OK) rv = core_store_open(&tmp);
+    if (rv == CKR_OK) rv = core_token_open(cfg, pin, &tmp.hsm);
+    if (rv != CKR_OK) goto done;
+    vc.hsm = tmp.hsm;
+    vc.store = tmp.store;
+    rv = hf_audit_verify_keyed(&vc, result);
+done:
+    secret_free(owned_pin);
+    hf_hsm_close(tmp.hsm);
+    hf_store_close(tmp.store);
     return rv;
 }
 
@@ -444,7 +533,8 @@ static void material_refused(struct hf_core *core, const struct hf_key_version *
                                   .key_uuid = v->key_uuid,
                                   .version = v->version,
                                   .detail = "wrapped material does not belong to this version",
-                                  .result = CKR_WRAPPED_KEY_INVALID};
+                                  .result = CKR_WRAPPED_KEY_INVALID,
+                                  .authenticated = true};
 
     if (hf_audit_append(core->audit, &rec, NULL) != CKR_OK)
         hf_log_error("audit log failed: policy.check on %s is not recorded", v->key_uuid);

@@ -40,12 +40,17 @@ struct hf_key_spec {
  * KEK, the store, and the Holdfast token's user and SO PINs (PBKDF2 hashes in the store; a PIN
  * already set is kept unless reset is true and a new one is given). */
 CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_pin, bool reset);
+/* After hf_core_init: sets the gateway PIN unless one is set and reset is false (*changed says
+ * whether it was set), with an audit record. */
+CK_RV hf_core_init_gateway_pin(const struct hf_config *cfg, const char *pin, bool reset,
+                               bool *changed);
 
 /* Token metadata names in the store (hf_store_meta_get): the token serial (16 hex digits, made by
  * init) and the PIN records. */
 #define HF_META_TOKEN_SERIAL "token.serial"
 #define HF_META_PIN_SO "pin.so"
 #define HF_META_PIN_USER "pin.user"
+#define HF_META_PIN_GATEWAY "pin.gateway"
 
 /* Opens an initialised key store. CKR_TOKEN_NOT_RECOGNIZED when init has not run. cfg is
  * borrowed: it must outlive the core (hf_core_config returns it). Installs the policy MAC checks
@@ -57,6 +62,12 @@ void hf_core_close(struct hf_core *core);
  * (nothing is freed, not even core; open a new one). */
 void hf_core_abandon(struct hf_core *core);
 
+/* Verifies the audit log at path (NULL: cfg's) with the token (the keyed chain's keys) and the
+ * store (its latest checkpoint), writing no record (hf_audit_verify_keyed). The result of the
+ * verification; an error opening the store or the token (result->reason empty) otherwise. */
+CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool allow_torn_tail,
+                           bool strict, struct hf_audit_verify_result *result);
+
 const struct hf_config *hf_core_config(struct hf_core *core);
 struct hf_store *hf_core_store(struct hf_core *core);
 struct hf_audit *hf_core_audit(struct hf_core *core);
@@ -64,7 +75,10 @@ struct hf_audit *hf_core_audit(struct hf_core *core);
 /* Token PINs (PBKDF2-HMAC-SHA256 with a random salt, compared in constant time). PINs are 4..255
  * bytes: set answers CKR_PIN_LEN_RANGE outside that, check CKR_PIN_INCORRECT (C_Login has no
  * CKR_PIN_LEN_RANGE); check answers CKR_USER_PIN_NOT_INITIALIZED when no PIN is set. */
-enum hf_user { HF_USER_SO = 0, HF_USER_NORMAL = 1 };
+/* HF_USER_GATEWAY: a second CKU_USER identity, the gateway's. A login with its PIN may attach
+ * request contexts and write request records (HF_SetRequestContext, HF_AuditRequest*): records in
+ * another API's name. An ordinary PKCS#11 caller, logged in with the user PIN, may not. */
+enum hf_user { HF_USER_SO = 0, HF_USER_NORMAL = 1, HF_USER_GATEWAY = 2 };
 CK_RV hf_core_pin_check(struct hf_core *core, enum hf_user user, const char *pin, size_t len);
 CK_RV hf_core_pin_set(struct hf_core *core, enum hf_user user, const char *pin, size_t len);
 bool hf_core_pin_is_set(struct hf_core *core, enum hf_user user);

@@ -24,7 +24,9 @@
 
 static const char *pin_meta_name(enum hf_user user)
 {
-    return user == HF_USER_SO ? HF_META_PIN_SO : HF_META_PIN_USER;
+    return user == HF_USER_SO        ? HF_META_PIN_SO
+           : user == HF_USER_GATEWAY ? HF_META_PIN_GATEWAY
+                                     : HF_META_PIN_USER;
 }
 
 static CK_RV pbkdf2(const char *pin, size_t len, const unsigned char *salt, size_t salt_len,
@@ -109,7 +111,8 @@ CK_RV hf_core_pin_set(struct hf_core *core, enum hf_user user, const char *pin, 
     CK_RV rv;
 
     if (core == NULL || (pin == NULL && len > 0)) return CKR_ARGUMENTS_BAD;
-    if (user != HF_USER_SO && user != HF_USER_NORMAL) return CKR_USER_TYPE_INVALID;
+    if (user != HF_USER_SO && user != HF_USER_NORMAL && user != HF_USER_GATEWAY)
+        return CKR_USER_TYPE_INVALID;
     if (!pin_len_is_valid(len)) return CKR_PIN_LEN_RANGE;
     rv = hf_random(salt, sizeof(salt));
     if (rv != CKR_OK) goto done;
@@ -134,7 +137,8 @@ CK_RV hf_core_pin_check(struct hf_core *core, enum hf_user user, const char *pin
     CK_RV rv;
 
     if (core == NULL || (pin == NULL && len > 0)) return CKR_ARGUMENTS_BAD;
-    if (user != HF_USER_SO && user != HF_USER_NORMAL) return CKR_USER_TYPE_INVALID;
+    if (user != HF_USER_SO && user != HF_USER_NORMAL && user != HF_USER_GATEWAY)
+        return CKR_USER_TYPE_INVALID;
     rv = hf_store_meta_get(hf_core_store(core), pin_meta_name(user), &rec);
     if (rv == CKR_KEY_HANDLE_INVALID) return CKR_USER_PIN_NOT_INITIALIZED;
     if (rv != CKR_OK) return rv;

@@ -262,7 +262,8 @@ static CK_RV row_refuse(struct hf_policy *p, const struct row_id *id, const char
                                   .key_name = id->key_name,
                                   .version = id->version,
                                   .detail = detail,
-                                  .result = CKR_HF_POLICY_INVALID};
+                                  .result = CKR_HF_POLICY_INVALID,
+                                  .authenticated = true};
 
     if (id->link_type)
         snprintf(detail, sizeof(detail), "%s row %.32s:%.200s %s", id->what, id->link_type,

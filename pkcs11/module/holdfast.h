@@ -143,6 +143,12 @@ typedef struct HF_FUNCTION_LIST {
     CK_RV (*HF_AuditSummary)(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
     /* 1.2: the audit log's free space and state, at most a second old. */
     CK_RV (*HF_GetAuditStatus)(HF_AUDIT_STATUS *status);
+    /* 1.2: HF_AuditRequest through a session. HF_SetRequestContext (with a context),
+     * HF_AuditRequest, HF_AuditSummary and HF_AuditRequestSession write records in another API's name, so they
+     * answer CKR_USER_NOT_LOGGED_IN unless the application is logged in (CKU_USER) with the
+     * gateway PIN (`holdfast init` makes it: token-gateway.pin), not the user PIN. */
+    CK_RV (*HF_AuditRequestSession)(CK_SESSION_HANDLE session, const HF_REQUEST_CONTEXT *ctx,
+                                    CK_RV result, CK_ULONG_LONG *seq);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 

@@ -50,6 +50,9 @@ struct hf_module {
     struct hf_config cfg;        /* (lock) */
     struct hf_core *core;        /* (lock) set while initialized */
     _Atomic enum hf_login login; /* PKCS#11 login state is per application, not per session */
+    /* The user login was made with the gateway PIN (HF_USER_GATEWAY): the vendor calls that write
+     * records in another API's name are allowed. Meaningful only while login is HF_LOGIN_USER. */
+    atomic_bool login_gateway;
     atomic_ulong session_count;
     atomic_ulong rw_session_count;
     atomic_uint_fast64_t generation; /* bumped when the store changed under us: objects reload */
@@ -58,6 +61,8 @@ struct hf_module {
 };
 extern struct hf_module hf_mod;
 
+/* Whether the application is logged in as the gateway (HF_USER_GATEWAY). */
+bool hf_module_is_gateway(void);
 /* CKR_CRYPTOKI_NOT_INITIALIZED unless initialised in this process. */
 CK_RV hf_module_check(void);
 /* The library version (from PACKAGE_VERSION) reported by C_GetInfo and the slot. */

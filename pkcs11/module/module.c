@@ -119,6 +119,11 @@ CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, bool 
     return rv;
 }
 
+bool hf_module_is_gateway(void)
+{
+    return atomic_load(&hf_mod.login) == HF_LOGIN_USER && atomic_load(&hf_mod.login_gateway);
+}
+
 void hf_module_actor(const struct hf_session *s, struct hf_actor *who, char *buf, size_t buflen)
 {
     const HF_REQUEST_CONTEXT *ctx = s && s->has_ctx ? &s->ctx : NULL;

@@ -40,7 +40,11 @@ struct hf_object *hf_object_ref(struct hf_object *obj)
 
 void hf_object_unref(struct hf_object *obj)
 {
-    if (!obj || atomic_fetch_sub(&obj->refs, 1) != 1) return;
+    if (!obj) return;
+    /* As hf_material_unref: the last reference's free happens after every other holder's use. */
+    ANNOTATE_HAPPENS_BEFORE(&obj->refs);
+    if (atomic_fetch_sub(&obj->refs, 1) != 1) return;
+    ANNOTATE_HAPPENS_AFTER(&obj->refs);
     hf_key_clear(&obj->key);
     hf_key_version_clear(&obj->version);
     EVP_PKEY_free(obj->pub);

@@ -232,6 +232,7 @@ HF_EXPORT CK_RV C_Login(CK_SESSION_HANDLE hSession, CK_USER_TYPE userType, CK_UT
 {
     uint64_t started = hf_monotonic_us();
     enum hf_login want = HF_LOGIN_NONE, none = HF_LOGIN_NONE;
+    bool gateway = false;
     struct hf_session *s;
     CK_RV rv = hf_session_get(hSession, &s), arv;
 
@@ -241,10 +242,24 @@ HF_EXPORT CK_RV C_Login(CK_SESSION_HANDLE hSession, CK_USER_TYPE userType, CK_UT
     if ((rv = login_state_check(want)) != CKR_OK) goto done;
     rv = hf_core_pin_check(hf_mod.core, want == HF_LOGIN_SO ? HF_USER_SO : HF_USER_NORMAL,
                            (const char *)pPin, ulPinLen);
+    /* CKU_USER with the gateway's PIN: the same user, plus the right to write records in another
+     * API's name (holdfast.h). PKCS#11 has one user type, so the PIN tells the two apart. */
+    if (want == HF_LOGIN_USER && rv == CKR_PIN_INCORRECT &&
+        hf_core_pin_check(hf_mod.core, HF_USER_GATEWAY, (const char *)pPin, ulPinLen) == CKR_OK) {
+        gateway = true;
+        rv = CKR_OK;
+    }
+    /* Set before the login shows, so that nobody sees the user logged in with the previous
+     * login's role. */
+    if (rv == CKR_OK) atomic_store(&hf_mod.login_gateway, gateway);
     /* Another thread may have logged in meanwhile: the first one wins. */
     if (rv == CKR_OK && !atomic_compare_exchange_strong(&hf_mod.login, &none, want))
         rv = none == want ? CKR_USER_ALREADY_LOGGED_IN : CKR_USER_ANOTHER_ALREADY_LOGGED_IN;
-    arv = hf_module_audit(s, "login", NULL, want == HF_LOGIN_SO ? "so" : "user", rv, started);
+    arv = hf_module_audit(s, "login", NULL,
+                          want == HF_LOGIN_SO ? "so"
+                          : gateway           ? "gateway"
+                                              : "user",
+                          rv, started);
     if (rv == CKR_OK && arv != CKR_OK) {
         /* An unrecorded login must not stand. */
         atomic_store(&hf_mod.login, HF_LOGIN_NONE);

@@ -19,6 +19,11 @@ static CK_RV HF_SetRequestContext(CK_SESSION_HANDLE session, const HF_REQUEST_CO
     CK_RV rv = hf_session_get(session, &s);
 
     if (rv != CKR_OK) return rv;
+    /* A context names another API and caller: only the gateway may claim one. Clearing is free. */
+    if (ctx && !hf_module_is_gateway()) {
+        rv = CKR_USER_NOT_LOGGED_IN;
+        goto done;
+    }
     hf_session_clear_ctx(s);
     if (ctx) {
         s->has_ctx = true;
@@ -32,6 +37,7 @@ static CK_RV HF_SetRequestContext(CK_SESSION_HANDLE session, const HF_REQUEST_CO
             rv = CKR_HOST_MEMORY;
         }
     }
+done:
     hf_session_put(s);
     return rv;
 }
@@ -92,12 +98,15 @@ done:
     return rv;
 }
 
+/* Login is per application (PKCS#11 2.40 section 5.6), so the role is the application's; the
+ * session-less 1.1 call checks it just as the 1.2 one does. */
 static CK_RV HF_AuditRequest(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
 {
     CK_RV rv = hf_module_check();
 
     if (rv != CKR_OK) return rv;
     hf_return_val_if_fail(ctx && ctx->api && ctx->operation && seq, CKR_ARGUMENTS_BAD);
+    if (!hf_module_is_gateway()) return CKR_USER_NOT_LOGGED_IN;
     return hf_module_audit_request(ctx, result, false, seq);
 }
 
@@ -107,6 +116,8 @@ static CK_RV HF_AuditSummary(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULO
 
     if (rv != CKR_OK) return rv;
     hf_return_val_if_fail(ctx && ctx->api && ctx->operation && seq, CKR_ARGUMENTS_BAD);
+    /* A summary is written in another API's name too: the gateway's login only. */
+    if (!hf_module_is_gateway()) return CKR_USER_NOT_LOGGED_IN;
     return hf_module_audit_request(ctx, result, true, seq);
 }
 
@@ -129,6 +140,18 @@ static CK_RV HF_GetAuditStatus(HF_AUDIT_STATUS *status)
     return CKR_OK;
 }
 
+static CK_RV HF_AuditRequestSession(CK_SESSION_HANDLE session, const HF_REQUEST_CONTEXT *ctx,
+                                    CK_RV result, CK_ULONG_LONG *seq)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    rv = HF_AuditRequest(ctx, result, seq);
+    hf_session_put(s);
+    return rv;
+}
+
 const HF_FUNCTION_LIST hf_vendor_functions = {
     {HF_INTERFACE_VERSION_MAJOR, HF_INTERFACE_VERSION_MINOR},
     HF_SetRequestContext,
@@ -139,4 +162,5 @@ const HF_FUNCTION_LIST hf_vendor_functions = {
     HF_AuditRequest,
     HF_AuditSummary,
     HF_GetAuditStatus,
+    HF_AuditRequestSession,
 };

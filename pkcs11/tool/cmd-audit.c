@@ -18,15 +18,29 @@ static int verify_report(struct hf_cli *cli, const char *path, CK_RV rv,
             json_object_object_add(o, "records", json_object_new_int64((int64_t)r->records));
             json_object_object_add(o, "streams", json_object_new_int64((int64_t)r->streams));
             json_object_object_add(o, "bad_line", json_object_new_int64((int64_t)r->bad_line));
+            json_object_object_add(o, "checkpoints",
+                                   json_object_new_int64((int64_t)r->checkpoints));
+            json_object_object_add(o, "unanchored", json_object_new_int64((int64_t)r->unanchored));
+            json_object_object_add(o, "legacy", json_object_new_int64((int64_t)r->legacy));
+            json_object_object_add(o, "torn_line", json_object_new_int64((int64_t)r->torn_line));
             json_object_object_add(o, "reason",
                                    r->reason[0] ? json_object_new_string(r->reason) : NULL);
         }
         hf_cli_json_print(o);
     } else if (rv == CKR_OK) {
-        printf("audit log %s: ok, %llu records in %llu streams\n", path,
-               (unsigned long long)r->records, (unsigned long long)r->streams);
-        /* A torn last line is what a killed writer leaves: worth saying, not a failure. */
+        printf("audit log %s: ok, %llu records in %llu streams, %llu checkpoints\n", path,
+               (unsigned long long)r->records, (unsigned long long)r->streams,
+               (unsigned long long)r->checkpoints);
+        /* Allowed (--allow-torn-tail): what a killed writer leaves, worth saying. */
         if (r->reason[0]) printf("note: %s\n", r->reason);
+        if (r->legacy)
+            printf("warning: %llu legacy records (unkeyed SHA-256 chain, written before the keyed "
+                   "chain): unanchored, anybody could have rewritten them\n",
+                   (unsigned long long)r->legacy);
+        if (r->unanchored)
+            printf("warning: %llu records after the last checkpoint are unanchored: their removal "
+                   "would not show\n",
+                   (unsigned long long)r->unanchored);
     }
     if (rv == CKR_OK) return HF_EXIT_OK;
     if (r->bad_line)
@@ -42,26 +56,33 @@ static int cmd_verify(struct hf_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"file", required_argument, NULL, 'f'},
+        {"allow-torn-tail", no_argument, NULL, 'T'},
+        {"strict", no_argument, NULL, 'S'},
         HF_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     struct hf_audit_verify_result result = {0};
     const char *path = NULL;
+    bool allow_torn = false, strict = false;
     struct stat st;
+    CK_RV rv;
     int c, rc;
 
     while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
         if (c == 'f')
             path = optarg;
+        else if (c == 'T')
+            allow_torn = true;
+        else if (c == 'S')
+            strict = true;
         else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
             return rc;
     }
     if ((rc = hf_cli_args(cli, argc, argv, 0, 0)) != HF_CLI_CONTINUE) return rc;
-    /* Only the file is read: verifying must not open the store, which would append a stream. */
-    if (!path) {
-        if ((rc = hf_cli_config(cli)) != HF_CLI_CONTINUE) return rc;
-        path = cli->cfg.audit_path;
-    }
+    /* The token (the chain's keys) and the store (the latest checkpoint) are opened, but not the
+     * core, whose audit log would append a stream to what is being verified. */
+    if ((rc = hf_cli_config(cli)) != HF_CLI_CONTINUE) return rc;
+    if (!path) path = cli->cfg.audit_path;
     if (stat(path, &st) != 0) {
         int err = errno;
 
@@ -71,14 +92,25 @@ static int cmd_verify(struct hf_cli *cli, int argc, char **argv)
             hf_cli_error("audit log '%s': %s", path, strerror(err));
         return err == ENOENT ? HF_EXIT_NOT_FOUND : HF_EXIT_AUDIT;
     }
-    return verify_report(cli, path, hf_audit_verify(path, &result), &result);
+    rv = hf_core_audit_verify(&cli->cfg, path, allow_torn, strict, &result);
+    /* The token or the store could not be opened: nothing was verified, say why as any command
+     * does (not initialised: exit 4). */
+    if (rv != CKR_OK && rv != CKR_FUNCTION_FAILED && !result.reason[0])
+        return hf_cli_fail(cli, rv, "opening the token and the store");
+    return verify_report(cli, path, rv, &result);
 }
 
 static const struct hf_cli_command audit_commands[] = {
-    {"verify", cmd_verify, "[--file PATH]",
-     "replay every stream's hash chain; print the counts, or the first bad line and why",
-     "  --file PATH  the log to check (default: [audit] path of the config)\n"
-     "Exit 0 when every chain holds, 5 when a record was removed, altered or reordered.\n"},
+    {"verify", cmd_verify, "[--file PATH] [--allow-torn-tail] [--strict]",
+     "replay every stream's keyed chain and the signed checkpoints, with the token; print the "
+     "counts, or the first bad line and why",
+     "  --file PATH        the log to check (default: [audit] path of the config)\n"
+     "  --allow-torn-tail  accept a torn record (a writer killed mid-write) with a note\n"
+     "  --strict           fail on records after the last checkpoint (unanchored)\n"
+     "Exit 0 when every chain holds, 5 when a record was removed, altered, reordered or forged,\n"
+     "a record a checkpoint names is missing, the log lacks the checkpoint the store records\n"
+     "(emptied, shortened or replaced), or a record is torn. Legacy (unkeyed) records written\n"
+     "before the keyed chain, and records after the last checkpoint, are warned about.\n"},
 };
 
 int hf_cmd_audit(struct hf_cli *cli, int argc, char **argv)

@@ -19,12 +19,14 @@
 #define PIN_GENERATED_BYTES 12 /* 96 bits, written as 24 hex digits */
 
 enum pin_outcome { PIN_KEPT, PIN_SET, PIN_GENERATED };
+#define N_PINS 3
 
 /* One token PIN: where it comes from and what init did with it. */
 struct pin_plan {
     enum hf_user user;
     const char *role;     /* "user", "SO" */
     const char *env;      /* environment variable that may hold it */
+    const char *key;      /* its name in --json output: "so", "user", "gateway" */
     const char *arg;      /* --user-pin / --so-pin */
     const char *arg_file; /* --user-pin-file / --so-pin-file */
     char path[PATH_MAX];  /* STATE_DIR/token-<role>.pin, for a generated PIN */
@@ -159,7 +161,7 @@ static bool store_probe(struct hf_cli *cli, struct pin_plan *pins)
 
     if (hf_cli_store_is_missing(&cli->cfg) || hf_core_open(&cli->cfg, &core) != CKR_OK)
         return false;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < N_PINS; i++)
         pins[i].was_set = hf_core_pin_is_set(core, pins[i].user);
     hf_core_close(core);
     return true;
@@ -172,7 +174,7 @@ static void init_verify(struct hf_cli *cli, struct pin_plan *pins)
     struct hf_core *core = NULL;
 
     if (hf_core_open(&cli->cfg, &core) != CKR_OK) return;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_PINS; i++) {
         struct pin_plan *p = &pins[i];
 
         if (p->outcome != PIN_GENERATED ||
@@ -193,11 +195,11 @@ static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan 
         if ((o = json_object_new_object())) {
             json_object_object_add(o, "state_dir", json_object_new_string(cli->cfg.state_dir));
             json_object_object_add(o, "already_initialised", json_object_new_boolean(existed));
-            for (int i = 0; i < 2; i++) {
+            for (int i = 0; i < N_PINS; i++) {
                 bool file = pins[i].outcome == PIN_GENERATED;
                 char key[32];
 
-                snprintf(key, sizeof(key), "%s_pin", pins[i].user == HF_USER_SO ? "so" : "user");
+                snprintf(key, sizeof(key), "%s_pin", pins[i].key);
                 json_object_object_add(o, key, json_object_new_string(said[pins[i].outcome]));
                 strcat(key, "_file");
                 json_object_object_add(o, key, file ? json_object_new_string(pins[i].path) : NULL);
@@ -206,11 +208,12 @@ static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan 
         hf_cli_json_print(o);
         return;
     }
-    if (existed && pins[0].outcome == PIN_KEPT && pins[1].outcome == PIN_KEPT)
+    if (existed && pins[0].outcome == PIN_KEPT && pins[1].outcome == PIN_KEPT &&
+        pins[2].outcome == PIN_KEPT)
         printf("key store in %s is already initialised; PINs unchanged\n", cli->cfg.state_dir);
     else
         printf("key store in %s initialised\n", cli->cfg.state_dir);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_PINS; i++) {
         if (pins[i].outcome == PIN_GENERATED)
             printf("  %s PIN: generated, in %s (mode 0600)\n", pins[i].role, pins[i].path);
         else
@@ -220,12 +223,14 @@ static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan 
 
 static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan *pins, bool *reset)
 {
-    enum { O_SO = 1, O_SO_FILE, O_USER, O_USER_FILE, O_RESET };
+    enum { O_SO = 1, O_SO_FILE, O_USER, O_USER_FILE, O_GW, O_GW_FILE, O_RESET };
     static const struct option opts[] = {
         {"so-pin", required_argument, NULL, O_SO},
         {"so-pin-file", required_argument, NULL, O_SO_FILE},
         {"user-pin", required_argument, NULL, O_USER},
         {"user-pin-file", required_argument, NULL, O_USER_FILE},
+        {"gateway-pin", required_argument, NULL, O_GW},
+        {"gateway-pin-file", required_argument, NULL, O_GW_FILE},
         {"reset-pins", no_argument, NULL, O_RESET},
         HF_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -246,6 +251,12 @@ static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan
         case O_USER_FILE:
             pins[1].arg_file = optarg;
             break;
+        case O_GW:
+            pins[2].arg = optarg;
+            break;
+        case O_GW_FILE:
+            pins[2].arg_file = optarg;
+            break;
         case O_RESET:
             *reset = true;
             break;
@@ -253,7 +264,7 @@ static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan
             if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
         }
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < N_PINS; i++)
         if (pins[i].arg && pins[i].arg_file)
             return hf_cli_usage_error(cli, "give the %s PIN or its file, not both", pins[i].role);
     return hf_cli_args(cli, argc, argv, 0, 0);
@@ -261,11 +272,17 @@ static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan
 
 int hf_cmd_init(struct hf_cli *cli, int argc, char **argv)
 {
-    struct pin_plan pins[2] = {
-        {.user = HF_USER_SO, .role = "SO", .env = "HOLDFAST_SO_PIN"},
-        {.user = HF_USER_NORMAL, .role = "user", .env = "HOLDFAST_USER_PIN"},
+    /* The gateway's PIN: a second user identity, the only one whose login may attach request
+     * contexts (records in another API's name). */
+    struct pin_plan pins[N_PINS] = {
+        {.user = HF_USER_SO, .role = "SO", .key = "so", .env = "HOLDFAST_SO_PIN"},
+        {.user = HF_USER_NORMAL, .role = "user", .key = "user", .env = "HOLDFAST_USER_PIN"},
+        {.user = HF_USER_GATEWAY,
+         .role = "gateway",
+         .key = "gateway",
+         .env = "HOLDFAST_GATEWAY_PIN"},
     };
-    bool reset = false, existed;
+    bool reset = false, existed, gw_changed = false;
     CK_RV rv;
     int rc;
 
@@ -274,8 +291,9 @@ int hf_cmd_init(struct hf_cli *cli, int argc, char **argv)
     if ((rc = mkdir_private(cli->cfg.state_dir)) != HF_CLI_CONTINUE) return rc;
     snprintf(pins[0].path, sizeof(pins[0].path), "%s/token-so.pin", cli->cfg.state_dir);
     snprintf(pins[1].path, sizeof(pins[1].path), "%s/token-user.pin", cli->cfg.state_dir);
+    snprintf(pins[2].path, sizeof(pins[2].path), "%s/token-gateway.pin", cli->cfg.state_dir);
     existed = store_probe(cli, pins);
-    for (int i = 0; i < 2 && rc == HF_CLI_CONTINUE; i++) {
+    for (int i = 0; i < N_PINS && rc == HF_CLI_CONTINUE; i++) {
         rc = pin_given(&pins[i]);
         if (rc == HF_CLI_CONTINUE && pins[i].pin)
             pins[i].outcome = PIN_SET;
@@ -284,11 +302,12 @@ int hf_cmd_init(struct hf_cli *cli, int argc, char **argv)
     }
     if (rc != HF_CLI_CONTINUE) goto done;
     rv = hf_core_init(&cli->cfg, pins[0].pin, pins[1].pin, reset);
+    if (rv == CKR_OK) rv = hf_core_init_gateway_pin(&cli->cfg, pins[2].pin, reset, &gw_changed);
     if (rv != CKR_OK) {
         rc = hf_cli_fail(cli, rv, cli->cfg.state_dir);
         goto done;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_PINS; i++) {
         if (pins[i].outcome != PIN_SET) continue;
         if (pins[i].was_set && !reset) {
             hf_cli_error("note: the %s PIN is already set and was kept (--reset-pins replaces it)",
@@ -302,7 +321,7 @@ int hf_cmd_init(struct hf_cli *cli, int argc, char **argv)
     init_report(cli, existed, pins);
     rc = HF_EXIT_OK;
 done:
-    pin_free(&pins[0]);
-    pin_free(&pins[1]);
+    for (int i = 0; i < N_PINS; i++)
+        pin_free(&pins[i]);
     return rc;
 }

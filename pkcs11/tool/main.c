@@ -11,13 +11,17 @@ static int cmd_help(struct hf_cli *cli, int argc, char **argv);
 
 static const struct hf_cli_command commands[] = {
     {"init", hf_cmd_init,
-     "[--so-pin PIN|--so-pin-file F] [--user-pin PIN|--user-pin-file F] [--reset-pins]",
-     "create the HSM token, root KEK, key store and token PINs (safe to run twice)",
+     "[--so-pin PIN|--so-pin-file F] [--user-pin PIN|--user-pin-file F] "
+     "[--gateway-pin PIN|--gateway-pin-file F] [--reset-pins]",
+     "create the HSM token, root KEK, audit keys, key store and token PINs (safe to run twice)",
      "  --so-pin PIN, --so-pin-file FILE      the token's SO PIN ($HOLDFAST_SO_PIN)\n"
      "  --user-pin PIN, --user-pin-file FILE  the token's user PIN ($HOLDFAST_USER_PIN)\n"
-     "  --reset-pins  set both PINs anew, even if set: as given, or generated\n"
+     "  --gateway-pin PIN, --gateway-pin-file FILE\n"
+     "                 the gateway's PIN ($HOLDFAST_GATEWAY_PIN): a user login with it may\n"
+     "                 attach request contexts to audit records (holdfastd logs in with it)\n"
+     "  --reset-pins  set every PIN anew, even if set: as given, or generated\n"
      "A PIN given nowhere is kept if set, else generated and written (0600) to\n"
-     "STATE_DIR/token-so.pin or token-user.pin. PINs are never printed.\n"},
+     "STATE_DIR/token-so.pin, token-user.pin or token-gateway.pin. PINs are never printed.\n"},
     {"key", hf_cmd_key, "create|list|show|rotate|activate|deactivate|compromise|destroy|label ...",
      "manage keys, their versions, states and labels", NULL},
     {"link", hf_cmd_link, "add|block|unblock|list ...",

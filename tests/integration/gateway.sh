@@ -59,7 +59,7 @@ listen = 127.0.0.1:$tport tls
 threads = 2
 max_body = 16k
 module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-user.pin
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = test
 
 [plugin:test]

@@ -8,6 +8,7 @@ tests_integration_p11_crash_worker_LDADD = $(LIBS)
 INTEGRATION_TESTS = \
 	tests/integration/cli.sh \
 	tests/integration/policy.sh \
+	tests/integration/audit-integrity.sh \
 	tests/integration/pkcs11-tool.sh \
 	tests/integration/p11-kit.sh \
 	tests/integration/nss.sh \

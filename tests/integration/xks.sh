@@ -88,7 +88,7 @@ write_conf() {
 listen = 127.0.0.1:$P_PLAIN
 listen = 127.0.0.1:$P_TLS tls
 module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-user.pin
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = aws-xks
 max_body = 32k
 log = $HF_TMP/holdfastd.log

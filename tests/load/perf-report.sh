@@ -150,7 +150,7 @@ done
 listen = 127.0.0.1:$port tls
 max_connections = 8192
 module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-user.pin
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = $plugins
 log = $HF_TMP/holdfastd.log
 

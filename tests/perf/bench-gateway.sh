@@ -81,7 +81,7 @@ start_gateway() { # SUCCESS_EVENTS
 listen = 127.0.0.1:$GW_PLAIN
 listen = 127.0.0.1:$GW_TLS tls
 module = $builddir/pkcs11/module/.libs/holdfast-pkcs11.so
-pin_file = $HOLDFAST_STATE_DIR/token-user.pin
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = aws-xks
 plugin_dir = $builddir/gateway/plugins/aws-xks/.libs
 max_connections = 1024

@@ -48,6 +48,8 @@ static int conf_write(const char *path, const char *dir, const char *extra_conf)
     if (fp == NULL) return -1;
     fprintf(fp, "# Written by the unit-test harness.\n[holdfast]\nstate_dir = %s\n", dir);
     if (extra_conf != NULL) fputs(extra_conf, fp);
+    /* No periodic checkpoint lands between the records a test counts; close still writes one. */
+    fputs("\n[audit]\ncheckpoint_interval_ms = 3600000\n", fp);
     return fclose(fp) == 0 ? 0 : -1;
 }
 
@@ -74,6 +76,10 @@ int hf_test_env_setup(struct hf_test_env *env, const char *extra_conf)
     }
     /* Only the root KEK (AES) is made here: no RSA key generation, so setup stays fast. */
     rv = hf_core_init(&env->cfg, HF_TEST_SO_PIN, HF_TEST_USER_PIN, false);
+    if (rv == CKR_OK) {
+        bool changed;
+        rv = hf_core_init_gateway_pin(&env->cfg, HF_TEST_GATEWAY_PIN, false, &changed);
+    }
     if (rv != CKR_OK) {
         fprintf(stderr, "hf_test_env_setup: hf_core_init: 0x%lx\n", (unsigned long)rv);
         goto fail;

@@ -24,6 +24,8 @@
 
 #define HF_TEST_SO_PIN "so-secret-5678"
 #define HF_TEST_USER_PIN "user-secret-1234"
+/* The gateway's PIN (hf_core_init_gateway_pin): a user login that may attach request contexts. */
+#define HF_TEST_GATEWAY_PIN "gateway-secret-9012"
 
 struct hf_test_env {
     char dir[PATH_MAX];

@@ -2,6 +2,8 @@
 
 #include "harness.h"
 #include "pkcs11/core/audit.h"
+#include "pkcs11/core/hsm.h"
+#include "pkcs11/core/store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1477,6 +1479,391 @@ static CU_TestInfo space_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+/* ---- the keyed chain and checkpoints (a real SoftHSMv2 token) ---- */
+
+#define KEYED_TOKEN "hf-audit-a"
+#define OTHER_TOKEN "hf-audit-b"
+
+static struct hf_test_softhsm softhsm;
+static struct hf_hsm *hsm_a, *hsm_b; /* hsm_b: the same labels, other keys */
+
+static struct hf_hsm *keyed_token(const char *label)
+{
+    struct hf_hsm *h = NULL;
+
+    if (hf_hsm_token_ensure(HF_SOFTHSM_MODULE, softhsm.lock_path, label, HF_TEST_SO_PIN,
+                            HF_TEST_USER_PIN) != CKR_OK ||
+        hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, label, HF_TEST_USER_PIN, &h) != CKR_OK ||
+        hf_hsm_mac_key_ensure(h, HF_AUDIT_MAC_LABEL) != CKR_OK ||
+        hf_hsm_mac_key_ensure(h, HF_AUDIT_CHECKPOINT_LABEL) != CKR_OK) {
+        hf_hsm_close(h);
+        return NULL;
+    }
+    return h;
+}
+
+static int keyed_suite_init(void)
+{
+    if (suite_init() != 0 || hf_test_softhsm_setup(&softhsm, "hf-test-audit-hsm") != 0) return -1;
+    hsm_a = keyed_token(KEYED_TOKEN);
+    hsm_b = keyed_token(OTHER_TOKEN);
+    return hsm_a && hsm_b ? 0 : -1;
+}
+
+static int keyed_suite_clean(void)
+{
+    hf_hsm_close(hsm_a);
+    hf_hsm_close(hsm_b);
+    hsm_a = hsm_b = NULL;
+    hf_test_softhsm_teardown(&softhsm);
+    return suite_clean();
+}
+
+/* A log and the store that records its checkpoints, as a core has them. */
+struct keyed {
+    char path[256];
+    char db[PATH_MAX];
+    struct hf_store *store;
+};
+
+static void keyed_setup(struct keyed *k)
+{
+    new_path(k->path, sizeof(k->path));
+    snprintf(k->db, sizeof(k->db), "%.250s.db", k->path);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(k->db, &k->store), CKR_OK);
+}
+
+static void keyed_teardown(struct keyed *k)
+{
+    hf_store_close(k->store);
+    unlink(k->db);
+}
+
+static struct hf_audit *keyed_open(struct keyed *k, struct hf_hsm *h, unsigned interval_ms)
+{
+    struct hf_audit_config cfg = config_for(k->path);
+    struct hf_audit *a = NULL;
+
+    cfg.hsm = h;
+    cfg.store = k->store;
+    cfg.checkpoint_interval_ms = interval_ms ? interval_ms : 3600000;
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
+    return a;
+}
+
+/* One opened log's worth: open, n records, close. */
+static void keyed_session(struct keyed *k, struct hf_hsm *h, int n)
+{
+    struct hf_audit *a = keyed_open(k, h, 0);
+    for (int i = 0; i < n; i++)
+        append_op(a, "encrypt", "alice", CKR_OK);
+    hf_audit_close(a);
+}
+
+static CK_RV keyed_verify(const struct keyed *k, const char *path, struct hf_hsm *h, bool torn_ok,
+                          bool strict, struct hf_audit_verify_result *res)
+{
+    struct hf_audit_verify_config vc = {.path = path ? path : k->path,
+                                        .hsm = h,
+                                        .store = k->store,
+                                        .allow_torn_tail = torn_ok,
+                                        .strict = strict};
+    return hf_audit_verify_keyed(&vc, res);
+}
+
+/* The file's lines (each with its '\n'); *n of them. Caller frees each and the array. */
+static char **klines_read(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "r");
+    char **lines = NULL, *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+
+    *n = 0;
+    if (!f) return NULL;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lines = realloc(lines, (*n + 1) * sizeof(*lines));
+        lines[(*n)++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+    return lines;
+}
+
+static void klines_write(const char *path, char **lines, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (size_t i = 0; i < n; i++)
+        if (lines[i]) fputs(lines[i], f);
+    fclose(f);
+}
+
+static void klines_free(char **lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+/* The last line holding every needle (NULL-terminated), or -1. */
+static long line_find_last(char **lines, size_t n, const char *a, const char *b)
+{
+    for (size_t i = n; i-- > 0;)
+        if (lines[i] && strstr(lines[i], a) && (!b || strstr(lines[i], b))) return (long)i;
+    return -1;
+}
+
+static void test_a_keyed_log_verifies_with_its_token_only(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    char *v = NULL;
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, 5);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, 5 + 2 + 2); /* + a stream-open and -close each for data and ckpt */
+    CU_ASSERT_EQUAL(res.checkpoints, 1);
+    CU_ASSERT_EQUAL(res.unanchored, 0);
+    CU_ASSERT_EQUAL(res.legacy, 0);
+    CU_ASSERT_EQUAL(hf_store_meta_get(k.store, HF_META_AUDIT_CHECKPOINT, &v), CKR_OK);
+    CU_ASSERT_PTR_NOT_NULL(v);
+    free(v);
+    /* No token, or another token's keys: nothing can be checked. */
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, NULL, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "needs the token"));
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_b, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(res.bad_line, 1);
+    keyed_teardown(&k);
+}
+
+/* A stream's last record is its stream-close, which the closing checkpoint names; the record
+ * before it is chained to. Either removed fails. */
+static void test_removing_a_streams_last_record_fails(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    char cut[PATH_MAX];
+    size_t n;
+    CU_ASSERT_FATAL(strlen(tmpdir) < 200);
+    char **lines;
+    long i;
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, 3);
+    snprintf(cut, sizeof(cut), "%.250s.cut", k.path);
+    lines = klines_read(k.path, &n);
+    i = line_find_last(lines, n, "\"op\":\"stream-close\"", "\"latency_us\":0,\"hash\"");
+    CU_ASSERT_FATAL(i >= 0);
+    char *saved = lines[i];
+    lines[i] = NULL;
+    klines_write(cut, lines, n);
+    CU_ASSERT_EQUAL(keyed_verify(&k, cut, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "which the log lacks"));
+    lines[i] = saved;
+    i = line_find_last(lines, n, "\"op\":\"encrypt\"", NULL);
+    CU_ASSERT_FATAL(i >= 0);
+    free(lines[i]);
+    lines[i] = NULL;
+    klines_write(cut, lines, n);
+    CU_ASSERT_EQUAL(keyed_verify(&k, cut, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    klines_free(lines, n);
+    unlink(cut);
+    keyed_teardown(&k);
+}
+
+/* The last opened log's records, all of them (its streams and its checkpoints) cut off: the
+ * store still names its closing checkpoint. */
+static void test_removing_the_final_stream_fails(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    struct stat st;
+    off_t first_end;
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, 2);
+    CU_ASSERT_EQUAL_FATAL(stat(k.path, &st), 0);
+    first_end = st.st_size;
+    keyed_session(&k, hsm_a, 2);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    CU_ASSERT_EQUAL(truncate(k.path, first_end), 0);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "the store records a checkpoint the log lacks"));
+    keyed_teardown(&k);
+}
+
+/* The file replaced whole: by a freshly hashed (unkeyed) log, or by one keyed under another
+ * token's keys (with its own checkpoints). */
+static void test_a_replaced_log_fails(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k, other;
+    struct hf_audit *a;
+
+    keyed_setup(&k);
+    keyed_setup(&other);
+    keyed_session(&k, hsm_a, 3);
+    unlink(k.path);
+    a = open_log(k.path); /* unkeyed: SHA-256, which anybody can compute */
+    append_op(a, "encrypt", "alice", CKR_OK);
+    hf_audit_close(a);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "the store records a checkpoint the log lacks"));
+    keyed_session(&other, hsm_b, 3);
+    CU_ASSERT_EQUAL(rename(other.path, k.path), 0);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(res.bad_line, 1);
+    keyed_teardown(&other);
+    keyed_teardown(&k);
+}
+
+static void test_an_emptied_log_fails(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, 1);
+    CU_ASSERT_EQUAL(truncate(k.path, 0), 0);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "emptied"));
+    keyed_teardown(&k);
+}
+
+/* Appended by hand: a record claiming another API and caller, or a whole unkeyed stream chained
+ * to the last real record (what a writer without the token can make). */
+static void test_a_forged_record_fails(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    struct hf_audit *a;
+    char forged[PATH_MAX], line[1024];
+    size_t n;
+    char **lines;
+    long i;
+    FILE *f;
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, 2);
+    snprintf(forged, sizeof(forged), "%.250s.forged", k.path);
+    lines = klines_read(k.path, &n);
+    i = line_find_last(lines, n, "\"op\":\"encrypt\"", NULL);
+    CU_ASSERT_FATAL(i >= 0);
+    /* Inserted in the stream, after its last key operation, as a live writer's next record. */
+    f = fopen(forged, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    snprintf(line, sizeof(line), "%s", lines[i]);
+    char *api = strstr(line, "\"api\":\"pkcs11\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(api);
+    memcpy(api, "\"api\":\"aws-xk\"", 14);
+    for (size_t j = 0; j < n; j++) {
+        fputs(lines[j], f);
+        if ((long)j == i) fputs(line, f);
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(keyed_verify(&k, forged, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(res.bad_line, (uint64_t)i + 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "hash does not match"));
+    klines_free(lines, n);
+    /* An unkeyed writer appending to the keyed log. */
+    a = open_log(k.path);
+    append_op(a, "encrypt", "mallory", CKR_OK);
+    hf_audit_close(a);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "unkeyed stream after the keyed log began"));
+    unlink(forged);
+    keyed_teardown(&k);
+}
+
+static void test_a_torn_last_record_fails_unless_allowed(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    FILE *f;
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, 2);
+    f = fopen(k.path, "a");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("{\"seq\":77,\"stream\":\"0123456789abcdef\",\"time\":\"2026-", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT(res.torn_line > 0);
+    CU_ASSERT_EQUAL(res.bad_line, res.torn_line);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, true, false, &res), CKR_OK);
+    CU_ASSERT(res.torn_line > 0);
+    keyed_teardown(&k);
+}
+
+/* The writer checkpoints on its own once something was written; what came after the last
+ * checkpoint is unanchored (a warning, or a failure with strict). */
+static void test_checkpoints_come_periodically_and_anchor_what_was_written(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    struct hf_audit *a;
+
+    keyed_setup(&k);
+    a = keyed_open(&k, hsm_a, 400);
+    append_op(a, "encrypt", "alice", CKR_OK);
+    append_op(a, "decrypt", "alice", CKR_OK);
+    for (int i = 0; i < 100; i++) {
+        usleep(20000);
+        if (keyed_verify(&k, NULL, hsm_a, false, false, &res) == CKR_OK && res.checkpoints > 0 &&
+            res.unanchored == 0)
+            break;
+    }
+    CU_ASSERT(res.checkpoints >= 1);
+    CU_ASSERT_EQUAL(res.unanchored, 0);
+    /* Idle: no more checkpoints. */
+    uint64_t ckpts = res.checkpoints;
+    usleep(200000);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.checkpoints, ckpts);
+    hf_audit_wait_durable(a, append_op(a, "sign", "bob", CKR_OK));
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    CU_ASSERT(res.unanchored >= 1);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_FUNCTION_FAILED);
+    hf_audit_close(a);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    keyed_teardown(&k);
+}
+
+/* A log from before the keyed chain: its unkeyed records are accepted as legacy (and counted),
+ * the keyed ones after them verify in full. */
+static void test_a_legacy_prefix_is_accepted_and_counted(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    struct hf_audit *a;
+
+    keyed_setup(&k);
+    a = open_log(k.path);
+    append_op(a, "encrypt", "alice", CKR_OK);
+    hf_audit_close(a);
+    keyed_session(&k, hsm_a, 2);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.legacy, 3);
+    CU_ASSERT_EQUAL(res.checkpoints, 1);
+    keyed_teardown(&k);
+}
+
+static CU_TestInfo keyed_tests[] = {
+    {"a keyed log verifies with its token only", test_a_keyed_log_verifies_with_its_token_only},
+    {"removing a stream's last record fails", test_removing_a_streams_last_record_fails},
+    {"removing the final stream fails", test_removing_the_final_stream_fails},
+    {"a replaced log (freshly hashed, or another key) fails", test_a_replaced_log_fails},
+    {"an emptied log fails", test_an_emptied_log_fails},
+    {"a forged record fails", test_a_forged_record_fails},
+    {"a torn last record fails unless allowed", test_a_torn_last_record_fails_unless_allowed},
+    {"checkpoints come periodically and anchor what was written",
+     test_checkpoints_come_periodically_and_anchor_what_was_written},
+    {"a legacy prefix is accepted and counted", test_a_legacy_prefix_is_accepted_and_counted},
+    CU_TEST_INFO_NULL,
+};
+
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
@@ -1485,6 +1872,7 @@ int main(void)
         {"audit chunks", suite_init, suite_clean, NULL, NULL, chunk_tests},
         {"audit durability", suite_init, suite_clean, NULL, NULL, durability_tests},
         {"audit free space", suite_init, suite_clean, NULL, NULL, space_tests},
+        {"audit keyed chain", keyed_suite_init, keyed_suite_clean, NULL, NULL, keyed_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);

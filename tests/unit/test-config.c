@@ -447,7 +447,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 16);
+    CU_ASSERT_EQUAL(keys, 17);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
@@ -464,6 +464,7 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_EQUAL(cfg.audit_success_events, def.audit_success_events);
     CU_ASSERT_EQUAL(cfg.audit_reserve, def.audit_reserve);
     CU_ASSERT_EQUAL(cfg.audit_alarm, def.audit_alarm);
+    CU_ASSERT_EQUAL(cfg.audit_checkpoint_interval_ms, def.audit_checkpoint_interval_ms);
     CU_ASSERT_EQUAL(cfg.cache_max_keys, def.cache_max_keys);
     hf_config_free(&cfg);
     hf_config_free(&def);

@@ -1316,6 +1316,12 @@ static void test_blocked_link_refuses_and_is_audited(void)
     CU_ASSERT_EQUAL(hf_core_link_add(core, "aws-xks", "ext-blocked", "t-aes-enc", &who), CKR_OK);
     CU_ASSERT_EQUAL(hf_core_link_set_blocked(core, "aws-xks", "ext-blocked", true, &who), CKR_OK);
     hf_core_close(core);
+    /* A request context is the gateway's to attach: its login, for this test. */
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(sess, &ctx), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(p11->C_Logout(sess), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(sess, CKU_USER, (CK_UTF8CHAR_PTR)HF_TEST_GATEWAY_PIN,
+                                       strlen(HF_TEST_GATEWAY_PIN)),
+                          CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf->HF_SetRequestContext(sess, &ctx), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &gcm, aes_enc), CKR_HF_LINK_BLOCKED);
     snprintf(want_rv, sizeof(want_rv), "\"result\":\"0x%lx\"", (unsigned long)CKR_HF_LINK_BLOCKED);
@@ -1328,6 +1334,10 @@ static void test_blocked_link_refuses_and_is_audited(void)
         CK_ULONG len = sizeof(ct);
         CU_ASSERT_EQUAL(p11->C_Encrypt(sess, (CK_BYTE_PTR)msg32, 32, ct, &len), CKR_OK);
     }
+    CU_ASSERT_EQUAL(p11->C_Logout(sess), CKR_OK);
+    CU_ASSERT_EQUAL(
+        p11->C_Login(sess, CKU_USER, (CK_UTF8CHAR_PTR)HF_TEST_USER_PIN, strlen(HF_TEST_USER_PIN)),
+        CKR_OK);
 }
 
 /* ---- wrap and unwrap ------------------------------------------------------------------------- */

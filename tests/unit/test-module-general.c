@@ -26,6 +26,8 @@ static CK_FUNCTION_LIST_PTR p11;
 #define USER_PIN_LEN (strlen(HF_TEST_USER_PIN))
 #define SO_PIN ((CK_UTF8CHAR_PTR)HF_TEST_SO_PIN)
 #define SO_PIN_LEN (strlen(HF_TEST_SO_PIN))
+#define GW_PIN ((CK_UTF8CHAR_PTR)HF_TEST_GATEWAY_PIN)
+#define GW_PIN_LEN (strlen(HF_TEST_GATEWAY_PIN))
 #define SLOT 1 /* the module's one slot */
 #define RW (CKF_SERIAL_SESSION | CKF_RW_SESSION)
 #define RO CKF_SERIAL_SESSION
@@ -652,7 +654,11 @@ static void test_vendor_context_lands_in_the_audit_record(void)
     CU_ASSERT_EQUAL(hf->HF_GetLastAuditSeq(s, &seq0), CKR_OK);
     CU_ASSERT_EQUAL(seq0, 0);
 
+    /* Only the gateway's login may attach a context; it then serves the next operation. */
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_Login(s, CKU_USER, (CK_UTF8CHAR_PTR) "not-the-pin", 11),
                     CKR_PIN_INCORRECT);
     CU_ASSERT_EQUAL(hf->HF_GetLastAuditSeq(s, &seq1), CKR_OK);
@@ -672,7 +678,11 @@ static void test_vendor_context_lands_in_the_audit_record(void)
         usleep(10000);
     CU_ASSERT_EQUAL(__atomic_load_n(&durable_calls, __ATOMIC_SEQ_CST), 1);
 
-    /* NULL clears a context that was set. */
+    /* The user PIN's login is an ordinary caller: no context. NULL clears a context that was
+     * set. */
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, NULL), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
@@ -765,7 +775,7 @@ static void test_a_blocked_link_stops_its_key_within_a_second(void)
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
     unknown.link_id = "xks-no-such-key";
-    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(s, &mech, tmpl, 2, &key), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(p11->C_GetAttributeValue(s, key, &get_uuid, 1), CKR_OK);
     /* Asked about before it exists: "no such link" is an answer the cache keeps for a while. */
@@ -866,7 +876,7 @@ static uint64_t audit_records(void)
 {
     struct hf_audit_verify_result res;
 
-    CU_ASSERT_EQUAL(hf_audit_verify(env.cfg.audit_path, &res), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_audit_verify(&env.cfg, NULL, true, false, &res), CKR_OK);
     return res.records;
 }
 
@@ -917,12 +927,17 @@ static void test_audit_request_writes_one_record_with_the_context(void)
     json_object *rec;
     char seqtxt[32];
 
+    CK_SESSION_HANDLE s = open_session(RW);
+
     CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
     n0 = audit_records();
     CU_ASSERT_EQUAL(hf->HF_AuditRequest(&ctx, CKR_PIN_INCORRECT, &seq), CKR_OK);
     CU_ASSERT(seq > 0);
     CU_ASSERT_EQUAL(hf->HF_AuditWaitDurable(seq), CKR_OK);
     CU_ASSERT_EQUAL(audit_records(), n0 + 1);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
     rec = audit_record_with("req-audit-request-7f3a");
     CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
     snprintf(seqtxt, sizeof(seqtxt), "%llu", seq);
@@ -936,6 +951,44 @@ static void test_audit_request_writes_one_record_with_the_context(void)
     CU_ASSERT_STRING_EQUAL(member(rec, "result"), "0xa0"); /* CKR_PIN_INCORRECT */
     CU_ASSERT_STRING_EQUAL(member(rec, "ok"), "false");
     json_object_put(rec);
+}
+
+/* A record in another API's name is the gateway's to write: an ordinary PKCS#11 caller (no
+ * login, or the user PIN's) cannot forge one, through either vendor call. */
+static void test_vendor_records_need_the_gateway_login(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    HF_REQUEST_CONTEXT ctx = {.api = "aws-xks",
+                              .operation = "Decrypt",
+                              .caller = "arn:aws:iam::111122223333:role/forged",
+                              .request_id = "req-forged-0001"};
+    CK_SESSION_HANDLE s = open_session(RW);
+    CK_ULONG_LONG seq = 0;
+    uint64_t n0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    CU_ASSERT_FATAL(hf->version.minor >= 2);
+    n0 = audit_records();
+    CU_ASSERT_EQUAL(hf->HF_AuditRequest(&ctx, CKR_OK, &seq), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequestSession(s, &ctx, CKR_OK, &seq), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
+    n0++; /* the login's record */
+    CU_ASSERT_EQUAL(hf->HF_AuditRequest(&ctx, CKR_OK, &seq), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequestSession(s, &ctx, CKR_OK, &seq), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(seq, 0);
+    CU_ASSERT_EQUAL(audit_records(), n0);
+    CU_ASSERT(!audit_log_has("req-forged-0001"));
+    /* The gateway's login may, through a session of its own. */
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequestSession(BAD_SESSION, &ctx, CKR_OK, &seq),
+                    CKR_SESSION_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequestSession(s, &ctx, CKR_OK, &seq), CKR_OK);
+    CU_ASSERT(seq > 0);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
 }
 
 static void test_audit_request_refuses_bad_arguments(void)
@@ -981,7 +1034,7 @@ static void test_a_key_operation_records_latency_from_received_us(void)
     int64_t latency;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
-    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(s, &gen, tmpl, 2, &key), CKR_OK);
     clock_gettime(CLOCK_MONOTONIC, &now);
     ctx.received_us =
@@ -1105,6 +1158,7 @@ static CU_TestInfo session_tests[] = {
     {"HF_AuditRequest writes one record with the context",
      test_audit_request_writes_one_record_with_the_context},
     {"HF_AuditRequest refuses bad arguments", test_audit_request_refuses_bad_arguments},
+    {"vendor records need the gateway login", test_vendor_records_need_the_gateway_login},
     {"a key operation records latency from received_us",
      test_a_key_operation_records_latency_from_received_us},
     {"a forked child initializes again", test_fork_child_initializes_again},
