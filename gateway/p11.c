@@ -186,6 +186,24 @@ static void vendor_find(void)
     p11.has_audit_summary = v->version.minor >= 2 && v->HF_AuditSummary && v->HF_GetAuditStatus;
 }
 
+/* Holdfast's module lets only its gateway login attach request contexts; a gateway started with
+ * the user PIN would answer every request with an internal error, so it says so at start. */
+static bool gateway_role_is_granted(char *err, size_t errlen)
+{
+    const HF_REQUEST_CONTEXT probe = {.api = "holdfastd", .operation = "start"};
+    CK_RV rv;
+
+    if (!p11.vendor || !p11.vendor->HF_SetRequestContext) return true;
+    rv = p11.vendor->HF_SetRequestContext(p11.login_session, &probe);
+    p11.vendor->HF_SetRequestContext(p11.login_session, NULL);
+    if (rv == CKR_OK) return true;
+    snprintf(err, errlen,
+             "the module refuses request contexts (0x%lx): pin_file must hold the gateway PIN "
+             "(holdfast init writes token-gateway.pin), not the user PIN",
+             (unsigned long)rv);
+    return false;
+}
+
 bool hf_gw_p11_open(const char *module, const char *token_label, const char *pin, char *err,
                     size_t errlen)
 {
@@ -231,6 +249,7 @@ bool hf_gw_p11_open(const char *module, const char *token_label, const char *pin
             goto fail_finalize;
         }
     }
+    if (!gateway_role_is_granted(err, errlen)) goto fail_finalize;
     if (!(p11.module = strdup(module))) {
         snprintf(err, errlen, "out of memory");
         goto fail_finalize;

@@ -948,8 +948,8 @@ static CK_RV hmac_once(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE
     return rv;
 }
 
-CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data,
-                  size_t len, unsigned char mac[HF_HSM_MAC_LEN])
+CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data, size_t len,
+                  unsigned char mac[HF_HSM_MAC_LEN])
 {
     struct wrap_job job = {.in = data, .in_len = len, .out = mac};
 

@@ -60,8 +60,8 @@ CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned ch
 CK_RV hf_hsm_mac_key_ensure(struct hf_hsm *hsm, const char *mac_label);
 /* HMAC-SHA-256 of data under mac_label, computed in the token. CKR_KEY_HANDLE_INVALID when the
  * token has no such key. */
-CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data,
-                  size_t len, unsigned char mac[HF_HSM_MAC_LEN]);
+CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data, size_t len,
+                  unsigned char mac[HF_HSM_MAC_LEN]);
 
 /* After fork(): forget the parent's module state without calling into it. */
 void hf_hsm_abandon(struct hf_hsm *hsm);

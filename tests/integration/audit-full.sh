@@ -55,7 +55,7 @@ cat >"$HF_TMP/holdfastd.conf" <<EOF
 [gateway]
 listen = 127.0.0.1:$PORT
 module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-user.pin
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = aws-xks
 log = $HF_TMP/holdfastd.log
 $GW_AUDIT

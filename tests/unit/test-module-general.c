@@ -840,7 +840,8 @@ static void test_a_link_unblocked_by_editing_the_store_stays_unusable(void)
     sqlite3 *db = NULL;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
-    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
+    /* The gateway's login: only it may name a link in a request context. */
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(s, &mech, tmpl, 2, &key), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(p11->C_GetAttributeValue(s, key, &get_uuid, 1), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);

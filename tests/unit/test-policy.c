@@ -511,14 +511,20 @@ static void test_a_store_from_before_policy_macs_is_migrated_at_first_open(void)
     size_t len = 0;
     bool blocked = true;
 
-    /* init has run (token, KEK, store), no core has opened it: no policy MAC key yet. */
+    /* A state dir as a build before policy MACs left it: a KEK without its policy MAC key.
+     * Today's init opens a core (its record is keyed), which makes that key for its KEK, so the
+     * old store's KEK is given a label of its own. */
     CU_ASSERT_EQUAL_FATAL(hf_test_env_setup(&old, NULL), 0);
+    free(old.cfg.kek_label);
+    old.cfg.kek_label = strdup("kek-before-policy-macs");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(old.cfg.kek_label);
     tmp = old.cfg;
     tmp.hsm_pin = NULL;
     CU_ASSERT_EQUAL_FATAL(hf_config_resolve_pin(&tmp, err, sizeof(err)), CKR_OK);
     snprintf(lock, sizeof(lock), "%s/hsm.lock", old.cfg.state_dir);
     CU_ASSERT_EQUAL_FATAL(
         hf_hsm_open(old.cfg.hsm_module, lock, old.cfg.hsm_token, tmp.hsm_pin, &hsm), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_hsm_kek_ensure(hsm, old.cfg.kek_label), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_store_open(old.cfg.store_path, &store), CKR_OK);
     legacy_key(store, hsm, old.cfg.kek_label, "old-aes", HF_ALG_AES, 256, aes, &a);
     legacy_key(store, hsm, old.cfg.kek_label, "old-ec", HF_ALG_EC, 256, NULL, &e);
