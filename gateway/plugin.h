@@ -208,6 +208,9 @@ void hf_json_put_wiped(struct json_object *root);
 /* A header's number of occurrences (case-insensitive name): plugins refuse a repeated
  * Authorization, Host or date header, whose meaning would depend on which copy a reader takes. */
 size_t hf_request_header_count(const struct hf_request *req, const char *name);
+/* The first of names[0..n) that appears more than once, or NULL. */
+const char *hf_request_header_repeated(const struct hf_request *req, const char *const *names,
+                                       size_t n);
 
 /* ---- randomness (provided by holdfastd; OpenSSL's DRBG underneath) -------------------------- */
 

@@ -262,6 +262,14 @@ HF_PLUGIN_EXPORT size_t hf_request_header_count(const struct hf_request *req, co
     return c.n;
 }
 
+HF_PLUGIN_EXPORT const char *hf_request_header_repeated(const struct hf_request *req,
+                                                        const char *const *names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        if (hf_request_header_count(req, names[i]) > 1) return names[i];
+    return NULL;
+}
+
 HF_PLUGIN_EXPORT const char *hf_request_param(const struct hf_request *req, const char *name)
 {
     if (!req || !name) return NULL;
