@@ -1,3 +1,7 @@
 # The aws-xks plugin end to end: holdfastd with the plugin, driven by curl --aws-sigv4.
 TESTS += tests/integration/xks.sh
 EXTRA_DIST += tests/integration/xks.sh tests/integration/xks-body.py
+# holdfastd under hostile connections and bodies (slowloris, one address holding every slot,
+# an endless chunked body, a body under the rate floor), strict parsing, plain-HTTP listeners.
+TESTS += tests/integration/xks-conn.sh
+EXTRA_DIST += tests/integration/xks-conn.sh tests/integration/xks-attack.py
