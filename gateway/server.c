@@ -389,7 +389,8 @@ static enum MHD_Result refuse_mid_body(struct hf_request *req, struct MHD_Connec
     const HF_FUNCTION_LIST *v = hf_p11_vendor();
     const char *reason;
     CK_ULONG_LONG seq = 0;
-    char head[512];
+    char *wire = NULL;
+    size_t cap;
     int n;
 
     req->close_after = true;
@@ -398,13 +399,16 @@ static enum MHD_Result refuse_mid_body(struct hf_request *req, struct MHD_Connec
     if (seq && v && v->HF_AuditWaitDurable(seq) != CKR_OK) audit_failed(req);
     req->audit_seq = seq;
     reason = MHD_get_reason_phrase_for(req->http_status);
-    n = snprintf(head, sizeof(head),
-                 "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
-                 "Content-Length: %zu\r\nX-Request-Id: %s\r\n\r\n",
-                 req->http_status, reason && reason[0] ? reason : "Error", req->reply_len, req->id);
-    if (n > 0 && (size_t)n < sizeof(head)) {
-        wire_write(conn, head, (size_t)n);
-        if (req->reply) wire_write(conn, req->reply, req->reply_len);
+    /* One buffer, so one write (one TLS record): the client reads it all before the close. */
+    cap = 512 + req->reply_len;
+    if ((wire = malloc(cap))) {
+        n = snprintf(wire, cap,
+                     "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nX-Request-Id: %s\r\n\r\n%s",
+                     req->http_status, reason && reason[0] ? reason : "Error", req->reply_len,
+                     req->id, req->reply ? req->reply : "");
+        if (n > 0 && (size_t)n < cap) wire_write(conn, wire, (size_t)n);
+        free(wire); /* an error body: no secret in it */
     }
     responded(req);
     return MHD_NO; /* libmicrohttpd closes the connection */

@@ -37,6 +37,7 @@ import hashlib
 import hmac
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -129,6 +130,10 @@ def connect(a, src, timeout=2.0):
     s.bind((src, 0))
     s.settimeout(timeout)
     s.connect((a.host, a.port))
+    if a.tls_ca:
+        ctx = ssl.create_default_context(cafile=a.tls_ca)
+        ctx.check_hostname = False
+        s = ctx.wrap_socket(s)
     return s
 
 
@@ -333,13 +338,13 @@ def cmd_chunked(a):
             got += s.recv(65536)
             if b"\r\n\r\n" in got:
                 break
-        except BlockingIOError:
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             pass
         except OSError:
             break
         try:
             sent += s.send(chunk)
-        except BlockingIOError:
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             time.sleep(0.01)
         except OSError:
             break
@@ -391,6 +396,7 @@ def main():
     p.add_argument("--seconds", type=float, default=6)
     p.add_argument("--max-mb", type=int, default=16)
     p.add_argument("--recover-wait", type=float, default=10)
+    p.add_argument("--tls-ca", help="TLS, trusting this CA file (for chunked and call)")
     p.add_argument("--fresh", action="store_true",
                    help="the client opens a new connection for every call")
     a = p.parse_args()

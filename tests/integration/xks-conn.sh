@@ -10,7 +10,8 @@
 #   timeout (2 s) closes each, whatever trickles in, and all are gone within it once the
 #   attack stops;
 # - a body sent at 2 bytes/s: cut by the body rate floor (1k/s, after a second);
-# - an endless chunked body: 413 ValidationException at max_body (32k), not read to its end.
+# - an endless chunked body: 413 ValidationException at max_body (32k), not read to its end,
+#   over plain HTTP and over TLS.
 # And: a duplicate JSON key and invalid UTF-8 are 400 ValidationException; a repeated
 # Authorization, X-Amz-Date or Host is 401 AuthenticationFailedException; every refusal is an
 # audit record; plain HTTP off loopback is refused unless the listener says "insecure", which
@@ -46,6 +47,12 @@ bad() { echo "FAIL: $*" >&2; FAILED="$FAILED
 
 P=$(hf_free_port)
 P2=$(hf_free_port)
+P3=$(hf_free_port)
+command -v openssl >/dev/null || hf_skip "openssl not installed"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -keyout "$HF_TMP/server.key" -out "$HF_TMP/server.pem" -subj /CN=localhost \
+    -addext subjectAltName=IP:127.0.0.1 >"$HF_TMP/openssl.log" 2>&1 ||
+    hf_fail "openssl req: $(tail -n 3 "$HF_TMP/openssl.log")"
 CONF="$HF_TMP/holdfastd.conf"
 if [ "${XKS_CONN_BASE:-0}" = 1 ]; then
     NEW_KEYS=
@@ -60,6 +67,7 @@ cat >"$CONF" <<EOF
 [gateway]
 listen = 127.0.0.1:$P
 $SECOND
+listen = 127.0.0.1:$P3 tls
 module = $HF_MODULE
 pin_file = $HOLDFAST_STATE_DIR/token-user.pin
 plugins = aws-xks
@@ -71,6 +79,10 @@ log = $HF_TMP/holdfastd.log
 
 [plugin:aws-xks]
 path = $XKS_PLUGIN
+
+[tls]
+cert = $HF_TMP/server.pem
+key = $HF_TMP/server.key
 
 [aws-xks]
 health_key = health
@@ -192,6 +204,14 @@ case "$line" in
 esac
 [ "$(audit_count)" -gt "$n0" ] || bad "the 413 of an endless chunked body has no audit record"
 call "200 -"
+# The same over TLS, where the gateway writes the answer into the TLS session.
+line=$($ATTACK --port $P3 --tls-ca "$HF_TMP/server.pem" chunked --max-mb 64)
+echo "endless chunked body over TLS: $line"
+case "$line" in
+"413 ValidationException "*) ;;
+*) bad "an endless chunked body over TLS: got '$line', want 413 ValidationException" ;;
+esac
+call "200 -" --port $P3 --tls-ca "$HF_TMP/server.pem"
 
 kill -0 "$GW_PID" 2>/dev/null || bad "holdfastd died"
 [ -z "$FAILED" ] || hf_fail "$FAILED"
