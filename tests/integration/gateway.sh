@@ -150,6 +150,10 @@ check "$(req nokey POST /test/v1/links/no-such-link/encrypt --data '{"plaintext"
     "unknown link"
 check "$(json nokey 'd["errorName"]')" TestKeyNotFound "unknown link error"
 ids="$ids $(header nokey X-Request-Id)"
+# Plugins read bodies with the gateway's strict reader: a duplicate key is refused.
+check "$(req dup POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA==","plaintext":"AQ=="}')" \
+    400 "a body with a duplicate key"
+ids="$ids $(header dup X-Request-Id)"
 
 # ---- routing: 404, 405, captures ----
 check "$(req nf GET /no/such/path)" 404 "unknown path"
