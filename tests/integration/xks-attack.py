@@ -12,6 +12,9 @@ sent as the test wants. Every loop is bounded in count and in time.
   xks-attack.py slots --conns N --seconds S
         --attack-from keeps up to N connections open, sending nothing, while a client on
         --from calls; the figures
+  xks-attack.py trickle --seconds S
+        one connection, a header byte every 0.2 s; prints "cut SECONDS" (from the connect)
+        when the gateway closes it, "held SECONDS" after S
   xks-attack.py slowbody --seconds S
         headers at once, then a body at 2 bytes a second; prints "cut SECONDS" when the gateway
         closes the connection, "STATUS - SECONDS" if it answers, "held SECONDS" after S
@@ -292,6 +295,33 @@ def attack(a, mode):
     return 0
 
 
+def cmd_trickle(a):
+    """One connection, a header byte every 0.2 s, never the end: "cut SECONDS" when the gateway
+    closes it (SECONDS from the connect), "held SECONDS" after --seconds."""
+    line = ("POST %s HTTP/1.1\r\nHost: x\r\nX-Pad: " % encrypt_path(a)).encode()
+    s = connect(a, getattr(a, "from"))
+    t0 = time.monotonic()
+    s.settimeout(0.2)
+    i = 0
+    while time.monotonic() - t0 < a.seconds:
+        try:
+            s.send(line[i:i + 1] if i < len(line) else b"a")
+            i += 1
+            if s.recv(1) == b"":
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+    else:
+        print("held %.2f" % (time.monotonic() - t0))
+        s.close()
+        return 0
+    print("cut %.2f" % (time.monotonic() - t0))
+    s.close()
+    return 0
+
+
 def cmd_slowbody(a):
     """Headers at once, then a 4000-byte body at 2 bytes a second: "cut SECONDS" when the
     gateway closes the connection, "STATUS NAME SECONDS" if it answers, "held SECONDS"."""
@@ -380,7 +410,8 @@ class _Prefixed:
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("cmd", choices=["call", "slowloris", "slots", "chunked", "slowbody"])
+    p.add_argument("cmd", choices=["call", "slowloris", "slots", "chunked", "slowbody",
+                                      "trickle"])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--from", default="127.0.0.2")
@@ -409,6 +440,8 @@ def main():
         return cmd_chunked(a)
     if a.cmd == "slowbody":
         return cmd_slowbody(a)
+    if a.cmd == "trickle":
+        return cmd_trickle(a)
     return attack(a, a.cmd)
 
 

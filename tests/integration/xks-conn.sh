@@ -180,6 +180,11 @@ EOF
 check_figures slots "$($A slots --fresh --conns 40 --seconds 3)"
 
 # ---- slowloris: the header timeout closes what trickles ----
+# One connection first: closed at header_timeout (2 s) plus at most a sweep (0.1 s).
+line=$($A trickle --seconds 6)
+echo "one trickling connection: $line"
+python3 -c 'import sys; w = sys.argv[1].split(); sys.exit(0 if w[0] == "cut" and 1.9 <= float(w[1]) <= 2.6 else 1)' "$line" ||
+    bad "one connection trickling its headers was not closed at the 2 s header timeout: $line"
 line=$($A slowloris --fresh --conns 40 --seconds 6 --recover-wait 5)
 check_figures slowloris "$line"
 case "$line" in
