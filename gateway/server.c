@@ -785,16 +785,55 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
+/* libmicrohttpd logs every connection it refuses (over max_connections, or over the limit per
+ * address): under an attack, a line per attempt. At most this many lines a second get through;
+ * the others are counted, and the count goes out with the next line that does. */
+#define MHD_LOG_PER_SECOND 10
+
+static struct {
+    pthread_mutex_t lock;
+    uint64_t second;
+    unsigned lines, dropped;
+} mhd_log = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+
+/* Whether a line may go out now; *dropped gets the lines held back before it. */
+static bool mhd_log_admits(unsigned *dropped)
+{
+    uint64_t now = monotonic_us() / 1000000u;
+    bool ok;
+
+    pthread_mutex_lock(&mhd_log.lock);
+    if (now != mhd_log.second) {
+        mhd_log.second = now;
+        mhd_log.lines = 0;
+    }
+    ok = mhd_log.lines < MHD_LOG_PER_SECOND;
+    if (ok) {
+        mhd_log.lines++;
+        *dropped = mhd_log.dropped;
+        mhd_log.dropped = 0;
+    } else {
+        mhd_log.dropped++;
+    }
+    pthread_mutex_unlock(&mhd_log.lock);
+    return ok;
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
+    unsigned dropped = 0;
     size_t len;
 
+    if (!mhd_log_admits(&dropped)) return;
     vsnprintf(msg, sizeof(msg), fmt, ap);
     len = strlen(msg);
     while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
         msg[--len] = '\0';
-    hf_gw_log_event("warn", "http: %s", msg);
+    if (dropped)
+        hf_gw_log_event("warn", "http: %s (and %u earlier lines not logged)", msg, dropped);
+    else
+        hf_gw_log_event("warn", "http: %s", msg);
 }
 
 /* ---- start and stop ----------------------------------------------------------------------- */
