@@ -185,6 +185,11 @@ line=$($A trickle --seconds 6)
 echo "one trickling connection: $line"
 python3 -c 'import sys; w = sys.argv[1].split(); sys.exit(0 if w[0] == "cut" and 1.9 <= float(w[1]) <= 2.6 else 1)' "$line" ||
     bad "one connection trickling its headers was not closed at the 2 s header timeout: $line"
+# The same after a TLS handshake (libmicrohttpd polls TLS listeners rather than epoll).
+line=$($ATTACK --port $P3 --tls-ca "$HF_TMP/server.pem" trickle --seconds 6)
+echo "one trickling connection over TLS: $line"
+python3 -c 'import sys; w = sys.argv[1].split(); sys.exit(0 if w[0] == "cut" and 1.9 <= float(w[1]) <= 2.6 else 1)' "$line" ||
+    bad "one TLS connection trickling its headers was not closed at the header timeout: $line"
 line=$($A slowloris --fresh --conns 40 --seconds 6 --recover-wait 5)
 check_figures slowloris "$line"
 case "$line" in
