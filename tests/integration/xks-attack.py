@@ -12,6 +12,9 @@ sent as the test wants. Every loop is bounded in count and in time.
   xks-attack.py slots --conns N --seconds S
         --attack-from keeps up to N connections open, sending nothing, while a client on
         --from calls; the figures
+  xks-attack.py keepalive --seconds S
+        two calls on one connection S seconds apart; prints "kept 200 200" when the second
+        went over the same connection, "closed 200" when the gateway had closed it
   xks-attack.py trickle --seconds S
         one connection, a header byte every 0.2 s; prints "cut SECONDS" (from the connect)
         when the gateway closes it, "held SECONDS" after S
@@ -295,6 +298,24 @@ def attack(a, mode):
     return 0
 
 
+def cmd_keepalive(a):
+    """Two calls on one connection --seconds apart: "kept STATUS STATUS" when the second went
+    over the same connection, "closed STATUS" when the gateway had closed it."""
+    s = connect(a, getattr(a, "from"))
+    s.sendall(request_bytes(a, body_for(1)))
+    r1 = read_response(s, time.monotonic() + 3)
+    time.sleep(a.seconds)
+    try:
+        s.sendall(request_bytes(a, body_for(2)))
+        r2 = read_response(s, time.monotonic() + 3)
+    except OSError:
+        r2 = None
+    s.close()
+    print("kept %s %s" % (r1[0] if r1 else "none", r2[0]) if r2 else
+          "closed %s" % (r1[0] if r1 else "none"))
+    return 0
+
+
 def cmd_trickle(a):
     """One connection, a header byte every 0.2 s, never the end: "cut SECONDS" when the gateway
     closes it (SECONDS from the connect), "held SECONDS" after --seconds."""
@@ -411,7 +432,7 @@ class _Prefixed:
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("cmd", choices=["call", "slowloris", "slots", "chunked", "slowbody",
-                                      "trickle"])
+                                      "trickle", "keepalive"])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--from", default="127.0.0.2")
@@ -442,6 +463,8 @@ def main():
         return cmd_slowbody(a)
     if a.cmd == "trickle":
         return cmd_trickle(a)
+    if a.cmd == "keepalive":
+        return cmd_keepalive(a)
     return attack(a, a.cmd)
 
 

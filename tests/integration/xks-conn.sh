@@ -12,6 +12,7 @@
 # - a body sent at 2 bytes/s: cut by the body rate floor (1k/s, after a second);
 # - an endless chunked body: 413 ValidationException at max_body (32k), not read to its end,
 #   over plain HTTP and over TLS.
+# A keep-alive connection idle longer than the header timeout is kept (KMS reuses connections).
 # And: a duplicate JSON key and invalid UTF-8 are 400 ValidationException; a repeated
 # Authorization, X-Amz-Date or Host is 401 AuthenticationFailedException; every refusal is an
 # audit record; plain HTTP off loopback is refused unless the listener says "insecure", which
@@ -178,6 +179,11 @@ sys.exit(0 if ok else 1)
 EOF
 }
 check_figures slots "$($A slots --fresh --conns 40 --seconds 3)"
+
+# ---- keep-alive: idle between requests is connection_timeout's, not header_timeout's ----
+line=$($A keepalive --seconds 3)
+echo "a keep-alive connection idle 3 s (header_timeout 2 s): $line"
+[ "$line" = "kept 200 200" ] || bad "a keep-alive connection idle 3 s was not kept: $line"
 
 # ---- slowloris: the header timeout closes what trickles ----
 # One connection first: closed at header_timeout (2 s) plus at most a sweep (0.1 s).
