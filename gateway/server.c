@@ -531,8 +531,9 @@ static void *sweeper_main(void *arg)
     (void)arg;
     while (!atomic_load(&srv.sweep_stop)) {
         unsigned cut[3] = {0, 0, 0};
-        uint64_t now = monotonic_us();
+        uint64_t now;
         nanosleep(&pause, NULL);
+        now = monotonic_us();
         pthread_mutex_lock(&conns_lock);
         for (struct conn_track *t = conns; t; t = t->next) {
             enum cut_reason r = t->cut ? CUT_NONE : conn_overdue(t, now);
