@@ -170,13 +170,21 @@ static bool strings_push(struct parse_ctx *ctx, char ***arr, size_t *n, const ch
     return true;
 }
 
-/* "host:port [tls]", "[v6]:port [tls]", "*:port" (every address). */
+/* Plain HTTP carries decrypt answers, which are plaintext keys: without TLS only loopback
+ * (a local balancer or sidecar terminating TLS) is safe, anything else must say "insecure". */
+static bool host_is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* "host:port [tls|insecure]", "[v6]:port [tls]", "*:port" (every address). */
 static bool listen_add(struct parse_ctx *ctx, const char *v)
 {
     char buf[256], *addr, *opt, *colon, *host;
     struct hf_gw_listen *l;
     unsigned long port;
-    bool tls = false;
+    bool tls = false, insecure = false;
 
     if (strlen(v) >= sizeof(buf)) goto bad;
     memcpy(buf, v, strlen(v) + 1);
@@ -185,8 +193,10 @@ static bool listen_add(struct parse_ctx *ctx, const char *v)
     while ((opt = strtok(NULL, " \t"))) {
         if (strcmp(opt, "tls") == 0) {
             tls = true;
+        } else if (strcmp(opt, "insecure") == 0) {
+            insecure = true;
         } else {
-            ctx_fail(ctx, "listen: unknown option \"%s\" (only \"tls\")", opt);
+            ctx_fail(ctx, "listen: unknown option \"%s\" (\"tls\" or \"insecure\")", opt);
             return false;
         }
     }
@@ -203,9 +213,21 @@ static bool listen_add(struct parse_ctx *ctx, const char *v)
         goto bad; /* an IPv6 address needs brackets */
     }
     if (strcmp(host, "*") == 0) host = "";
+    if (tls && insecure) {
+        ctx_fail(ctx, "listen: \"insecure\" is for plain HTTP, not with \"tls\"");
+        return false;
+    }
+    if (!tls && !insecure && !host_is_loopback(host)) {
+        ctx_fail(ctx,
+                 "listen: plain HTTP on %s, which is not loopback: decrypt answers carry "
+                 "plaintext keys; add \"tls\", or \"insecure\" if the network is trusted",
+                 host[0] ? host : "every address");
+        return false;
+    }
     if (!(l = array_push(ctx, (void **)&ctx->cfg->listens, &ctx->cfg->nlistens, sizeof(*l))))
         return false;
     l->tls = tls;
+    l->insecure = insecure;
     l->line = ctx->line;
     l->host = strdup(host);
     l->port = strdup(colon + 1);
@@ -293,6 +315,23 @@ static bool gateway_key(struct parse_ctx *ctx, const char *name, const char *v)
     if (strcmp(name, "connection_timeout") == 0) {
         if (!parse_ulong(v, 1, 86400, &n)) goto bad_number;
         cfg->connection_timeout = (unsigned)n;
+        return true;
+    }
+    if (strcmp(name, "max_connections_per_address") == 0) {
+        if (!parse_ulong(v, 0, 1000000, &n)) goto bad_number;
+        cfg->max_per_address = (unsigned)n;
+        return true;
+    }
+    if (strcmp(name, "header_timeout") == 0) {
+        if (!parse_ulong(v, 1, 3600, &n)) goto bad_number;
+        cfg->header_timeout = (unsigned)n;
+        return true;
+    }
+    if (strcmp(name, "body_min_rate") == 0) {
+        if (!parse_size(v, 0, 64 * 1024 * 1024, &cfg->body_min_rate)) {
+            ctx_fail(ctx, "body_min_rate: bytes per second from 0 (off) to 64m, got \"%s\"", v);
+            return false;
+        }
         return true;
     }
     if (strcmp(name, "module") == 0) return str_set(ctx, &cfg->module, v, true);
@@ -493,6 +532,9 @@ static struct hf_gw_config *config_parse(const char *text, size_t len, const cha
     cfg->max_body = HF_GW_DEFAULT_MAX_BODY;
     cfg->max_connections = HF_GW_DEFAULT_MAX_CONNECTIONS;
     cfg->connection_timeout = HF_GW_DEFAULT_CONNECTION_TIMEOUT;
+    cfg->max_per_address = HF_GW_DEFAULT_MAX_PER_ADDRESS;
+    cfg->header_timeout = HF_GW_DEFAULT_HEADER_TIMEOUT;
+    cfg->body_min_rate = HF_GW_DEFAULT_BODY_MIN_RATE;
     cfg->success_events = true;
     cfg->preauth_interval_ms = HF_GW_DEFAULT_PREAUTH_INTERVAL_MS;
     cfg->preauth_sources = HF_GW_DEFAULT_PREAUTH_SOURCES;

@@ -15,11 +15,17 @@
 #define HF_GW_DEFAULT_CONNECTION_TIMEOUT 30
 #define HF_GW_DEFAULT_PREAUTH_INTERVAL_MS 10000
 #define HF_GW_DEFAULT_PREAUTH_SOURCES 4096
+/* A few keep-alive connections per KMS front end are all one address needs; a balancer in front
+ * (every client one address) wants 0 or more than max_connections. */
+#define HF_GW_DEFAULT_MAX_PER_ADDRESS 64
+#define HF_GW_DEFAULT_HEADER_TIMEOUT 10  /* seconds for the request line and headers */
+#define HF_GW_DEFAULT_BODY_MIN_RATE 1024 /* bytes per second, averaged over the upload */
 
 struct hf_gw_listen {
     char *host; /* numeric address or name; "[::1]" is stored as "::1" */
     char *port;
     bool tls;
+    bool insecure; /* plain HTTP on an address that is not loopback, on purpose */
     unsigned line;
 };
 
@@ -51,6 +57,9 @@ struct hf_gw_config {
     size_t max_body;
     unsigned max_connections;
     unsigned connection_timeout; /* seconds of idleness before a connection is closed */
+    unsigned max_per_address;    /* open connections per client address; 0 = no limit */
+    unsigned header_timeout;     /* seconds from accept (or the last answer) to all headers */
+    size_t body_min_rate;        /* bytes per second under which an upload is cut; 0 = none */
 
     char *module;      /* PKCS#11 module path */
     char *token_label; /* NULL: the first slot with a token */

@@ -3,6 +3,7 @@
 GATEWAY_SOURCES = \
 	gateway/plugin.h \
 	gateway/base64.c \
+	gateway/json.c gateway/json.h \
 	gateway/random.c \
 	gateway/config.c gateway/config.h \
 	gateway/router.c gateway/router.h \

@@ -195,6 +195,32 @@ size_t hf_base64_decoded_max(size_t len);
 /* Encodes into a new NUL-terminated string (free()), NULL if out of memory. */
 char *hf_base64_encode(const unsigned char *in, size_t len);
 
+/* ---- strict JSON (provided by holdfastd; json-c underneath, gateway/json.c) ----------------- */
+
+/* Nesting no API's body needs more of; bounds what a hostile body makes the parser build. */
+#define HF_JSON_DEFAULT_DEPTH 16
+
+/* Parses text[0..len) as one JSON value (RFC 8259, json-c's strict mode) followed by nothing but
+ * whitespace. Refused with HF_STATUS_BAD_REQUEST and a printable reason in why (never a value
+ * from the text): malformed or empty text, a duplicate key in any object, invalid UTF-8 (in the
+ * text or made by a \u escape), nesting over max_depth (0: HF_JSON_DEFAULT_DEPTH). Over max_len
+ * bytes (0: no limit but json-c's 2 GiB): HF_STATUS_UNSUPPORTED. Out of memory:
+ * HF_STATUS_INTERNAL. On success *out is the caller's (json_object_put, or hf_json_put_wiped
+ * when it holds a secret); on failure NULL. The tokener's buffer is cleared either way. */
+enum hf_status hf_json_parse(const void *text, size_t len, size_t max_len, int max_depth,
+                             struct json_object **out, char *why, size_t whylen);
+/* Clears every string value in the tree (in place: the tree stays usable but its strings read
+ * as zero bytes), for plaintexts and other secrets json-c would free uncleared. NULL is fine. */
+void hf_json_wipe(struct json_object *root);
+/* hf_json_wipe, then json_object_put. */
+void hf_json_put_wiped(struct json_object *root);
+/* A header's number of occurrences (case-insensitive name): plugins refuse a repeated
+ * Authorization, Host or date header, whose meaning would depend on which copy a reader takes. */
+size_t hf_request_header_count(const struct hf_request *req, const char *name);
+/* The first of names[0..n) that appears more than once, or NULL. */
+const char *hf_request_header_repeated(const struct hf_request *req, const char *const *names,
+                                       size_t n);
+
 /* ---- randomness (provided by holdfastd; OpenSSL's DRBG underneath) -------------------------- */
 
 /* len random bytes for values that go on the wire (IVs, nonces, ids): drawn from the DRBG in

@@ -104,17 +104,22 @@ static void entry_merge(const struct entry *from)
     if (ts_before(&e->last, &from->last)) e->last = from->last;
 }
 
-static void source_of(const struct hf_request *req, char *out, size_t outlen)
+static void address_format(const struct sockaddr *sa, char *out, size_t outlen)
 {
-    const union MHD_ConnectionInfo *ci =
-        req->conn ? MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
-    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
     socklen_t len = !sa                         ? 0
                     : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                 : sizeof(struct sockaddr_in);
 
     if (!sa || getnameinfo(sa, len, out, outlen, NULL, 0, NI_NUMERICHOST) != 0)
         snprintf(out, outlen, "unknown");
+}
+
+static void source_of(const struct hf_request *req, char *out, size_t outlen)
+{
+    const union MHD_ConnectionInfo *ci =
+        req->conn ? MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
+
+    address_format(ci ? ci->client_addr : NULL, out, outlen);
 }
 
 /* What an auditor may read of a request nobody authenticated: printable ASCII, bounded. */
@@ -133,6 +138,16 @@ bool hf_gw_preauth_is_refusal(const struct hf_request *req)
     return req->failed && !req->authenticated && !req->builtin;
 }
 
+static void entry_count(struct entry *e)
+{
+    clock_gettime(CLOCK_REALTIME, &e->first);
+    e->last = e->first;
+    hf_gw_metrics_preauth_refused();
+    pthread_mutex_lock(&pa.lock);
+    entry_merge(e);
+    pthread_mutex_unlock(&pa.lock);
+}
+
 void hf_gw_preauth_count(const struct hf_request *req)
 {
     struct entry e = {.used = true, .count = 1, .status = req->status};
@@ -141,12 +156,18 @@ void hf_gw_preauth_count(const struct hf_request *req)
     snprintf(e.api, sizeof(e.api), "%s", req->api ? req->api : "gateway");
     snprintf(e.reason, sizeof(e.reason), "%s", req->error_name ? req->error_name : "Error");
     sample_of(req, e.sample, sizeof(e.sample));
-    clock_gettime(CLOCK_REALTIME, &e.first);
-    e.last = e.first;
-    hf_gw_metrics_preauth_refused();
-    pthread_mutex_lock(&pa.lock);
-    entry_merge(&e);
-    pthread_mutex_unlock(&pa.lock);
+    entry_count(&e);
+}
+
+void hf_gw_preauth_count_cut(const struct sockaddr *peer, const char *reason)
+{
+    struct entry e = {.used = true, .count = 1, .status = HF_STATUS_BAD_REQUEST};
+
+    address_format(peer, e.source, sizeof(e.source));
+    snprintf(e.api, sizeof(e.api), "gateway");
+    snprintf(e.reason, sizeof(e.reason), "%s", reason);
+    snprintf(e.sample, sizeof(e.sample), "connection closed unanswered");
+    entry_count(&e);
 }
 
 static void time_format(const struct timespec *ts, char *out, size_t outlen)

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "gateway/request.h"
 
@@ -29,6 +30,10 @@ void hf_gw_preauth_stop(void);
 bool hf_gw_preauth_is_refusal(const struct hf_request *req);
 /* Counts req, a refusal before authentication. Never blocks on I/O. */
 void hf_gw_preauth_count(const struct hf_request *req);
+/* Counts a connection the gateway closed unanswered before any request was authenticated
+ * (reason "HeaderTimeout": its headers were late; "SlowBody": its upload ran under the floor).
+ * peer may be NULL (counted as "unknown"). Never blocks on I/O. */
+void hf_gw_preauth_count_cut(const struct sockaddr *peer, const char *reason);
 /* Writes a summary of every key now (tests, stop). */
 void hf_gw_preauth_flush(void);
 

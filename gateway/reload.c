@@ -91,10 +91,13 @@ static void restart_only_check(const struct hf_gw_config *old, const struct hf_g
     for (size_t i = 0; !listen_changed && i < old->nlistens; i++)
         listen_changed = strs_differ(old->listens[i].host, new->listens[i].host) ||
                          strs_differ(old->listens[i].port, new->listens[i].port) ||
-                         old->listens[i].tls != new->listens[i].tls;
+                         old->listens[i].tls != new->listens[i].tls ||
+                         old->listens[i].insecure != new->listens[i].insecure;
     if (listen_changed || old->threads != new->threads ||
         old->max_connections != new->max_connections ||
-        old->connection_timeout != new->connection_timeout)
+        old->connection_timeout != new->connection_timeout ||
+        old->max_per_address != new->max_per_address ||
+        old->header_timeout != new->header_timeout || old->body_min_rate != new->body_min_rate)
         hf_gw_log_warn("reload: listeners, threads and connection limits change only with a "
                        "restart; the running ones stay");
     if (strs_differ(old->tls.cert, new->tls.cert) || strs_differ(old->tls.key, new->tls.key) ||

@@ -231,6 +231,45 @@ HF_PLUGIN_EXPORT const char *hf_request_header(const struct hf_request *req, con
     return NULL;
 }
 
+struct header_count {
+    const char *name;
+    size_t n;
+};
+
+static enum MHD_Result header_count_one(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value)
+{
+    struct header_count *c = cls;
+
+    (void)kind, (void)value;
+    if (key && strcasecmp(key, c->name) == 0) c->n++;
+    return MHD_YES;
+}
+
+/* libmicrohttpd keeps every copy of a repeated header, in order, but its lookup returns the
+ * first only: counting needs the whole list. */
+HF_PLUGIN_EXPORT size_t hf_request_header_count(const struct hf_request *req, const char *name)
+{
+    struct header_count c = {name, 0};
+
+    if (!req || !name) return 0;
+    if (req->conn) {
+        MHD_get_connection_values(req->conn, MHD_HEADER_KIND, header_count_one, &c);
+        return c.n;
+    }
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0) c.n++;
+    return c.n;
+}
+
+HF_PLUGIN_EXPORT const char *hf_request_header_repeated(const struct hf_request *req,
+                                                        const char *const *names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        if (hf_request_header_count(req, names[i]) > 1) return names[i];
+    return NULL;
+}
+
 HF_PLUGIN_EXPORT const char *hf_request_param(const struct hf_request *req, const char *name)
 {
     if (!req || !name) return NULL;

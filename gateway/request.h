@@ -51,6 +51,8 @@ struct hf_request {
     unsigned char *body;
     size_t body_len, body_cap;
     uint64_t content_length; /* UINT64_MAX: none given (chunked) */
+    size_t discarded;        /* body bytes thrown away (server.c bounds them by max_body too) */
+    bool stop_reading;       /* over max_body mid-body: answer now, read no more (server.c) */
 
     /* mTLS peer, filled on first use */
     bool peer_read;

@@ -11,7 +11,13 @@
  * Content-Length, a 404 with a body) must therefore be answered in that first call and closes the
  * connection, so the body is never read. Such refusals come before authentication: they have no
  * record to wait for (preauth.h), so the worker never waits there. Every other answer waits
- * suspended. */
+ * suspended.
+ *
+ * Connections (conn_* below): libmicrohttpd limits them per address and closes idle ones, but a
+ * client that trickles a byte now and then is never idle. Every connection therefore has a
+ * deadline for its request line and headers (from accept, or from its previous answer plus the
+ * idle allowance), and an upload must keep up a minimum rate; a sweeper thread shuts down the
+ * socket of any that falls behind, and libmicrohttpd closes it as a peer that went away. */
 #include "hf-build.h"
 
 #include "gateway/server.h"
@@ -19,12 +25,15 @@
 #include "gateway/log.h"
 #include "gateway/metrics.h"
 #include "gateway/p11.h"
+#include "gateway/preauth.h"
 #include "gateway/reload.h"
 #include "gateway/request.h"
 #include "gateway/tls.h"
 
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
@@ -44,7 +54,33 @@ static struct {
     size_t n;
     atomic_int waiting; /* requests registered for an audit callback that has not come */
     struct hf_gw_series *healthz, *metrics, *route;
+    size_t max_body;      /* for the gateway's own endpoints, which have no generation */
+    uint64_t header_us;   /* header_timeout */
+    uint64_t idle_us;     /* connection_timeout: between requests of a keep-alive connection */
+    size_t body_min_rate; /* bytes per second; 0: no floor */
+    pthread_t sweeper;
+    bool sweeping;
+    atomic_bool sweep_stop;
 } srv;
+
+/* An upload gets this long before its rate is judged: a client's first packet may wait for a
+ * congestion window or a 100-continue. */
+#define BODY_GRACE_US 1000000u
+#define SWEEP_INTERVAL_NS (100 * 1000000L)
+
+/* One per open connection, from libmicrohttpd's connection notifications. */
+struct conn_track {
+    struct conn_track *prev, *next;      /* conns_lock */
+    MHD_socket fd;                       /* still open while the track is listed (closed after) */
+    atomic_uint_fast64_t headers_due_us; /* request line and headers due; 0: none expected */
+    atomic_uint_fast64_t body_since_us;  /* an upload started then; 0: none */
+    atomic_uint_fast64_t body_bytes;
+    bool cut; /* conns_lock: the sweeper shut it down */
+    struct sockaddr_storage peer; /* for the refusal summary of a cut connection */
+};
+
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct conn_track *conns; /* conns_lock */
 
 /* Answers to requests no plugin claims: one generic JSON shape. */
 static const struct hf_error_map gateway_errors[HF_STATUS_COUNT] = {
@@ -156,12 +192,20 @@ static void body_free(void *cls)
     free(b);
 }
 
+static void responded(struct hf_request *req)
+{
+    uint64_t latency = monotonic_us() - req->received_us;
+
+    req->phase = HF_GW_PHASE_RESPONDED;
+    hf_gw_metrics_observe(req->series, req->http_status, latency);
+    hf_gw_log_request(req, req->http_status, req->failed ? req->error_name : NULL, latency);
+}
+
 static enum MHD_Result respond(struct hf_request *req)
 {
     struct MHD_Response *resp = NULL;
     struct body_owner *owner = malloc(sizeof(*owner));
     enum MHD_Result rv;
-    uint64_t latency;
 
     if (owner && req->reply) {
         *owner = (struct body_owner){req->reply, req->reply_len};
@@ -185,10 +229,7 @@ static enum MHD_Result respond(struct hf_request *req)
     if (req->close_after) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     rv = MHD_queue_response(req->conn, req->http_status, resp);
     MHD_destroy_response(resp);
-    req->phase = HF_GW_PHASE_RESPONDED;
-    latency = monotonic_us() - req->received_us;
-    hf_gw_metrics_observe(req->series, req->http_status, latency);
-    hf_gw_log_request(req, req->http_status, req->failed ? req->error_name : NULL, latency);
+    responded(req);
     return rv;
 }
 
@@ -312,6 +353,70 @@ static enum MHD_Result refuse_early(struct hf_request *req, struct MHD_Connectio
     return respond(req);
 }
 
+/* Writes all of buf to the client, directly: the TLS session when there is one, else the
+ * socket. Non-blocking sockets: a short answer into an idle send buffer takes one call, but a
+ * full buffer is waited for, a bounded while. */
+static void wire_write(struct MHD_Connection *conn, const char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *fdi =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *tls =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    struct pollfd pfd = {.events = POLLOUT};
+    ssize_t n;
+
+    if (!fdi) return;
+    pfd.fd = fdi->connect_fd;
+    for (int tries = 0; len > 0 && tries < 100; tries++) {
+        if (tls && tls->tls_session)
+            n = gnutls_record_send(tls->tls_session, buf, len);
+        else
+            n = send(pfd.fd, buf, len, MSG_NOSIGNAL);
+        if (n > 0) {
+            buf += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (tls && tls->tls_session ? (n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED)
+                                    : (n == 0 || (errno != EAGAIN && errno != EINTR)))
+            return;
+        (void)poll(&pfd, 1, 10);
+    }
+}
+
+/* A chunked body over max_body, which may never end: libmicrohttpd 0.9.75 takes no response
+ * while a body is still coming (top of the file), so the answer, once its record is durable,
+ * is written to the connection here and the connection dropped, the rest of the body unread. */
+static enum MHD_Result refuse_mid_body(struct hf_request *req, struct MHD_Connection *conn)
+{
+    const HF_FUNCTION_LIST *v = hf_p11_vendor();
+    const char *reason;
+    CK_ULONG_LONG seq = 0;
+    char *wire = NULL;
+    size_t cap;
+    int n;
+
+    req->close_after = true;
+    outcome_settle(req);
+    if (!hf_gw_audit_record(req, success_events_of(req), &seq)) audit_failed(req);
+    if (seq && v && v->HF_AuditWaitDurable(seq) != CKR_OK) audit_failed(req);
+    req->audit_seq = seq;
+    reason = MHD_get_reason_phrase_for(req->http_status);
+    /* One buffer, so one write (one TLS record): the client reads it all before the close. */
+    cap = 512 + req->reply_len;
+    if ((wire = malloc(cap))) {
+        n = snprintf(wire, cap,
+                     "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nX-Request-Id: %s\r\n\r\n%s",
+                     req->http_status, reason && reason[0] ? reason : "Error", req->reply_len,
+                     req->id, req->reply ? req->reply : "");
+        if (n > 0 && (size_t)n < cap) wire_write(conn, wire, (size_t)n);
+        free(wire); /* an error body: no secret in it */
+    }
+    responded(req);
+    return MHD_NO; /* libmicrohttpd closes the connection */
+}
+
 static enum MHD_Result request_run(struct hf_request *req)
 {
     const struct hf_gw_route *route = req->route;
@@ -322,6 +427,167 @@ static enum MHD_Result request_run(struct hf_request *req)
         hf_request_fail(req, status, "%s failed", route->route->operation);
     hf_gw_p11_request_end(req);
     return request_finish(req);
+}
+
+/* ---- connection deadlines ---------------------------------------------------------------- */
+
+static struct conn_track *conn_track_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The headers are in: no header deadline until the next request; an upload starts its clock. */
+static void conn_headers_in(struct MHD_Connection *conn, bool body_follows)
+{
+    struct conn_track *t = conn_track_of(conn);
+
+    if (!t) return;
+    atomic_store(&t->headers_due_us, 0);
+    atomic_store(&t->body_bytes, 0);
+    atomic_store(&t->body_since_us, body_follows ? monotonic_us() : 0);
+}
+
+static void conn_body_bytes(struct MHD_Connection *conn, size_t len)
+{
+    struct conn_track *t = conn_track_of(conn);
+
+    if (t) atomic_fetch_add(&t->body_bytes, len);
+}
+
+/* The handler and the audit wait that follow take what they take: not the client's doing. */
+static void conn_body_done(struct MHD_Connection *conn)
+{
+    struct conn_track *t = conn_track_of(conn);
+
+    if (t) atomic_store(&t->body_since_us, 0);
+}
+
+/* A keep-alive connection may idle for connection_timeout, then has header_timeout for the
+ * next request: one bound on the whole wait, however the bytes trickle. */
+static void conn_answered(struct MHD_Connection *conn)
+{
+    struct conn_track *t = conn_track_of(conn);
+
+    if (!t) return;
+    atomic_store(&t->body_since_us, 0);
+    atomic_store(&t->headers_due_us, monotonic_us() + srv.idle_us + srv.header_us);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct conn_track *t = *socket_context;
+    const union MHD_ConnectionInfo *ci;
+
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        /* Untracked (out of memory): only libmicrohttpd's idle timeout applies to it. */
+        if (!ci || !(t = calloc(1, sizeof(*t)))) return;
+        t->fd = ci->connect_fd;
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (ci && ci->client_addr)
+            memcpy(&t->peer, ci->client_addr,
+                   ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                          : sizeof(struct sockaddr_in));
+        atomic_init(&t->headers_due_us, monotonic_us() + srv.header_us);
+        atomic_init(&t->body_since_us, 0);
+        atomic_init(&t->body_bytes, 0);
+        pthread_mutex_lock(&conns_lock);
+        t->next = conns;
+        if (conns) conns->prev = t;
+        conns = t;
+        pthread_mutex_unlock(&conns_lock);
+        *socket_context = t;
+        return;
+    }
+    if (!t) return;
+    /* libmicrohttpd closes the socket after this returns: unlisted first, so the sweeper never
+     * shuts down a descriptor that may already be another connection's. */
+    pthread_mutex_lock(&conns_lock);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        conns = t->next;
+    if (t->next) t->next->prev = t->prev;
+    pthread_mutex_unlock(&conns_lock);
+    free(t);
+    *socket_context = NULL;
+}
+
+enum cut_reason { CUT_NONE, CUT_HEADERS, CUT_BODY };
+
+static enum cut_reason conn_overdue(struct conn_track *t, uint64_t now)
+{
+    uint64_t due = atomic_load(&t->headers_due_us), since = atomic_load(&t->body_since_us);
+    uint64_t want;
+
+    if (due && now > due) return CUT_HEADERS;
+    if (!since || !srv.body_min_rate || now < since + BODY_GRACE_US) return CUT_NONE;
+    /* Milliseconds times bytes per second (at most 64m): no overflow for centuries. */
+    want = (now - since) / 1000u * srv.body_min_rate / 1000u;
+    return atomic_load(&t->body_bytes) < want ? CUT_BODY : CUT_NONE;
+}
+
+static void *sweeper_main(void *arg)
+{
+    struct timespec pause = {0, SWEEP_INTERVAL_NS};
+
+    (void)arg;
+    while (!atomic_load(&srv.sweep_stop)) {
+        unsigned cut[3] = {0, 0, 0};
+        uint64_t now;
+        nanosleep(&pause, NULL);
+        now = monotonic_us();
+        pthread_mutex_lock(&conns_lock);
+        for (struct conn_track *t = conns; t; t = t->next) {
+            enum cut_reason r = t->cut ? CUT_NONE : conn_overdue(t, now);
+            if (r == CUT_NONE) continue;
+            /* Not close(): the descriptor stays libmicrohttpd's; it sees the end of the
+             * stream and closes the connection itself. */
+            shutdown(t->fd, SHUT_RDWR);
+            t->cut = true;
+            cut[r]++;
+            /* Unauthenticated: counted with the early refusals, never a record each. */
+            hf_gw_preauth_count_cut(t->peer.ss_family ? (const struct sockaddr *)&t->peer : NULL,
+                                    r == CUT_HEADERS ? "HeaderTimeout" : "SlowBody");
+        }
+        pthread_mutex_unlock(&conns_lock);
+        /* One line per sweep at most, however many connections an attack holds. */
+        if (cut[CUT_HEADERS] || cut[CUT_BODY])
+            hf_gw_log_event("warn",
+                            "closed %u connections whose headers were not in within %llu s and "
+                            "%u whose upload ran under %zu bytes/s",
+                            cut[CUT_HEADERS], (unsigned long long)(srv.header_us / 1000000u),
+                            cut[CUT_BODY], srv.body_min_rate);
+    }
+    return NULL;
+}
+
+static bool sweeper_start(const struct hf_gw_config *cfg, char *err, size_t errlen)
+{
+    srv.header_us = (uint64_t)cfg->header_timeout * 1000000u;
+    srv.idle_us = (uint64_t)cfg->connection_timeout * 1000000u;
+    srv.body_min_rate = cfg->body_min_rate;
+    srv.max_body = cfg->max_body;
+    atomic_store(&srv.sweep_stop, false);
+    if (pthread_create(&srv.sweeper, NULL, sweeper_main, NULL) != 0) {
+        snprintf(err, errlen, "cannot start the connection sweeper thread");
+        return false;
+    }
+    srv.sweeping = true;
+    return true;
+}
+
+static void sweeper_stop(void)
+{
+    if (!srv.sweeping) return;
+    atomic_store(&srv.sweep_stop, true);
+    pthread_join(srv.sweeper, NULL);
+    srv.sweeping = false;
 }
 
 /* ---- the gateway's own endpoints ---------------------------------------------------------- */
@@ -417,6 +683,7 @@ static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection 
         /* libmicrohttpd already refused a malformed one; this is belt and braces. */
         if (errno || *end || cl[0] == '-') req->content_length = UINT64_MAX - 1;
     }
+    conn_headers_in(conn, body_is_pending(req, conn));
     /* Answers are given on the last call, not here: libmicrohttpd 0.9.75 closes a connection
      * whose response was queued with the headers, and balancers and scrapers keep theirs. */
     if (path_is_builtin(req->path)) {
@@ -467,22 +734,29 @@ static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection 
     return MHD_YES;
 }
 
-static void body_take(struct hf_request *req, const char *data, size_t len)
+/* Keeps a piece of the body, or throws it away (an answer already known). Either way the body
+ * is bounded by max_body: over it, the request is answered at once (refuse_mid_body) and no
+ * more is read, since a chunked body may not end. */
+static void body_take(struct hf_request *req, struct MHD_Connection *conn, const char *data,
+                      size_t len)
 {
-    size_t max;
+    size_t max = req->gen ? req->gen->config->max_body : srv.max_body;
+    size_t seen = req->body_len + req->discarded;
 
-    if (req->phase == HF_GW_PHASE_DISCARD || !req->gen) return;
-    max = req->gen->config->max_body;
-    /* Only a body without Content-Length (chunked) gets here over the limit; it is thrown away
-     * as it comes and refused at its end. */
-    if (len > max || req->body_len > max - len) {
+    conn_body_bytes(conn, len);
+    if (len > max || seen > max - len) {
         hf_request_fail(req, HF_STATUS_TOO_LARGE, "the body is over the limit of %zu bytes", max);
-        req->phase = HF_GW_PHASE_DISCARD;
+        req->stop_reading = true;
+        return;
+    }
+    if (req->phase == HF_GW_PHASE_DISCARD || !req->gen) {
+        req->discarded += len;
         return;
     }
     if (!hf_request_body_append(req, data, len)) {
         hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory for the body");
         req->phase = HF_GW_PHASE_DISCARD;
+        req->discarded += len;
     }
 }
 
@@ -503,10 +777,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case HF_GW_PHASE_BODY:
     case HF_GW_PHASE_DISCARD:
         if (*upload_data_size) {
-            body_take(req, upload_data, *upload_data_size);
+            body_take(req, conn, upload_data, *upload_data_size);
             *upload_data_size = 0;
-            return MHD_YES;
+            return req->stop_reading ? refuse_mid_body(req, conn) : MHD_YES;
         }
+        conn_body_done(conn);
         if (req->builtin) return builtin_answer(req);
         if (req->failed) return request_finish(req); /* refused, or the body was over the limit */
         return request_run(req);
@@ -528,6 +803,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct hf_request *req = *con_cls;
     bool orphan = false;
 
+    conn_answered(conn);
     if (!req) return;
     *con_cls = NULL;
     if (req->counted) hf_gw_metrics_inflight_add(-1);
@@ -544,16 +820,55 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
+/* libmicrohttpd logs every connection it refuses (over max_connections, or over the limit per
+ * address): under an attack, a line per attempt. At most this many lines a second get through;
+ * the others are counted, and the count goes out with the next line that does. */
+#define MHD_LOG_PER_SECOND 10
+
+static struct {
+    pthread_mutex_t lock;
+    uint64_t second;
+    unsigned lines, dropped;
+} mhd_log = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+
+/* Whether a line may go out now; *dropped gets the lines held back before it. */
+static bool mhd_log_admits(unsigned *dropped)
+{
+    uint64_t now = monotonic_us() / 1000000u;
+    bool ok;
+
+    pthread_mutex_lock(&mhd_log.lock);
+    if (now != mhd_log.second) {
+        mhd_log.second = now;
+        mhd_log.lines = 0;
+    }
+    ok = mhd_log.lines < MHD_LOG_PER_SECOND;
+    if (ok) {
+        mhd_log.lines++;
+        *dropped = mhd_log.dropped;
+        mhd_log.dropped = 0;
+    } else {
+        mhd_log.dropped++;
+    }
+    pthread_mutex_unlock(&mhd_log.lock);
+    return ok;
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
+    unsigned dropped = 0;
     size_t len;
 
+    if (!mhd_log_admits(&dropped)) return;
     vsnprintf(msg, sizeof(msg), fmt, ap);
     len = strlen(msg);
     while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
         msg[--len] = '\0';
-    hf_gw_log_event("warn", "http: %s", msg);
+    if (dropped)
+        hf_gw_log_event("warn", "http: %s (and %u earlier lines not logged)", msg, dropped);
+    else
+        hf_gw_log_event("warn", "http: %s", msg);
 }
 
 /* ---- start and stop ----------------------------------------------------------------------- */
@@ -597,6 +912,11 @@ static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_li
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)cfg->max_connections, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         (intptr_t)cfg->connection_timeout, NULL};
+    if (cfg->max_per_address)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                            (intptr_t)cfg->max_per_address, NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL};
@@ -619,6 +939,10 @@ static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_li
         return false;
     }
     srv.daemons[srv.n++] = d;
+    if (l->insecure)
+        hf_gw_log_warn("listening on %s:%s over plain HTTP, marked \"insecure\": decrypt "
+                       "answers carry plaintext keys to anyone on the path",
+                       l->host[0] ? l->host : "*", l->port);
     hf_gw_log_info("listening on %s%s%s:%s%s with %u threads", strchr(l->host, ':') ? "[" : "",
                    l->host[0] ? l->host : "*", strchr(l->host, ':') ? "]" : "", l->port,
                    l->tls ? " (tls)" : "", threads);
@@ -634,6 +958,7 @@ bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen
     srv.healthz = hf_gw_metrics_series("gateway", "healthz");
     srv.metrics = hf_gw_metrics_series("gateway", "metrics");
     srv.route = hf_gw_metrics_series("gateway", "route");
+    if (!sweeper_start(cfg, err, errlen)) return false;
     for (size_t i = 0; i < cfg->nlistens; i++)
         if (!listener_start(cfg, &cfg->listens[i], err, errlen)) {
             hf_gw_server_stop(0);
@@ -658,6 +983,7 @@ void hf_gw_server_stop(unsigned timeout_ms)
     if (atomic_load(&srv.waiting) > 0)
         hf_gw_log_warn("stopping with %d requests still waiting for their audit record",
                        atomic_load(&srv.waiting));
+    sweeper_stop();
     for (size_t i = 0; i < srv.n; i++)
         MHD_stop_daemon(srv.daemons[i]);
     srv.n = 0;

@@ -1,7 +1,8 @@
 # XKS: the request body parser of every operation, on arbitrary bytes.
 FUZZ_TARGETS += tests/fuzz/fuzz-xks-request
 if FUZZING
-tests_fuzz_fuzz_xks_request_SOURCES = tests/fuzz/fuzz-xks-request.c gateway/base64.c gateway/random.c
+tests_fuzz_fuzz_xks_request_SOURCES = tests/fuzz/fuzz-xks-request.c gateway/base64.c \
+	gateway/json.c gateway/random.c
 tests_fuzz_fuzz_xks_request_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 tests_fuzz_fuzz_xks_request_LDADD = gateway/plugins/aws-xks/libhf-xks.la \
 	gateway/plugins/aws-xks/libhf-sigv4.la $(JSONC_LIBS) $(CRYPTO_LIBS) $(PTHREAD_LIBS)

@@ -153,6 +153,10 @@ check "$(req nokey POST /test/v1/links/no-such-link/encrypt --data '{"plaintext"
 check "$(json nokey 'd["errorName"]')" TestKeyNotFound "unknown link error"
 id_nokey=$(header nokey X-Request-Id) # no X-Test-Caller: refused before authentication
 ids="$ids $id_nokey"
+# Plugins read bodies with the gateway's strict reader: a duplicate key is refused.
+check "$(req dup POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA==","plaintext":"AQ=="}')" \
+    400 "a body with a duplicate key"
+ids="$ids $(header dup X-Request-Id)"
 
 # ---- routing: 404, 405, captures ----
 check "$(req nf GET /no/such/path)" 404 "unknown path"

@@ -89,7 +89,8 @@ static enum hf_status encrypt_handle(void *state, struct hf_request *req)
     audit_from_headers(req, link);
     hf_request_set_link(req, st->link_type, link);
     if (!f) return hf_request_fail(req, HF_STATUS_UNAVAILABLE, "no PKCS#11 module");
-    if (!(in = json_tokener_parse((const char *)body)) ||
+    /* The gateway's strict reader, as every plugin's (a duplicate key is refused). */
+    if (hf_json_parse(body, body_len, 0, 0, &in, NULL, 0) != HF_STATUS_OK ||
         !json_object_object_get_ex(in, "plaintext", &pt) ||
         !json_object_is_type(pt, json_type_string)) {
         rc = hf_request_fail(req, HF_STATUS_BAD_REQUEST, "plaintext (base64) is required");
@@ -135,7 +136,7 @@ static enum hf_status encrypt_handle(void *state, struct hf_request *req)
     hf_reply_json(req, 200, out);
     rc = HF_STATUS_OK;
 done:
-    json_object_put(in);
+    hf_json_put_wiped(in);
     free(plain);
     free(ct);
     return rc;
@@ -164,7 +165,7 @@ static enum hf_status decrypt_handle(void *state, struct hf_request *req)
     audit_from_headers(req, link);
     hf_request_set_link(req, st->link_type, link);
     if (!f) return hf_request_fail(req, HF_STATUS_UNAVAILABLE, "no PKCS#11 module");
-    if (!(in = json_tokener_parse((const char *)body)) ||
+    if (hf_json_parse(body, body_len, 0, 0, &in, NULL, 0) != HF_STATUS_OK ||
         !json_object_object_get_ex(in, "ciphertext", &ct_j) ||
         !json_object_object_get_ex(in, "iv", &iv_j) ||
         !json_object_object_get_ex(in, "keyVersion", &v_j) ||
@@ -201,7 +202,7 @@ static enum hf_status decrypt_handle(void *state, struct hf_request *req)
     hf_reply_json(req, 200, out);
     rc = HF_STATUS_OK;
 done:
-    json_object_put(in);
+    hf_json_put_wiped(in);
     free(ct);
     free(plain);
     return rc;

@@ -149,6 +149,8 @@ done
 [gateway]
 listen = 127.0.0.1:$port tls
 max_connections = 8192
+# Every virtual user comes from 127.0.0.1: no per-address limit.
+max_connections_per_address = 0
 module = $HF_MODULE
 pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = $plugins

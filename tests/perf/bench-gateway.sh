@@ -85,6 +85,8 @@ pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = aws-xks
 plugin_dir = $builddir/gateway/plugins/aws-xks/.libs
 max_connections = 1024
+# Every virtual user comes from 127.0.0.1: no per-address limit.
+max_connections_per_address = 0
 log = $tmp/holdfastd.log
 [tls]
 cert = $tmp/tls.pem

@@ -1,12 +1,15 @@
-# CUnit suites of the gateway's pure parts: the router, the config file, public randomness and
-# the log.
+# CUnit suites of the gateway's pure parts: the router, the config file, public randomness, the
+# log, the strict JSON reader and
+# the request's header helpers.
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
 	tests/unit/test-gateway-config \
 	tests/unit/test-gateway-random \
 	tests/unit/test-gateway-log \
-	tests/unit/test-gateway-preauth
+	tests/unit/test-gateway-preauth \
+	tests/unit/test-gateway-json \
+	tests/unit/test-gateway-request
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
 # TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
@@ -28,4 +31,10 @@ tests_unit_test_gateway_log_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_preauth_SOURCES = tests/unit/test-gateway-preauth.c
 tests_unit_test_gateway_preauth_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_preauth_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_json_SOURCES = tests/unit/test-gateway-json.c
+tests_unit_test_gateway_json_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_json_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c
+tests_unit_test_gateway_request_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_request_LDADD = $(GATEWAY_UNIT_LDADD)
 endif

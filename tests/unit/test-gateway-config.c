@@ -40,8 +40,11 @@ static void test_a_full_config_is_read(void)
                                "[gateway]\n"
                                "listen = 127.0.0.1:8080\n"
                                "listen = [::1]:8443 tls\n"
-                               "listen = *:9000\n"
+                               "listen = *:9000 insecure\n"
                                "threads = 4\n"
+                               "max_connections_per_address = 8\n"
+                               "header_timeout = 3\n"
+                               "body_min_rate = 2k\n"
                                "max_body = 16k\n"
                                "max_connections = 100\n"
                                "connection_timeout = 5\n"
@@ -83,6 +86,11 @@ static void test_a_full_config_is_read(void)
     CU_ASSERT_EQUAL(cfg->max_body, 16 * 1024);
     CU_ASSERT_EQUAL(cfg->max_connections, 100);
     CU_ASSERT_EQUAL(cfg->connection_timeout, 5);
+    CU_ASSERT_FALSE(cfg->listens[0].insecure);
+    CU_ASSERT_TRUE(cfg->listens[2].insecure);
+    CU_ASSERT_EQUAL(cfg->max_per_address, 8);
+    CU_ASSERT_EQUAL(cfg->header_timeout, 3);
+    CU_ASSERT_EQUAL(cfg->body_min_rate, 2048);
     CU_ASSERT_STRING_EQUAL(cfg->module, "/opt/m.so");
     CU_ASSERT_STRING_EQUAL(cfg->token_label, "holdfast");
     CU_ASSERT_STRING_EQUAL(cfg->pin_file, "/run/pin");
@@ -103,9 +111,9 @@ static void test_a_full_config_is_read(void)
     CU_ASSERT_STRING_EQUAL(cfg->settings[0].section, "aws-xks");
     CU_ASSERT_STRING_EQUAL(cfg->settings[0].name, "uri_prefix");
     CU_ASSERT_STRING_EQUAL(cfg->settings[0].value, "/example");
-    CU_ASSERT_EQUAL(cfg->settings[0].line, 29);
+    CU_ASSERT_EQUAL(cfg->settings[0].line, 32);
     CU_ASSERT_STRING_EQUAL(cfg->settings[1].section, "aws-xks:store2");
-    CU_ASSERT_EQUAL(cfg->settings[1].line, 31);
+    CU_ASSERT_EQUAL(cfg->settings[1].line, 34);
     hf_gw_config_free(cfg);
 }
 
@@ -117,6 +125,9 @@ static void test_defaults(void)
     CU_ASSERT_FATAL(cfg != NULL);
     CU_ASSERT_EQUAL(cfg->threads, 0);
     CU_ASSERT_EQUAL(cfg->max_body, HF_GW_DEFAULT_MAX_BODY);
+    CU_ASSERT_EQUAL(cfg->max_per_address, HF_GW_DEFAULT_MAX_PER_ADDRESS);
+    CU_ASSERT_EQUAL(cfg->header_timeout, HF_GW_DEFAULT_HEADER_TIMEOUT);
+    CU_ASSERT_EQUAL(cfg->body_min_rate, HF_GW_DEFAULT_BODY_MIN_RATE);
     CU_ASSERT_STRING_EQUAL(cfg->module, HF_P11MODULEDIR "/holdfast-pkcs11.so");
     CU_ASSERT_STRING_EQUAL(cfg->plugin_dir, HF_PLUGINDIR);
     CU_ASSERT_PTR_NULL(cfg->token_label);
@@ -183,6 +194,15 @@ static void test_bad_configs_name_the_line(void)
         {"[gateway]\nlisten = 127.0.0.1:99999\n", "t.conf:2: listen: expected host:port"},
         {"[gateway]\nlisten = ::1:80\n", "t.conf:2: listen: expected host:port"},
         {"[gateway]\nlisten = 127.0.0.1:80 ssl\n", "t.conf:2: listen: unknown option \"ssl\""},
+        /* Plain HTTP off loopback carries plaintext keys: only when the config says so. */
+        {"[gateway]\nlisten = 0.0.0.0:80\n", "t.conf:2: listen: plain HTTP on 0.0.0.0"},
+        {"[gateway]\nlisten = *:80\n", "t.conf:2: listen: plain HTTP on every address"},
+        {"[gateway]\nlisten = [fe80::1]:80\n", "t.conf:2: listen: plain HTTP on fe80::1"},
+        {"[gateway]\nlisten = 10.0.0.1:80 tls insecure\n", "t.conf:2: listen: \"insecure\" is"},
+        {"[gateway]\nlisten = 127.0.0.1:80\nheader_timeout = 0\n",
+         "t.conf:3: header_timeout: not a number"},
+        {"[gateway]\nlisten = 127.0.0.1:80\nbody_min_rate = fast\n",
+         "t.conf:3: body_min_rate: bytes per second"},
         {"[gateway]\nlisten = 127.0.0.1:80\nthreads = many\n", "t.conf:3: threads: not a number"},
         {"[gateway]\nlisten = 127.0.0.1:80\nthreads = -1\n", "t.conf:3: threads: not a number"},
         {"[gateway]\nlisten = 127.0.0.1:80\nmax_body = 10\n", "t.conf:3: max_body: a size"},

@@ -106,6 +106,29 @@ static void test_malformed_json_is_a_validation_error(void)
     CU_ASSERT_EQUAL(parse(HF_XKS_OP_HEALTH, "{" MD_HEALTH "}\r\n  "), HF_STATUS_OK);
 }
 
+/* json-c keeps the last of two equal keys: which plaintext or which kmsRequestId would be
+ * encrypted and audited would depend on the reader. Refused, at any depth; so is invalid UTF-8. */
+static void test_duplicate_keys_and_bad_utf8_are_validation_errors(void)
+{
+    CU_ASSERT_EQUAL(parse(HF_XKS_OP_ENCRYPT, "{" MD_KEY_OP ",\"plaintext\":\"" PT_B64
+                                             "\",\"encryptionAlgorithm\":\"AES_GCM\","
+                                             "\"plaintext\":\"AAAA\"}"),
+                    HF_STATUS_BAD_REQUEST);
+    assert_why("duplicate key");
+    CU_ASSERT_EQUAL(parse(HF_XKS_OP_HEALTH, "{\"requestMetadata\":{\"kmsRequestId\":\"a\","
+                                            "\"kmsOperation\":\"x\",\"kmsRequestId\":\"b\"}}"),
+                    HF_STATUS_BAD_REQUEST);
+    assert_why("duplicate key");
+    CU_ASSERT_EQUAL(parse(HF_XKS_OP_HEALTH, "{\"requestMetadata\":{\"kmsRequestId\":\"\xc0\xaf\","
+                                            "\"kmsOperation\":\"x\"}}"),
+                    HF_STATUS_BAD_REQUEST);
+    assert_why("UTF-8");
+    CU_ASSERT_EQUAL(parse(HF_XKS_OP_HEALTH,
+                          "{\"requestMetadata\":{\"kmsRequestId\":\"\xed\xa0\x80\","
+                          "\"kmsOperation\":\"x\"}}"),
+                    HF_STATUS_BAD_REQUEST);
+}
+
 static void test_body_with_nul_inside_is_refused(void)
 {
     static const char body[] = "{" MD_HEALTH "}\0garbage";
@@ -507,6 +530,8 @@ static void test_key_ids_follow_the_spec_alphabet(void)
 int main(void)
 {
     static CU_TestInfo json_tests[] = {
+        {"duplicate keys and invalid UTF-8 are validation errors",
+         test_duplicate_keys_and_bad_utf8_are_validation_errors},
         {"malformed json is a validation error", test_malformed_json_is_a_validation_error},
         {"body with nul inside is refused", test_body_with_nul_inside_is_refused},
         {"health needs request id and operation", test_health_needs_request_id_and_operation},

@@ -8,14 +8,16 @@ XKS_UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(JSONC_CFLAGS)
 XKS_UNIT_LDADD = libhftest.la gateway/plugins/aws-xks/libhf-xks.la \
 	gateway/plugins/aws-xks/libhf-sigv4.la $(CUNIT_LIBS) $(JSONC_LIBS) $(CRYPTO_LIBS) \
 	$(PTHREAD_LIBS)
-tests_unit_test_xks_request_SOURCES = tests/unit/test-xks-request.c gateway/base64.c gateway/random.c
+tests_unit_test_xks_request_SOURCES = tests/unit/test-xks-request.c gateway/base64.c gateway/json.c \
+	gateway/random.c
 tests_unit_test_xks_request_CPPFLAGS = $(XKS_UNIT_CPPFLAGS)
 tests_unit_test_xks_request_LDADD = $(XKS_UNIT_LDADD)
-tests_unit_test_xks_config_SOURCES = tests/unit/test-xks-config.c gateway/base64.c gateway/random.c
+tests_unit_test_xks_config_SOURCES = tests/unit/test-xks-config.c gateway/base64.c gateway/json.c \
+	gateway/random.c
 tests_unit_test_xks_config_CPPFLAGS = $(XKS_UNIT_CPPFLAGS)
 tests_unit_test_xks_config_LDADD = $(XKS_UNIT_LDADD)
 tests_unit_test_xks_crypto_SOURCES = tests/unit/test-xks-crypto.c tests/unit/module-loader.h \
-	gateway/base64.c gateway/random.c
+	gateway/base64.c gateway/json.c gateway/random.c
 tests_unit_test_xks_crypto_CPPFLAGS = $(XKS_UNIT_CPPFLAGS)
 tests_unit_test_xks_crypto_LDADD = $(XKS_UNIT_LDADD)
 endif

@@ -51,6 +51,22 @@ static enum hf_status check_client_certificate(const struct hf_xks_store *store,
     return HF_STATUS_OK;
 }
 
+/* SigV4 reads one Authorization, one X-Amz-Date and one Host. With two of any, which one a
+ * verifier (or a balancer in front of it) takes decides what was signed, so the request is
+ * refused as a signature that cannot be verified: the spec answers every SigV4 failure with
+ * 401 AuthenticationFailedException, and nothing is validated before authentication. */
+static enum hf_status check_signed_inputs_once(struct hf_request *req)
+{
+    static const char *const once[] = {"Authorization", "X-Amz-Date", "Host"};
+    const char *name = hf_request_header_repeated(req, once, sizeof(once) / sizeof(once[0]));
+
+    if (name == NULL) return HF_STATUS_OK;
+    return hf_request_fail(req, HF_STATUS_UNAUTHENTICATED,
+                           "SigV4: the %s header appears more "
+                           "than once",
+                           name);
+}
+
 enum hf_status hf_xks_authenticate(const struct hf_xks_store *store, struct hf_xks_store_rt *rt,
                                    struct hf_request *req)
 {
@@ -79,6 +95,7 @@ enum hf_status hf_xks_authenticate(const struct hf_xks_store *store, struct hf_x
     enum hf_status st;
 
     if ((st = check_client_certificate(store, req)) != HF_STATUS_OK) return st;
+    if ((st = check_signed_inputs_once(req)) != HF_STATUS_OK) return st;
     res = hf_sigv4_verify(&sreq, &policy, rt->sigv4, akid, why, sizeof(why));
     if (res == HF_SIGV4_OK) return HF_STATUS_OK;
     /* The access key id names who tried, for the audit record of the refusal. */

@@ -33,19 +33,13 @@ bool hf_xks_key_id_is_valid(const char *key_id)
 
 void hf_xks_request_clear(struct hf_xks_request *r)
 {
-    struct json_object *pt = NULL;
-
     if (r == NULL) return;
     if (r->input.data != NULL) OPENSSL_clear_free(r->input.data, r->input.len);
-    /* The base64 plaintext in the JSON tree is the plaintext too: json-c frees without
-     * cleansing, so wipe it first (the tree is ours and about to go). */
-    if (r->op == HF_XKS_OP_ENCRYPT && r->root != NULL &&
-        json_object_object_get_ex(r->root, "plaintext", &pt) &&
-        json_object_is_type(pt, json_type_string) && json_object_get_string_len(pt) > 0)
-        OPENSSL_cleanse((char *)json_object_get_string(pt), (size_t)json_object_get_string_len(pt));
     free(r->aad.data);
     free(r->cm.data);
-    json_object_put(r->root);
+    /* The base64 plaintext in the JSON tree is the plaintext too, and json-c frees without
+     * cleansing. */
+    hf_json_put_wiped(r->root);
     OPENSSL_cleanse(r, sizeof(*r));
 }
 
@@ -177,55 +171,27 @@ static enum hf_status expect_enum(struct json_object *root, const char *name, bo
     return HF_STATUS_OK;
 }
 
-/* Strict JSON (json-c's JSON_TOKENER_STRICT), one value, nothing after it but whitespace. */
+/* One JSON object: the gateway's strict reader (duplicate keys, invalid UTF-8 and trailing data
+ * refused), bounded in depth. */
 static enum hf_status parse_json(const unsigned char *body, size_t len, struct json_object **out,
                                  char *why, size_t whylen)
 {
-    struct json_tokener *tok = NULL;
-    struct json_object *root = NULL;
-    enum hf_status st = HF_STATUS_BAD_REQUEST;
-    size_t end;
+    enum hf_status st;
 
     *out = NULL;
     if (len == 0) {
         snprintf(why, whylen, "the body is empty; a JSON object is required");
-        goto done;
+        return HF_STATUS_BAD_REQUEST;
     }
-    if (len > (size_t)INT32_MAX) {
-        snprintf(why, whylen, "the body is too large");
-        st = HF_STATUS_UNSUPPORTED;
-        goto done;
-    }
-    if ((tok = json_tokener_new_ex(XKS_JSON_DEPTH)) == NULL) {
-        snprintf(why, whylen, "out of memory parsing the body");
-        st = HF_STATUS_INTERNAL;
-        goto done;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
-    root = json_tokener_parse_ex(tok, (const char *)body, (int)len);
-    if (root == NULL) {
-        enum json_tokener_error err = json_tokener_get_error(tok);
-        snprintf(why, whylen, "the body is not valid JSON (%s)",
-                 err == json_tokener_continue ? "unexpected end of data"
-                                              : json_tokener_error_desc(err));
-        goto done;
-    }
-    for (end = json_tokener_get_parse_end(tok); end < len; end++)
-        if (body[end] != ' ' && body[end] != '\t' && body[end] != '\r' && body[end] != '\n') {
-            snprintf(why, whylen, "the body has data after its JSON value");
-            goto done;
-        }
-    if (!json_object_is_type(root, json_type_object)) {
+    if ((st = hf_json_parse(body, len, 0, XKS_JSON_DEPTH, out, why, whylen)) != HF_STATUS_OK)
+        return st;
+    if (!json_object_is_type(*out, json_type_object)) {
         snprintf(why, whylen, "the body must be a JSON object");
-        goto done;
+        hf_json_put_wiped(*out);
+        *out = NULL;
+        return HF_STATUS_BAD_REQUEST;
     }
-    *out = root;
-    root = NULL;
-    st = HF_STATUS_OK;
-done:
-    json_object_put(root);
-    if (tok) json_tokener_free(tok);
-    return st;
+    return HF_STATUS_OK;
 }
 
 static enum hf_status parse_encrypt(struct json_object *root, const struct hf_xks_caps *caps,
