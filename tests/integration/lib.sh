@@ -17,6 +17,10 @@
 #   HF_SANITIZED         non-empty when the build uses ASan/UBSan/TSan
 #   hf_ext CMD...        run a program that is not ours but loads our module (sanitizer-aware)
 
+# What the tests write holds secrets (PINs, credentials, TLS keys): private, as holdfastd and
+# the core want such files (common/secret-file.h refuses world-readable ones).
+umask 077
+
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
 HF_CLI=${HF_CLI:-$top_builddir/pkcs11/tool/holdfast}

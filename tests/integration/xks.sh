@@ -156,6 +156,24 @@ sed 's|^prefix = /keystores/second$|prefix = /short|' "$CONF" >"$HF_TMP/bad.conf
 hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/bad.conf"
 grep -q "prefix" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "a bad prefix is not named"; }
 hf_expect_exit 0 "$HOLDFASTD" -t -c "$CONF"
+# Secret files (common/secret-file.h): a credential file, or a config holding credentials, that
+# others may read is refused with the file and its mode; a group-readable one only warned about.
+printf '%s:%s\n' "$AKID_B" "$SEC_B" >"$HF_TMP/open.creds"
+chmod 644 "$HF_TMP/open.creds"
+sed "s|^credential = $AKID_B:$SEC_B\$|credential_file = $HF_TMP/open.creds|" "$CONF" \
+    >"$HF_TMP/open-creds.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/open-creds.conf"
+grep -qF "credential_file $HF_TMP/open.creds: mode 0644: world-readable; chmod 600" "$HF_ERR" ||
+    hf_fail "a world-readable credential_file: $(cat "$HF_ERR")"
+cp "$CONF" "$HF_TMP/open.conf"
+chmod 644 "$HF_TMP/open.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/open.conf"
+grep -qF "$HF_TMP/open.conf: mode 0644: world-readable; chmod 600" "$HF_ERR" ||
+    hf_fail "a world-readable config holding credentials: $(cat "$HF_ERR")"
+chmod 640 "$HF_TMP/open.conf"
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$HF_TMP/open.conf"
+grep -qF "$HF_TMP/open.conf: mode 0640: group-readable" "$HF_ERR" ||
+    hf_fail "a group-readable config holding credentials: no warning: $(cat "$HF_ERR")"
 
 # ---- start ----
 GW_PID=

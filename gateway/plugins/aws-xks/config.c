@@ -5,6 +5,8 @@
 
 #include "gateway/plugins/aws-xks/config.h"
 
+#include "common/secret-file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -228,11 +230,17 @@ static char *trim(char *s)
     return s;
 }
 
+/* This file is pure (libhf-xks.la, linked by unit tests without holdfastd's log): holdfastd's
+ * stderr, which systemd keeps in the journal. */
+static void credential_file_warn(const char *msg)
+{
+    fprintf(stderr, "holdfastd: aws-xks: warning: %s\n", msg);
+}
+
 /* Re-read on every reload: editing the file and sending SIGHUP rotates credentials. */
 static bool credential_file_load(struct hf_xks_store *s, const char *path, char *err, size_t errlen)
 {
     char line[XKS_LINE_MAX], *t;
-    struct stat st;
     unsigned lineno = 0;
     bool ok = false;
     FILE *f = fopen(path, "re");
@@ -241,10 +249,9 @@ static bool credential_file_load(struct hf_xks_store *s, const char *path, char 
         snprintf(err, errlen, "credential_file %s: %s", path, strerror(errno));
         return false;
     }
-    if (fstat(fileno(f), &st) != 0 || (st.st_mode & S_IROTH)) {
-        snprintf(err, errlen, "credential_file %s: readable by others (chmod o-r)", path);
+    if (!hf_secret_file_is_usable(fileno(f), "credential_file", path, credential_file_warn, err,
+                                  errlen))
         goto done;
-    }
     while (fgets(line, sizeof(line), f) != NULL) {
         lineno++;
         if (strchr(line, '\n') == NULL && !feof(f)) {
