@@ -13,6 +13,8 @@
 #include "gateway/server.h"
 #include "gateway/tls.h"
 
+#include "common/no-dump.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -154,6 +156,11 @@ int main(int argc, char **argv)
     char err[512] = "", *pin = NULL;
     int opt, rc = 1;
 
+    /* Before anything secret is read (config, PIN, credentials, the TLS key). */
+    if (!hf_process_no_dump(err, sizeof(err))) {
+        fprintf(stderr, "holdfastd: %s\n", err);
+        return 1;
+    }
     while ((opt = getopt(argc, argv, "c:ftp:h")) != -1) {
         switch (opt) {
         case 'c':

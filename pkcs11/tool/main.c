@@ -5,16 +5,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/no-dump.h"
 #include "pkcs11/tool/cli.h"
 
 static int cmd_help(struct hf_cli *cli, int argc, char **argv);
 
 static const struct hf_cli_command commands[] = {
     {"init", hf_cmd_init,
-     "[--so-pin PIN|--so-pin-file F] [--user-pin PIN|--user-pin-file F] [--reset-pins]",
+     "[--so-pin-file F] [--user-pin-file F] [--ask-pins] [--reset-pins]",
      "create the HSM token, root KEK, key store and token PINs (safe to run twice)",
-     "  --so-pin PIN, --so-pin-file FILE      the token's SO PIN ($HOLDFAST_SO_PIN)\n"
-     "  --user-pin PIN, --user-pin-file FILE  the token's user PIN ($HOLDFAST_USER_PIN)\n"
+     "  --so-pin-file FILE    the token's SO PIN: the file's first line ($HOLDFAST_SO_PIN)\n"
+     "  --user-pin-file FILE  the token's user PIN: the file's first line ($HOLDFAST_USER_PIN)\n"
+     "  --ask-pins    type the PINs on the terminal (echo off, twice)\n"
+     "A PIN is never taken from the command line (ps and shell history show it).\n"
      "  --reset-pins  set both PINs anew, even if set: as given, or generated\n"
      "A PIN given nowhere is kept if set, else generated and written (0600) to\n"
      "STATE_DIR/token-so.pin or token-user.pin. PINs are never printed.\n"},
@@ -220,8 +223,14 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct hf_cli cli = {0};
+    char err[256];
     int c, rc = HF_EXIT_OK;
 
+    /* Before anything secret is read (PINs, the config, unwrapped keys). */
+    if (!hf_process_no_dump(err, sizeof(err))) {
+        fprintf(stderr, "holdfast: %s\n", err);
+        return HF_EXIT_FAILED;
+    }
     snprintf(cli.caller, sizeof(cli.caller), "uid:%lu", (unsigned long)getuid());
     cli.who.api = "cli";
     cli.who.caller = cli.caller;

@@ -6,7 +6,8 @@
 # request refused before one), TLS 1.2/1.3 only, mTLS (no certificate and a foreign CA refused in
 # the handshake), SIGHUP reloading plugin config under an open keep-alive connection (and a bad
 # config refused), a rotation seen within a second with old ciphertexts still decrypting (through
-# hf_keys_version), the link kill switch acting within a second, and a clean stop.
+# hf_keys_version), the link kill switch acting within a second, no core file and no memory
+# readable by the user's other processes (PR_SET_DUMPABLE 0, RLIMIT_CORE 0), and a clean stop.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 HOLDFASTD=${HOLDFASTD:-$top_builddir/gateway/holdfastd}
@@ -82,7 +83,8 @@ printf '[gateway]\nlisten = 127.0.0.1:%s\nthreads = lots\n' "$port" >"$HF_TMP/ba
 hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/bad.conf"
 grep -q "bad.conf:3: threads" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "-t names the bad line"; }
 
-"$HOLDFASTD" -f -c "$conf" >"$log" 2>&1 &
+# Through no-ptrace.py, so that a peer on equal terms can tell whether holdfastd is dumpable.
+python3 "$top_srcdir/tests/integration/no-ptrace.py" "$HOLDFASTD" -f -c "$conf" >"$log" 2>&1 &
 pid=$!
 hf_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
 base=http://127.0.0.1:$port
@@ -93,6 +95,13 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 [ $up = yes ] || { cat "$log"; hf_fail "holdfastd did not answer /healthz"; }
+
+# ---- secrets in memory: no core file, and no other process of its user reads its memory ----
+grep -Eq '^Max core file size +0 +0 ' "/proc/$pid/limits" ||
+    { cat "/proc/$pid/limits"; hf_fail "holdfastd may dump core (RLIMIT_CORE)"; }
+python3 "$top_srcdir/tests/integration/no-ptrace.py" python3 -c \
+    "open('/proc/$pid/mem', 'rb')" 2>/dev/null &&
+    hf_fail "holdfastd is dumpable: a process of its user opened /proc/$pid/mem"
 
 # req OUT METHOD PATH [curl args]: the status on stdout; body in OUT.body, headers in OUT.hdr.
 req() {

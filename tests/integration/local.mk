@@ -7,10 +7,12 @@ tests_integration_p11_crash_worker_LDADD = $(LIBS)
 
 INTEGRATION_TESTS = \
 	tests/integration/cli.sh \
+	tests/integration/hardening.sh \
 	tests/integration/pkcs11-tool.sh \
 	tests/integration/p11-kit.sh \
 	tests/integration/nss.sh \
 	tests/integration/concurrency.sh \
 	tests/integration/crash-safety.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
+	tests/integration/no-ptrace.py tests/integration/pty-init.py
