@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "common/no-dump.h"
 #include "pkcs11/tool/cli.h"
 
@@ -229,6 +231,13 @@ int main(int argc, char **argv)
     /* Before anything secret is read (PINs, the config, unwrapped keys). */
     if (!hf_process_no_dump(err, sizeof(err))) {
         fprintf(stderr, "holdfast: %s\n", err);
+        return HF_EXIT_FAILED;
+    }
+    /* OpenSSL's secure heap (locked, not dumped, cleansed on free) for the private parts of the
+     * keys the CLI loads (BN_secure_new): a command touches a few keys (RSA-4096: 1792 bytes
+     * each), and ordinary users may lock little (RLIMIT_MEMLOCK); unlocked it still serves. */
+    if (CRYPTO_secure_malloc_init(1u << 20, 16) == 0) {
+        fprintf(stderr, "holdfast: cannot make OpenSSL's secure heap\n");
         return HF_EXIT_FAILED;
     }
     snprintf(cli.caller, sizeof(cli.caller), "uid:%lu", (unsigned long)getuid());

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Secrets in memory: the holdfast CLI cannot dump core and its memory is closed to other
-# processes of its user (checked while it waits at its PIN prompt), and PINs come from the
+# Secrets in memory: the holdfast CLI cannot dump core, its memory is closed to other processes
+# of its user, and it has OpenSSL's secure heap (checked while it waits at its PIN prompt); PINs come from the
 # terminal with echo off (init --ask-pins) and work. holdfastd's side is in gateway.sh.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
@@ -18,6 +18,8 @@ timeout -k 5 120 python3 "$top_srcdir/tests/integration/pty-init.py" "$HF_CLI" "
     >"$HF_TMP/pty.out" 2>&1 || { cat "$HF_TMP/pty.out"; hf_fail "init --ask-pins failed"; }
 grep -q "^undumpable: yes" "$HF_TMP/pty.out" ||
     { cat "$HF_TMP/pty.out"; hf_fail "the CLI may dump core or be read by its user's processes"; }
+grep -q "^secure heap: yes" "$HF_TMP/pty.out" ||
+    { cat "$HF_TMP/pty.out"; hf_fail "the CLI has no OpenSSL secure heap for private keys"; }
 grep -q "user PIN again:" "$HF_TMP/pty.out" || hf_fail "no second prompt for the user PIN"
 grep -q "user PIN: set" "$HF_TMP/pty.out" || { cat "$HF_TMP/pty.out"; hf_fail "the PIN was not set"; }
 grep -qF -e "$SO_PIN" -e "$USER_PIN" "$HF_TMP/pty.out" && hf_fail "a typed PIN was echoed"

@@ -1,6 +1,7 @@
 """pty-init.py CLI SO_PIN USER_PIN: runs `CLI init --ask-pins` on a pseudo-terminal (started through
 no-ptrace.py's drop), answers its four prompts, and prints what it saw: the session's output and,
-while the CLI waits at its first prompt, whether it may dump core ("undumpable: yes|no").
+while the CLI waits at its first prompt, whether it may dump core ("undumpable: yes|no") and
+whether it has OpenSSL's secure heap ("secure heap: yes|no").
 Exit status: the CLI's."""
 import ctypes
 import os
@@ -11,6 +12,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NO_PTRACE = os.path.join(HERE, "no-ptrace.py")
+sys.path.insert(0, HERE)
+secure_heap = __import__("secure-heap")
 
 
 def undumpable(pid):
@@ -41,6 +44,7 @@ while True:
     if seen[since:].rstrip().endswith(b":") and answers:
         if not checked:
             print("undumpable: %s" % ("yes" if undumpable(pid) else "no"))
+            print("secure heap: %s" % ("yes" if secure_heap.has_secure_heap(pid, 1024) else "no"))
             checked = True
         os.write(fd, (answers.pop(0) + "\n").encode())
         since = len(seen)

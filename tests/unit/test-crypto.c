@@ -164,6 +164,45 @@ static void test_secmem_is_not_dumped_nor_inherited(void)
     hf_secmem_free(b, large);
 }
 
+/* ---- OpenSSL's secure heap, as holdfastd and the CLI make it ------------------------------------ */
+
+static int secure_heap_suite_init(void)
+{
+    /* Last suite: keys made before stay in ordinary memory, which OpenSSL frees as such. */
+    return CRYPTO_secure_malloc_init(1u << 20, 16) == 0;
+}
+
+/* One private key's trip through the core's loader (PKCS#8 DER, as unwrapped from the store):
+ * its private parts go to the secure heap (CBIGNUM / BN_secure_new) and leave it on release. */
+static void private_key_lands_in_the_secure_heap(enum hf_alg alg, unsigned bits)
+{
+    struct hf_material *made = NULL, *loaded = NULL;
+    unsigned char *der = NULL;
+    size_t len = 0, before, after;
+
+    CU_ASSERT_EQUAL_FATAL(hf_material_generate(alg, bits, &made), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_material_to_bytes(made, &der, &len), CKR_OK);
+    hf_material_unref(made);
+    before = CRYPTO_secure_used();
+    CU_ASSERT_EQUAL_FATAL(hf_material_from_bytes(alg, bits, der, len, &loaded), CKR_OK);
+    after = CRYPTO_secure_used();
+    CU_ASSERT(after > before);
+    if (getenv("HF_TEST_VERBOSE"))
+        fprintf(stderr, "\n    alg %d/%u: %zu bytes of secure heap\n", (int)alg, bits,
+                after - before);
+    hf_material_unref(loaded);
+    CU_ASSERT_EQUAL(CRYPTO_secure_used(), before);
+    hf_secmem_free(der, len);
+}
+
+static void test_private_keys_land_in_the_secure_heap(void)
+{
+    CU_ASSERT_FATAL(CRYPTO_secure_malloc_initialized());
+    private_key_lands_in_the_secure_heap(HF_ALG_RSA, 4096);
+    private_key_lands_in_the_secure_heap(HF_ALG_EC, 256);
+    private_key_lands_in_the_secure_heap(HF_ALG_EC, 384);
+}
+
 /* ---- library context and errors ------------------------------------------------------------ */
 
 static void test_libctx_is_private_with_default_provider(void)
@@ -907,6 +946,10 @@ int main(void)
         {"digest and random", test_digest_and_random},
         CU_TEST_INFO_NULL,
     };
+    static CU_TestInfo secure_heap_tests[] = {
+        {"private keys land in the secure heap", test_private_keys_land_in_the_secure_heap},
+        CU_TEST_INFO_NULL,
+    };
     static CU_SuiteInfo suites[] = {
         {"secmem", NULL, NULL, NULL, NULL, secmem_tests},
         {"crypto context", NULL, NULL, NULL, NULL, ctx_tests},
@@ -914,6 +957,7 @@ int main(void)
         {"RSA", rsa_suite_init, rsa_suite_clean, NULL, NULL, rsa_tests},
         {"ECDSA", NULL, NULL, NULL, NULL, ec_tests},
         {"material, digest, random", NULL, NULL, NULL, NULL, misc_tests},
+        {"secure heap", secure_heap_suite_init, NULL, NULL, NULL, secure_heap_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);

@@ -121,7 +121,8 @@ static void store_free(struct hf_xks_store *s)
     free(s->name);
     free(s->prefix);
     for (size_t i = 0; i < s->ncreds; i++)
-        if (s->creds[i].secret) OPENSSL_clear_free(s->creds[i].secret, strlen(s->creds[i].secret));
+        if (s->creds[i].secret)
+            OPENSSL_secure_clear_free(s->creds[i].secret, strlen(s->creds[i].secret) + 1);
     if (s->creds) OPENSSL_cleanse(s->creds, s->ncreds * sizeof(*s->creds));
     free(s->creds);
     list_free(s->regions, s->nregions);
@@ -167,6 +168,18 @@ static struct hf_xks_store *store_get(struct hf_xks_config *cfg, const char *ins
     return s;
 }
 
+/* A SigV4 secret's copy in OpenSSL's secure heap (holdfastd makes one: locked, not in core
+ * dumps; ordinary memory without it), freed with OPENSSL_secure_clear_free. Loaded with the
+ * config, never on the request path. */
+static char *secret_dup(const char *text)
+{
+    size_t len = strlen(text) + 1;
+    char *copy = OPENSSL_secure_malloc(len);
+
+    if (copy) memcpy(copy, text, len);
+    return copy;
+}
+
 /* "AKID:SECRET" into the store. A repeated AKID must carry the same secret: an access key id
  * names exactly one secret (spec, Appendix A). */
 static bool credential_add(struct hf_xks_store *s, const char *text, char *err, size_t errlen)
@@ -203,9 +216,9 @@ static bool credential_add(struct hf_xks_store *s, const char *text, char *err, 
             snprintf(err, errlen, "credential %s is given twice with different secrets", akid);
             return false;
         }
-    if ((secret = strdup(colon + 1)) == NULL) goto oom;
+    if ((secret = secret_dup(colon + 1)) == NULL) goto oom;
     if ((grown = realloc(s->creds, (s->ncreds + 1) * sizeof(*grown))) == NULL) {
-        OPENSSL_clear_free(secret, strlen(secret));
+        OPENSSL_secure_clear_free(secret, strlen(secret) + 1);
         goto oom;
     }
     s->creds = grown;
