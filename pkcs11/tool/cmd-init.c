@@ -188,8 +188,8 @@ static int pin_default(struct pin_plan *p, bool reset)
     return rc;
 }
 
-/* A PIN set from the command line makes an earlier generated PIN file wrong: remove it, unless it
- * is the very file the PIN was read from. */
+/* A PIN given (file, terminal, environment) makes an earlier generated PIN file wrong: remove
+ * it, unless it is the very file the PIN was read from. */
 static void pin_file_drop_stale(const struct pin_plan *p)
 {
     char a[PATH_MAX], b[PATH_MAX];
