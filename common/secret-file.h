@@ -64,9 +64,8 @@ static inline enum hf_secret_file_verdict hf_secret_file_judge(const struct stat
 }
 
 /* The verdict on an open file (fstat: the file actually read, no race with a rename). */
-static inline enum hf_secret_file_verdict hf_secret_file_check_fd(int fd, const char *what,
-                                                                  const char *path, char *msg,
-                                                                  size_t msglen)
+static inline enum hf_secret_file_verdict
+hf_secret_file_check_fd(int fd, const char *what, const char *path, char *msg, size_t msglen)
 {
     struct stat st;
 
@@ -78,9 +77,8 @@ static inline enum hf_secret_file_verdict hf_secret_file_check_fd(int fd, const 
 }
 
 /* The same by path, for files another library opens (GnuTLS reads TLS keys by name). */
-static inline enum hf_secret_file_verdict hf_secret_file_check_path(const char *path,
-                                                                    const char *what, char *msg,
-                                                                    size_t msglen)
+static inline enum hf_secret_file_verdict
+hf_secret_file_check_path(const char *path, const char *what, char *msg, size_t msglen)
 {
     struct stat st;
 

@@ -602,8 +602,8 @@ struct hf_gw_config *hf_gw_config_load(const char *path, char *err, size_t errle
         dir[0] = '\0';
     cfg = config_parse(text ? text : "", len, path, dir, err, errlen);
     if (cfg && config_holds_secret(cfg) &&
-        !hf_gw_secret_file_is_usable(fileno(fp), "config file (it holds a PIN or credential)",
-                                     path, err, errlen)) {
+        !hf_gw_secret_file_is_usable(fileno(fp), "config file (it holds a PIN or credential)", path,
+                                     err, errlen)) {
         hf_gw_config_free(cfg);
         cfg = NULL;
     }

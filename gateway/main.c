@@ -163,8 +163,9 @@ static bool secure_heap_init(void)
         return false;
     }
     if (rc == 2)
-        fprintf(stderr, "holdfastd: warning: OpenSSL's secure heap is not locked in memory "
-                        "(RLIMIT_MEMLOCK under %u MiB?): keys may be swapped out\n",
+        fprintf(stderr,
+                "holdfastd: warning: OpenSSL's secure heap is not locked in memory "
+                "(RLIMIT_MEMLOCK under %u MiB?): keys may be swapped out\n",
                 SECURE_HEAP_SIZE >> 20);
     return true;
 }

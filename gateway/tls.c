@@ -33,8 +33,7 @@ static struct {
 } tls;
 
 /* secret: what the file is when it holds a private key (its mode is checked), else NULL. */
-static char *file_read(const char *path, const char *secret, size_t *len, char *err,
-                       size_t errlen)
+static char *file_read(const char *path, const char *secret, size_t *len, char *err, size_t errlen)
 {
     FILE *fp = fopen(path, "rb");
     char *buf = NULL;

@@ -13,8 +13,7 @@
 static int cmd_help(struct hf_cli *cli, int argc, char **argv);
 
 static const struct hf_cli_command commands[] = {
-    {"init", hf_cmd_init,
-     "[--so-pin-file F] [--user-pin-file F] [--ask-pins] [--reset-pins]",
+    {"init", hf_cmd_init, "[--so-pin-file F] [--user-pin-file F] [--ask-pins] [--reset-pins]",
      "create the HSM token, root KEK, key store and token PINs (safe to run twice)",
      "  --so-pin-file FILE    the token's SO PIN: the file's first line ($HOLDFAST_SO_PIN)\n"
      "  --user-pin-file FILE  the token's user PIN: the file's first line ($HOLDFAST_USER_PIN)\n"

@@ -164,7 +164,8 @@ static void test_secmem_is_not_dumped_nor_inherited(void)
     hf_secmem_free(b, large);
 }
 
-/* ---- OpenSSL's secure heap, as holdfastd and the CLI make it ------------------------------------ */
+/* ---- OpenSSL's secure heap, as holdfastd and the CLI make it ------------------------------------
+ */
 
 static int secure_heap_suite_init(void)
 {
