@@ -5,6 +5,9 @@
 #include "hf-build.h"
 
 #include "gateway/config.h"
+#include "gateway/log.h"
+
+#include "pkcs11/common/secret-file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -582,6 +585,30 @@ struct hf_gw_config *hf_gw_config_parse(const char *text, size_t len, const char
     return config_parse(text, len, name, "", err, errlen);
 }
 
+static void secret_file_warn(const char *msg)
+{
+    hf_gw_log_warn("%s", msg);
+}
+
+bool hf_gw_secret_file_is_usable(int fd, const char *what, const char *path, char *err,
+                                 size_t errlen)
+{
+    return hf_secret_file_is_usable(fd, what, path, secret_file_warn, err, errlen);
+}
+
+/* Setting names that hold a secret in any section: the gateway's own pin, and what plugins call
+ * theirs (aws-xks: credential). */
+static bool config_holds_secret(const struct hf_gw_config *cfg)
+{
+    static const char *const secret_names[] = {"pin", "credential", "secret", "password"};
+
+    if (cfg->pin) return true;
+    for (size_t i = 0; i < cfg->nsettings; i++)
+        for (size_t j = 0; j < sizeof(secret_names) / sizeof(secret_names[0]); j++)
+            if (strcmp(cfg->settings[i].name, secret_names[j]) == 0) return true;
+    return false;
+}
+
 struct hf_gw_config *hf_gw_config_load(const char *path, char *err, size_t errlen)
 {
     struct hf_gw_config *cfg = NULL;
@@ -630,6 +657,12 @@ struct hf_gw_config *hf_gw_config_load(const char *path, char *err, size_t errle
     else
         dir[0] = '\0';
     cfg = config_parse(text ? text : "", len, path, dir, err, errlen);
+    if (cfg && config_holds_secret(cfg) &&
+        !hf_gw_secret_file_is_usable(fileno(fp), "config file (it holds a PIN or credential)", path,
+                                     err, errlen)) {
+        hf_gw_config_free(cfg);
+        cfg = NULL;
+    }
 done:
     fclose(fp);
     free(text);

@@ -1,8 +1,9 @@
 /* hf_keys_by_link and hf_keys_version over a cache of links and key versions (keys.h).
  *
- * An entry older than a second is revalidated cheaply: the link is read again (HF_GetLinkInfo)
- * and the cached current object asked whether it still is current (C_GetAttributeValue); only a
- * rotation (or a link moved to another key) costs a new C_FindObjects. Lookups run on the
+ * The link itself (key uuid, blocked) is read on every call through the module's link cache
+ * (HF_GetLinkInfo); a key entry older than a second is revalidated cheaply: the cached current
+ * object asked whether it still is current (C_GetAttributeValue); only a rotation (or a link
+ * moved to another key) costs a new C_FindObjects. Lookups run on the
  * thread's lookup session, which never carries a request context. */
 #include "hf-build.h"
 
@@ -254,66 +255,82 @@ static bool current_is_still(CK_SESSION_HANDLE s, struct hf_key_ref *ref)
     return state != HF_STATE_DESTROYED;
 }
 
-static enum hf_status link_fetch(const char *type, const char *id, const struct entry *old,
-                                 struct entry *out)
+/* What the link names now, from the module's link cache (HF_GetLinkInfo: a lock and a copy, no
+ * store query within HF_LINK_CACHE_MS): *found false when there is no such link. */
+static enum hf_status link_read(const char *type, const char *id, HF_LINK_INFO *info, bool *found)
 {
     const HF_FUNCTION_LIST *v = hf_p11_vendor();
-    HF_LINK_INFO info;
     CK_SESSION_HANDLE s;
     CK_RV rv;
 
-    memset(out, 0, sizeof(*out));
+    *found = false;
     if (!v) return HF_STATUS_UNAVAILABLE;
     for (int attempt = 0;; attempt++) {
         if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return HF_STATUS_UNAVAILABLE;
-        rv = v->HF_GetLinkInfo(s, type, id, &info);
+        rv = v->HF_GetLinkInfo(s, type, id, info);
         if (!hf_gw_p11_rv_is_session_lost(rv) || attempt > 0) break;
         hf_gw_p11_sessions_drop();
     }
-    out->fetched_us = monotonic_us();
-    if (rv == CKR_KEY_HANDLE_INVALID) {
-        out->status = HF_STATUS_KEY_NOT_FOUND;
-        return HF_STATUS_OK; /* a cacheable answer */
-    }
+    if (rv == CKR_KEY_HANDLE_INVALID) return HF_STATUS_OK;
     if (rv != CKR_OK) return HF_STATUS_UNAVAILABLE;
-    info.key_uuid[sizeof(info.key_uuid) - 1] = '\0';
-    if (old && old->status == HF_STATUS_OK && strcmp(old->ref.uuid, info.key_uuid) == 0) {
+    info->key_uuid[sizeof(info->key_uuid) - 1] = '\0';
+    *found = true;
+    return HF_STATUS_OK;
+}
+
+/* The key behind info into out: the old entry's objects when they still are the current version
+ * of the same key, else found anew. */
+static enum hf_status key_fetch(const HF_LINK_INFO *info, const struct entry *old,
+                                struct entry *out)
+{
+    CK_SESSION_HANDLE s;
+
+    memset(out, 0, sizeof(*out));
+    if (hf_gw_p11_lookup_session(&s) != CKR_OK) return HF_STATUS_UNAVAILABLE;
+    out->fetched_us = monotonic_us();
+    if (old && old->status == HF_STATUS_OK && strcmp(old->ref.uuid, info->key_uuid) == 0) {
         out->ref = old->ref;
         if (current_is_still(s, &out->ref)) {
-            out->ref.blocked = info.blocked == CK_TRUE;
             out->status = HF_STATUS_OK;
             return HF_STATUS_OK;
         }
     }
     memset(&out->ref, 0, sizeof(out->ref));
-    memcpy(out->ref.uuid, info.key_uuid, sizeof(out->ref.uuid));
-    out->ref.blocked = info.blocked == CK_TRUE;
-    out->status = current_find(s, info.key_uuid, &out->ref);
+    memcpy(out->ref.uuid, info->key_uuid, sizeof(out->ref.uuid));
+    out->status = current_find(s, info->key_uuid, &out->ref);
     if (out->status != HF_STATUS_OK && out->status != HF_STATUS_KEY_NOT_FOUND)
         return HF_STATUS_UNAVAILABLE;
     return HF_STATUS_OK;
 }
 
+/* The kill switch: the link (its key and blocked flag) is read on every call, from the module's
+ * cache, so a block, an unblock or a link moved to another key shows here as soon as it shows to
+ * the module's own check (HF_LINK_CACHE_MS), never a key snapshot's age later; only what is slow
+ * to find (the key's objects, state and name) is kept for HF_GW_KEYS_MAX_AGE_US. */
 HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const char *link_id,
                                                 struct hf_key_ref *out)
 {
     char key[600];
     struct entry cached, fresh;
-    bool have;
+    HF_LINK_INFO info;
+    bool have, found;
     enum hf_status st;
 
     if (!link_type || !link_id || !out) return HF_STATUS_INTERNAL;
     if ((size_t)snprintf(key, sizeof(key), "L\x1f%s\x1f%s", link_type, link_id) >= sizeof(key))
         return HF_STATUS_KEY_NOT_FOUND; /* no link id is that long */
+    if ((st = link_read(link_type, link_id, &info, &found)) != HF_STATUS_OK) return st;
+    if (!found) return HF_STATUS_KEY_NOT_FOUND;
     have = cache_get(key, &cached);
-    if (!have || monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
-        if ((st = link_fetch(link_type, link_id, have ? &cached : NULL, &fresh)) != HF_STATUS_OK)
-            return st;
+    if (!have || strcmp(cached.ref.uuid, info.key_uuid) != 0 ||
+        monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+        if ((st = key_fetch(&info, have ? &cached : NULL, &fresh)) != HF_STATUS_OK) return st;
         cache_put(key, &fresh);
         cached = fresh;
     }
     if (cached.status != HF_STATUS_OK) return cached.status;
     *out = cached.ref;
+    out->blocked = info.blocked == CK_TRUE;
     return HF_STATUS_OK;
 }
 

@@ -14,6 +14,8 @@
 #include "gateway/server.h"
 #include "gateway/tls.h"
 
+#include "pkcs11/common/no-dump.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -145,6 +147,30 @@ static int config_test(struct hf_gw_config *cfg)
     return 0;
 }
 
+/* OpenSSL's secure heap (locked, MADV_DONTDUMP, cleansed on free), made before any key is
+ * loaded: the private parts of every RSA/EC key the module unwraps (BN_secure_new) and the SigV4
+ * secrets and signing keys (aws-xks) live there. Sized for the core's default key cache: an
+ * RSA-4096 key takes 1792 bytes (test-crypto), 4096 of them 7 MiB. Its lock is taken when a key
+ * is loaded or freed and per ECDSA signature (the nonce), never per AES-GCM request. */
+#define SECURE_HEAP_SIZE (16u << 20)
+
+static bool secure_heap_init(void)
+{
+    int rc = CRYPTO_secure_malloc_init(SECURE_HEAP_SIZE, 16);
+
+    if (rc == 0) {
+        fprintf(stderr, "holdfastd: cannot make OpenSSL's secure heap (%u MiB)\n",
+                SECURE_HEAP_SIZE >> 20);
+        return false;
+    }
+    if (rc == 2)
+        fprintf(stderr,
+                "holdfastd: warning: OpenSSL's secure heap is not locked in memory "
+                "(RLIMIT_MEMLOCK under %u MiB?): keys may be swapped out\n",
+                SECURE_HEAP_SIZE >> 20);
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = DEFAULT_CONFIG, *pidfile = NULL;
@@ -155,6 +181,12 @@ int main(int argc, char **argv)
     char err[512] = "", *pin = NULL;
     int opt, rc = 1;
 
+    /* Before anything secret is read (config, PIN, credentials, the TLS key). */
+    if (!hf_process_no_dump(err, sizeof(err))) {
+        fprintf(stderr, "holdfastd: %s\n", err);
+        return 1;
+    }
+    if (!secure_heap_init()) return 1;
     while ((opt = getopt(argc, argv, "c:ftp:h")) != -1) {
         switch (opt) {
         case 'c':

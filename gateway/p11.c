@@ -5,6 +5,7 @@
  * request at a time. */
 #include "hf-build.h"
 
+#include "gateway/config.h"
 #include "gateway/p11.h"
 #include "gateway/request.h"
 
@@ -124,6 +125,10 @@ char *hf_gw_pin_read(const char *path, char *err, size_t errlen)
 
     if (!fp) {
         snprintf(err, errlen, "pin_file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!hf_gw_secret_file_is_usable(fileno(fp), "pin_file", path, err, errlen)) {
+        fclose(fp);
         return NULL;
     }
     if (!fgets(buf, sizeof(buf), fp)) buf[0] = '\0';

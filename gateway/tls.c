@@ -32,7 +32,8 @@ static struct {
     size_t nsans;
 } tls;
 
-static char *file_read(const char *path, size_t *len, char *err, size_t errlen)
+/* secret: what the file is when it holds a private key (its mode is checked), else NULL. */
+static char *file_read(const char *path, const char *secret, size_t *len, char *err, size_t errlen)
 {
     FILE *fp = fopen(path, "rb");
     char *buf = NULL;
@@ -42,6 +43,7 @@ static char *file_read(const char *path, size_t *len, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
+    if (secret && !hf_gw_secret_file_is_usable(fileno(fp), secret, path, err, errlen)) goto done;
     if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 || size > 1024 * 1024 ||
         fseek(fp, 0, SEEK_SET) != 0) {
         snprintf(err, errlen, "%s: cannot read (or larger than 1 MiB)", path);
@@ -82,7 +84,7 @@ static bool credentials_load(const struct hf_gw_config *cfg, char *err, size_t e
     bool ok = false;
     int rv;
 
-    if (!(pem = file_read(cfg->tls.cert, &len, err, errlen))) return false;
+    if (!(pem = file_read(cfg->tls.cert, NULL, &len, err, errlen))) return false;
     d = (gnutls_datum_t){(unsigned char *)pem, (unsigned)len};
     tls.npcerts = 16;
     if (!(tls.pcerts = calloc(tls.npcerts, sizeof(*tls.pcerts)))) goto done;
@@ -93,7 +95,7 @@ static bool credentials_load(const struct hf_gw_config *cfg, char *err, size_t e
         goto done;
     }
     free(pem);
-    if (!(pem = file_read(cfg->tls.key, &len, err, errlen))) goto done;
+    if (!(pem = file_read(cfg->tls.key, "[tls] key", &len, err, errlen))) goto done;
     d = (gnutls_datum_t){(unsigned char *)pem, (unsigned)len};
     if ((rv = gnutls_privkey_init(&tls.key)) < 0 ||
         (rv = gnutls_privkey_import_x509_raw(tls.key, &d, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
@@ -113,7 +115,7 @@ static bool client_ca_load(const struct hf_gw_config *cfg, char *err, size_t err
     int rv;
 
     if (!cfg->tls.client_ca) return true;
-    if (!(tls.client_ca_pem = file_read(cfg->tls.client_ca, &len, err, errlen))) return false;
+    if (!(tls.client_ca_pem = file_read(cfg->tls.client_ca, NULL, &len, err, errlen))) return false;
     d = (gnutls_datum_t){(unsigned char *)tls.client_ca_pem, (unsigned)len};
     if ((rv = gnutls_x509_trust_list_init(&tls.trust, 0)) < 0 ||
         (rv = gnutls_x509_trust_list_add_trust_mem(tls.trust, &d, NULL, GNUTLS_X509_FMT_PEM, 0,

@@ -3,7 +3,10 @@
 #include "config.h"
 #include "log.h"
 
+#include "pkcs11/common/secret-file.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <limits.h>
 #include <openssl/crypto.h>
@@ -439,6 +442,25 @@ static CK_RV config_parse(const char *path, struct hf_config *cfg, struct parse_
 }
 
 static CK_RV pin_resolve(struct hf_config *cfg, bool missing_ok, char *err, size_t errlen);
+static bool secret_file_is_usable(int fd, const char *what, const char *path, char *err,
+                                  size_t errlen);
+
+/* A config file that holds the HSM PIN ([hsm] pin) is a secret file too. */
+static CK_RV config_secret_check(const char *path, const struct parse_ctx *ctx, char *err,
+                                 size_t errlen)
+{
+    int fd;
+    bool ok;
+
+    if (ctx->pin_source == NULL || strcmp(ctx->pin_source, "pin") != 0) return CKR_OK;
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        return CKR_ARGUMENTS_BAD;
+    }
+    ok = secret_file_is_usable(fd, "config file (it holds [hsm] pin)", path, err, errlen);
+    close(fd);
+    return ok ? CKR_OK : CKR_ARGUMENTS_BAD;
+}
 
 CK_RV hf_config_load(const char *path, struct hf_config *cfg, char *err, size_t errlen)
 {
@@ -458,6 +480,7 @@ CK_RV hf_config_load(const char *path, struct hf_config *cfg, char *err, size_t 
     }
     rv = config_parse(path, cfg, &ctx, err, errlen);
     if (rv != CKR_OK) goto done;
+    if ((rv = config_secret_check(path, &ctx, err, errlen)) != CKR_OK) goto done;
     rv = config_complete(cfg, &ctx, dir);
     if (rv != CKR_OK) {
         set_err(err, errlen, "%s: out of memory", path);
@@ -478,11 +501,21 @@ static void pin_clear(struct hf_config *cfg)
     cfg->hsm_pin = NULL;
 }
 
+static void secret_file_warn(const char *msg)
+{
+    hf_log_warn("%s", msg);
+}
+
+static bool secret_file_is_usable(int fd, const char *what, const char *path, char *err,
+                                  size_t errlen)
+{
+    return hf_secret_file_is_usable(fd, what, path, secret_file_warn, err, errlen);
+}
+
 /* The first line of path, without its line end. */
 static CK_RV pin_file_read(const char *path, bool missing_ok, char **pin, char *err, size_t errlen)
 {
     char buf[512];
-    struct stat st;
     FILE *fp = fopen(path, "re");
     CK_RV rv = CKR_ARGUMENTS_BAD;
 
@@ -492,10 +525,7 @@ static CK_RV pin_file_read(const char *path, bool missing_ok, char **pin, char *
         set_err(err, errlen, "pin_file %s: %s", path, strerror(errno));
         return CKR_ARGUMENTS_BAD;
     }
-    /* Warn only: refusing would break setups where a group-readable secret mount is deliberate. */
-    if (fstat(fileno(fp), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-        hf_log_warn("pin_file %s is accessible by group or others (mode %03o); chmod 600 it", path,
-                    (unsigned)(st.st_mode & 0777));
+    if (!secret_file_is_usable(fileno(fp), "pin_file", path, err, errlen)) goto done;
     if (fgets(buf, sizeof(buf), fp) == NULL) {
         set_err(err, errlen, "pin_file %s is empty", path);
         goto done;

@@ -39,6 +39,13 @@ static void region_protect(void *p, size_t len)
 {
     /* Core dumps go to places with other readers (systemd-coredump, crash reporters). */
     (void)madvise(p, len, MADV_DONTDUMP);
+    /* A forked child (a PKCS#11 host's worker, a CGI) gets zero pages here, not the parent's
+     * keys: the module is uninitialised in the child (module.c) and the core it opens again
+     * unwraps afresh, so nothing in the child reads what the parent unwrapped. Linux 4.14+; on
+     * an older kernel the copy stays, as before. */
+#ifdef MADV_WIPEONFORK
+    (void)madvise(p, len, MADV_WIPEONFORK);
+#endif
     if (mlock(p, len) != 0 && !atomic_flag_test_and_set(&lock_warned))
         hf_log_warn("secmem: mlock failed (RLIMIT_MEMLOCK?): key material may be swapped");
 }

@@ -1,7 +1,7 @@
 /* Locked memory for unwrapped key material: mlock'd (never swapped), excluded from core dumps
- * (MADV_DONTDUMP), zeroed on free. Served from page-sized arenas so many small AES keys share a
- * page. When RLIMIT_MEMLOCK is exhausted it still returns memory (zeroed on free) and logs one
- * warning, rather than failing key operations. Thread-safe. */
+ * (MADV_DONTDUMP), zero in a forked child (MADV_WIPEONFORK), zeroed on free. Served from page-sized
+ * arenas so many small AES keys share a page. When RLIMIT_MEMLOCK is exhausted it still returns
+ * memory (zeroed on free) and logs one warning, rather than failing key operations. Thread-safe. */
 #ifndef HF_SECMEM_H
 #define HF_SECMEM_H
 

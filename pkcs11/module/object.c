@@ -226,8 +226,9 @@ static struct hf_object *table_insert(struct hf_object *obj)
 /* The kill switch (ARCHITECTURE.md): a request context naming a blocked link stops every use of
  * a key through that session. The gateway names a link on every request, so the answer comes
  * from the store's link cache: a block made anywhere (the CLI, another node) takes effect within
- * HF_LINK_CACHE_MS, inside the one second the design promises. */
-static CK_RV link_check(const struct hf_session *s)
+ * HF_LINK_CACHE_MS, inside the one second the design promises. The link must also name the
+ * object's key. */
+static CK_RV link_check(const struct hf_session *s, const struct hf_object *obj)
 {
     char key_uuid[HF_UUID_LEN + 1];
     bool blocked = false;
@@ -238,6 +239,9 @@ static CK_RV link_check(const struct hf_session *s)
                              &blocked);
     /* No such link: CKR_KEY_HANDLE_INVALID, as from HF_GetLinkInfo. */
     if (rv == CKR_OK && blocked) rv = CKR_HF_LINK_BLOCKED;
+    /* A link moved to another key no longer opens the old one, whatever a caller's snapshot of
+     * the link still says. */
+    if (rv == CKR_OK && strcmp(key_uuid, obj->key.uuid) != 0) rv = CKR_KEY_HANDLE_INVALID;
     return rv;
 }
 
@@ -279,7 +283,7 @@ CK_RV hf_object_get(struct hf_session *s, CK_OBJECT_HANDLE handle, struct hf_obj
     rv = object_find(s, handle, atomic_load(&hf_mod.generation), &obj);
     if (rv != CKR_OK) return rv;
     if (!hf_object_is_visible(obj)) rv = CKR_OBJECT_HANDLE_INVALID;
-    if (rv == CKR_OK) rv = link_check(s);
+    if (rv == CKR_OK) rv = link_check(s, obj);
     if (rv != CKR_OK) {
         hf_object_unref(obj);
         return rv;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -24,11 +25,11 @@ enum pin_outcome { PIN_KEPT, PIN_SET, PIN_GENERATED };
 /* One token PIN: where it comes from and what init did with it. */
 struct pin_plan {
     enum hf_user user;
-    const char *role;     /* "user", "SO" */
+    const char *role;     /* "user", "SO", "gateway" */
     const char *env;      /* environment variable that may hold it */
-    const char *key;      /* its name in --json output: "so", "user", "gateway" */
-    const char *arg;      /* --user-pin / --so-pin */
+    const char *key;      /* its name in --json output and options: "so", "user", "gateway" */
     const char *arg_file; /* --user-pin-file / --so-pin-file */
+    bool ask;             /* --ask-pins: typed on the terminal */
     char path[PATH_MAX];  /* STATE_DIR/token-<role>.pin, for a generated PIN */
     char *pin;            /* what init sets; NULL keeps the current PIN. Cleansed on free. */
     bool was_set;         /* the store already had this PIN */
@@ -66,19 +67,73 @@ static int pin_file_read(const char *path, char **pin)
     return rc;
 }
 
-/* A PIN the caller gave: option, option file, then environment. NULL pin: none given. */
+/* One line typed on tty with echo off, without its newline; false on end of input. */
+static bool tty_line_read(FILE *tty, const char *prompt, char *buf, size_t len)
+{
+    struct termios old, quiet;
+    bool restore = tcgetattr(fileno(tty), &old) == 0, ok;
+
+    if (restore) {
+        quiet = old;
+        quiet.c_lflag &= ~(tcflag_t)ECHO;
+        quiet.c_lflag |= ECHONL;
+        restore = tcsetattr(fileno(tty), TCSAFLUSH, &quiet) == 0;
+    }
+    fputs(prompt, tty);
+    fflush(tty);
+    ok = fgets(buf, (int)len, tty) != NULL;
+    if (restore) tcsetattr(fileno(tty), TCSAFLUSH, &old);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return ok;
+}
+
+/* --ask-pins: the PIN typed twice on the controlling terminal; an empty one means "none given". */
+static int pin_ask(struct pin_plan *p)
+{
+    char a[PIN_MAX + 3] = "", b[PIN_MAX + 3] = "", prompt[64];
+    FILE *tty = fopen("/dev/tty", "r+e");
+    int rc = HF_CLI_CONTINUE;
+
+    if (!tty) {
+        hf_cli_error("init: --ask-pins needs a terminal (or use --%s-pin-file or $%s)", p->key,
+                     p->env);
+        return HF_EXIT_USAGE;
+    }
+    snprintf(prompt, sizeof(prompt), "%s PIN (empty: keep or generate): ", p->role);
+    if (!tty_line_read(tty, prompt, a, sizeof(a))) a[0] = '\0';
+    if (a[0]) {
+        snprintf(prompt, sizeof(prompt), "%s PIN again: ", p->role);
+        if (!tty_line_read(tty, prompt, b, sizeof(b)) || strcmp(a, b) != 0) {
+            hf_cli_error("init: the two %s PINs differ", p->role);
+            rc = HF_EXIT_USAGE;
+        } else if (strlen(a) < PIN_MIN || strlen(a) > PIN_MAX) {
+            hf_cli_error("init: the %s PIN must be %d-%d characters", p->role, PIN_MIN, PIN_MAX);
+            rc = HF_EXIT_USAGE;
+        } else if (!(p->pin = strdup(a))) {
+            rc = HF_EXIT_FAILED;
+        }
+    }
+    OPENSSL_cleanse(a, sizeof(a));
+    OPENSSL_cleanse(b, sizeof(b));
+    fclose(tty);
+    return rc;
+}
+
+/* A PIN the caller gave: its file, the terminal, then the environment; never the command line,
+ * which every user sees in ps and the shell keeps in its history. NULL pin: none given. */
 static int pin_given(struct pin_plan *p)
 {
     const char *env = getenv(p->env);
 
     if (p->arg_file) return pin_file_read(p->arg_file, &p->pin);
-    if (!p->arg && env && *env) p->arg = env;
-    if (!p->arg) return HF_CLI_CONTINUE;
-    if (strlen(p->arg) < PIN_MIN || strlen(p->arg) > PIN_MAX) {
-        hf_cli_error("init: the %s PIN must be %d-%d characters", p->role, PIN_MIN, PIN_MAX);
+    if (p->ask) return pin_ask(p);
+    if (!env || !*env) return HF_CLI_CONTINUE;
+    if (strlen(env) < PIN_MIN || strlen(env) > PIN_MAX) {
+        hf_cli_error("init: the %s PIN ($%s) must be %d-%d characters", p->role, p->env, PIN_MIN,
+                     PIN_MAX);
         return HF_EXIT_USAGE;
     }
-    return (p->pin = strdup(p->arg)) ? HF_CLI_CONTINUE : HF_EXIT_FAILED;
+    return (p->pin = strdup(env)) ? HF_CLI_CONTINUE : HF_EXIT_FAILED;
 }
 
 static bool hex_pin(char **pin)
@@ -135,8 +190,8 @@ static int pin_default(struct pin_plan *p, bool reset)
     return rc;
 }
 
-/* A PIN set from the command line makes an earlier generated PIN file wrong: remove it, unless it
- * is the very file the PIN was read from. */
+/* A PIN given (file, terminal, environment) makes an earlier generated PIN file wrong: remove
+ * it, unless it is the very file the PIN was read from. */
 static void pin_file_drop_stale(const struct pin_plan *p)
 {
     char a[PATH_MAX], b[PATH_MAX];
@@ -223,7 +278,9 @@ static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan 
 
 static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan *pins, bool *reset)
 {
-    enum { O_SO = 1, O_SO_FILE, O_USER, O_USER_FILE, O_GW, O_GW_FILE, O_RESET };
+    enum { O_SO = 1, O_SO_FILE, O_USER, O_USER_FILE, O_GW, O_GW_FILE, O_ASK, O_RESET };
+    /* --so-pin, --user-pin and --gateway-pin stay known so that they are refused by name (getopt_long would
+     * otherwise take them for abbreviations of the -file options). */
     static const struct option opts[] = {
         {"so-pin", required_argument, NULL, O_SO},
         {"so-pin-file", required_argument, NULL, O_SO_FILE},
@@ -231,6 +288,7 @@ static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan
         {"user-pin-file", required_argument, NULL, O_USER_FILE},
         {"gateway-pin", required_argument, NULL, O_GW},
         {"gateway-pin-file", required_argument, NULL, O_GW_FILE},
+        {"ask-pins", no_argument, NULL, O_ASK},
         {"reset-pins", no_argument, NULL, O_RESET},
         HF_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -240,22 +298,27 @@ static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan
     while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
         switch (c) {
         case O_SO:
-            pins[0].arg = optarg;
-            break;
+        case O_USER:
+        case O_GW: {
+            const struct pin_plan *p = &pins[c == O_SO ? 0 : c == O_USER ? 1 : 2];
+            OPENSSL_cleanse(optarg, strlen(optarg)); /* out of /proc/PID/cmdline at least */
+            return hf_cli_usage_error(cli,
+                                      "a PIN on the command line is seen by every user (ps) and "
+                                      "kept in shell history: use --%s-pin-file FILE, $%s or "
+                                      "--ask-pins",
+                                      p->key, p->env);
+        }
         case O_SO_FILE:
             pins[0].arg_file = optarg;
-            break;
-        case O_USER:
-            pins[1].arg = optarg;
             break;
         case O_USER_FILE:
             pins[1].arg_file = optarg;
             break;
-        case O_GW:
-            pins[2].arg = optarg;
-            break;
         case O_GW_FILE:
             pins[2].arg_file = optarg;
+            break;
+        case O_ASK:
+            pins[0].ask = pins[1].ask = pins[2].ask = true;
             break;
         case O_RESET:
             *reset = true;
@@ -265,8 +328,7 @@ static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan
         }
     }
     for (int i = 0; i < N_PINS; i++)
-        if (pins[i].arg && pins[i].arg_file)
-            return hf_cli_usage_error(cli, "give the %s PIN or its file, not both", pins[i].role);
+        if (pins[i].ask && pins[i].arg_file) pins[i].ask = false; /* the file says it already */
     return hf_cli_args(cli, argc, argv, 0, 0);
 }
 

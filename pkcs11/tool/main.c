@@ -5,20 +5,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "pkcs11/common/no-dump.h"
 #include "pkcs11/tool/cli.h"
 
 static int cmd_help(struct hf_cli *cli, int argc, char **argv);
 
 static const struct hf_cli_command commands[] = {
     {"init", hf_cmd_init,
-     "[--so-pin PIN|--so-pin-file F] [--user-pin PIN|--user-pin-file F] "
-     "[--gateway-pin PIN|--gateway-pin-file F] [--reset-pins]",
+     "[--so-pin-file F] [--user-pin-file F] [--gateway-pin-file F] [--ask-pins] [--reset-pins]",
      "create the HSM token, root KEK, audit keys, key store and token PINs (safe to run twice)",
-     "  --so-pin PIN, --so-pin-file FILE      the token's SO PIN ($HOLDFAST_SO_PIN)\n"
-     "  --user-pin PIN, --user-pin-file FILE  the token's user PIN ($HOLDFAST_USER_PIN)\n"
-     "  --gateway-pin PIN, --gateway-pin-file FILE\n"
-     "                 the gateway's PIN ($HOLDFAST_GATEWAY_PIN): a user login with it may\n"
-     "                 attach request contexts to audit records (holdfastd logs in with it)\n"
+     "  --so-pin-file FILE       the token's SO PIN: the file's first line ($HOLDFAST_SO_PIN)\n"
+     "  --user-pin-file FILE     the token's user PIN: the file's first line ($HOLDFAST_USER_PIN)\n"
+     "  --gateway-pin-file FILE  the gateway's PIN ($HOLDFAST_GATEWAY_PIN): a user login with it\n"
+     "                 may attach request contexts to audit records (holdfastd logs in with it)\n"
+     "  --ask-pins    type the PINs on the terminal (echo off, twice)\n"
+     "A PIN is never taken from the command line (ps and shell history show it).\n"
      "  --reset-pins  set every PIN anew, even if set: as given, or generated\n"
      "A PIN given nowhere is kept if set, else generated and written (0600) to\n"
      "STATE_DIR/token-so.pin, token-user.pin or token-gateway.pin. PINs are never printed.\n"},
@@ -224,8 +227,21 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct hf_cli cli = {0};
+    char err[256];
     int c, rc = HF_EXIT_OK;
 
+    /* Before anything secret is read (PINs, the config, unwrapped keys). */
+    if (!hf_process_no_dump(err, sizeof(err))) {
+        fprintf(stderr, "holdfast: %s\n", err);
+        return HF_EXIT_FAILED;
+    }
+    /* OpenSSL's secure heap (locked, not dumped, cleansed on free) for the private parts of the
+     * keys the CLI loads (BN_secure_new): a command touches a few keys (RSA-4096: 1792 bytes
+     * each), and ordinary users may lock little (RLIMIT_MEMLOCK); unlocked it still serves. */
+    if (CRYPTO_secure_malloc_init(1u << 20, 16) == 0) {
+        fprintf(stderr, "holdfast: cannot make OpenSSL's secure heap\n");
+        return HF_EXIT_FAILED;
+    }
     snprintf(cli.caller, sizeof(cli.caller), "uid:%lu", (unsigned long)getuid());
     cli.who.api = "cli";
     cli.who.caller = cli.caller;

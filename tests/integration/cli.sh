@@ -43,6 +43,14 @@ expect_err "--key REF is required"
 hf_expect_exit 2 hf key destroy something
 expect_err "without --yes"
 hf_expect_exit 3 hf --config "$HF_TMP/missing.conf" key list
+# PINs never on the command line (ps shows it to every user, the shell keeps it): refused by
+# name, saying what to use; --ask-pins wants a terminal.
+hf_expect_exit 2 hf init --user-pin 12345678
+expect_err "--user-pin-file FILE, \$HOLDFAST_USER_PIN or --ask-pins"
+hf_expect_exit 2 hf init --so-pin=12345678
+expect_err "--so-pin-file FILE, \$HOLDFAST_SO_PIN or --ask-pins"
+hf_expect_exit 2 setsid -w "$HF_CLI" init --ask-pins
+expect_err "--ask-pins needs a terminal"
 hf_expect_exit 0 hf help
 expect_out "Exit codes"
 hf_expect_exit 0 hf key create --help

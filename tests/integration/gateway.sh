@@ -8,7 +8,9 @@
 # summary records that count them per source and reason, written at the interval and at stop, TLS 1.2/1.3 only, mTLS (no certificate and a foreign CA refused in
 # the handshake), SIGHUP reloading plugin config under an open keep-alive connection (and a bad
 # config refused), a rotation seen within a second with old ciphertexts still decrypting (through
-# hf_keys_version), the link kill switch acting within a second, and a clean stop.
+# hf_keys_version), the link kill switch acting within a second, no core file and no memory
+# readable by the user's other processes (PR_SET_DUMPABLE 0, RLIMIT_CORE 0), OpenSSL's secure
+# heap, a world-readable TLS key or pin_file refused by name and mode, and a clean stop.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 HOLDFASTD=${HOLDFASTD:-$top_builddir/gateway/holdfastd}
@@ -84,7 +86,26 @@ printf '[gateway]\nlisten = 127.0.0.1:%s\nthreads = lots\n' "$port" >"$HF_TMP/ba
 hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/bad.conf"
 grep -q "bad.conf:3: threads" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "-t names the bad line"; }
 
-"$HOLDFASTD" -f -c "$conf" >"$log" 2>&1 &
+# Secret files (pkcs11/common/secret-file.h): a TLS key or a pin_file others may read is refused with
+# the file and its mode; a group-readable key (root:ssl-cert 0640) only warned about.
+chmod 644 "$pki/server.key"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$conf"
+grep -q "\[tls\] key .*server.key: mode 0644: world-readable; chmod 600" "$HF_ERR" ||
+    { cat "$HF_ERR"; hf_fail "a world-readable TLS key is not refused by name and mode"; }
+chmod 640 "$pki/server.key"
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$conf"
+grep -qF "server.key: mode 0640: group-readable" "$HF_ERR" ||
+    { cat "$HF_ERR"; hf_fail "a group-readable TLS key gives no warning"; }
+chmod 600 "$pki/server.key"
+cp "$HOLDFAST_STATE_DIR/token-user.pin" "$HF_TMP/open.pin"
+chmod 604 "$HF_TMP/open.pin"
+sed "s|^pin_file = .*|pin_file = $HF_TMP/open.pin|" "$conf" >"$HF_TMP/open-pin.conf"
+hf_expect_exit 1 "$HOLDFASTD" -f -c "$HF_TMP/open-pin.conf"
+grep -qF "pin_file $HF_TMP/open.pin: mode 0604: world-readable; chmod 600" "$HF_ERR" ||
+    { cat "$HF_ERR"; hf_fail "a world-readable pin_file is not refused by name and mode"; }
+
+# Through no-ptrace.py, so that a peer on equal terms can tell whether holdfastd is dumpable.
+python3 "$top_srcdir/tests/integration/no-ptrace.py" "$HOLDFASTD" -f -c "$conf" >"$log" 2>&1 &
 pid=$!
 hf_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
 base=http://127.0.0.1:$port
@@ -95,6 +116,16 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 [ $up = yes ] || { cat "$log"; hf_fail "holdfastd did not answer /healthz"; }
+
+# ---- secrets in memory: no core file, and no other process of its user reads its memory ----
+grep -Eq '^Max core file size +0 +0 ' "/proc/$pid/limits" ||
+    { cat "/proc/$pid/limits"; hf_fail "holdfastd may dump core (RLIMIT_CORE)"; }
+python3 "$top_srcdir/tests/integration/no-ptrace.py" python3 -c \
+    "open('/proc/$pid/mem', 'rb')" 2>/dev/null &&
+    hf_fail "holdfastd is dumpable: a process of its user opened /proc/$pid/mem"
+# OpenSSL's secure heap (16 MiB, not dumped) for private keys and SigV4 secrets.
+python3 "$top_srcdir/tests/integration/secure-heap.py" "$pid" 16384 ||
+    hf_fail "holdfastd has no OpenSSL secure heap"
 
 # req OUT METHOD PATH [curl args]: the status on stdout; body in OUT.body, headers in OUT.hdr.
 req() {

@@ -19,6 +19,10 @@
 #   hf_preauth_count LOG API REASON [SOURCE]   requests counted (and records) in the summary
 #                        records of refusals before authentication in audit log LOG
 
+# What the tests write holds secrets (PINs, credentials, TLS keys): private, as holdfastd and
+# the core want such files (common/secret-file.h refuses world-readable ones).
+umask 077
+
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
 HF_CLI=${HF_CLI:-$top_builddir/pkcs11/tool/holdfast}

@@ -9,10 +9,12 @@ INTEGRATION_TESTS = \
 	tests/integration/cli.sh \
 	tests/integration/policy.sh \
 	tests/integration/audit-integrity.sh \
+	tests/integration/hardening.sh \
 	tests/integration/pkcs11-tool.sh \
 	tests/integration/p11-kit.sh \
 	tests/integration/nss.sh \
 	tests/integration/concurrency.sh \
 	tests/integration/crash-safety.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
+	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py

@@ -8,6 +8,8 @@
 # (the least the durable-audit rule costs); that is the ceiling any libmicrohttpd gateway has here.
 # Prints ops/s, p50/p90/p99 and the ratios the issue sets targets for.
 set -eu
+# holdfastd refuses a config holding a credential, or a TLS key, that others may read.
+umask 077
 builddir=${top_builddir:?}
 srcdir=${top_srcdir:?}
 seconds=${BENCH_SECONDS:-10}

@@ -13,7 +13,7 @@ export HOLDFAST_STATE_DIR="$tmp/state"
 export HOLDFAST_CONF="$tmp/holdfast.conf"
 printf '[holdfast]\nstate_dir = %s\n' "$HOLDFAST_STATE_DIR" >"$HOLDFAST_CONF"
 cli="$builddir/pkcs11/tool/holdfast"
-"$cli" init --user-pin bench-pin-1234 --so-pin bench-so-5678 >/dev/null
+HOLDFAST_USER_PIN=bench-pin-1234 HOLDFAST_SO_PIN=bench-so-5678 "$cli" init >/dev/null
 "$cli" key create bench-aes --alg AES-256 >/dev/null
 "$cli" key create bench-rsa --alg RSA-3072 --usage encrypt,decrypt >/dev/null
 

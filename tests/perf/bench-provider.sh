@@ -15,7 +15,8 @@ export HOLDFAST_CONF="$tmp/holdfast.conf"
 printf '[holdfast]\nstate_dir = %s\n' "$HOLDFAST_STATE_DIR" >"$HOLDFAST_CONF"
 # The provider loads the module named here (no openssl.cnf is read for this run).
 export HOLDFAST_PKCS11_MODULE="$builddir/pkcs11/module/.libs/holdfast-pkcs11.so"
-"$builddir/pkcs11/tool/holdfast" init --user-pin bench-pin-1234 --so-pin bench-so-5678 >/dev/null
+HOLDFAST_USER_PIN=bench-pin-1234 HOLDFAST_SO_PIN=bench-so-5678 \
+    "$builddir/pkcs11/tool/holdfast" init >/dev/null
 "$builddir/tests/perf/bench-provider" import --module "$HOLDFAST_PKCS11_MODULE" \
     --pin bench-pin-1234 --dir "$tmp"
 

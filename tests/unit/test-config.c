@@ -11,6 +11,8 @@
 
 #include "pkcs11/core/config.h"
 
+#include "pkcs11/common/secret-file.h"
+
 static char tmpdir[PATH_MAX];
 static char conf_path[PATH_MAX + 32];
 
@@ -234,12 +236,93 @@ static void test_group_readable_pin_file_still_loads(void)
     struct hf_config cfg;
     char err[256] = "", pin_path[PATH_MAX + 16], text[PATH_MAX + 64];
 
-    snprintf(pin_path, sizeof(pin_path), "%s/open.pin", tmpdir);
-    file_write(pin_path, "4321\n", 0644);
+    snprintf(pin_path, sizeof(pin_path), "%s/group.pin", tmpdir);
+    file_write(pin_path, "4321\n", 0640);
     snprintf(text, sizeof(text), "[hsm]\npin_file = %s\n", pin_path);
     CU_ASSERT_EQUAL_FATAL(conf_load(text, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_STRING_EQUAL(cfg.hsm_pin, "4321");
     hf_config_free(&cfg);
+}
+
+/* mode: the pin file's; want: in the error, which names the file and its mode. */
+static void pin_file_mode_is_refused(mode_t mode, const char *want)
+{
+    struct hf_config cfg;
+    char err[512] = "", pin_path[PATH_MAX + 16], text[PATH_MAX + 64], mode_text[16];
+
+    snprintf(pin_path, sizeof(pin_path), "%s/open-%04o.pin", tmpdir, (unsigned)mode);
+    file_write(pin_path, "4321\n", 0600);
+    CU_ASSERT_EQUAL_FATAL(chmod(pin_path, mode), 0);
+    snprintf(text, sizeof(text), "[hsm]\npin_file = %s\n", pin_path);
+    CU_ASSERT_EQUAL(conf_load(text, &cfg, err, sizeof(err)), CKR_ARGUMENTS_BAD);
+    snprintf(mode_text, sizeof(mode_text), "mode %04o", (unsigned)mode);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, pin_path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, mode_text));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "chmod 600"));
+}
+
+static void test_open_pin_files_are_refused(void)
+{
+    pin_file_mode_is_refused(0644, "world-readable");
+    pin_file_mode_is_refused(0604, "world-readable");
+    pin_file_mode_is_refused(0620, "group-writable");
+    pin_file_mode_is_refused(0602, "world-writable");
+}
+
+/* holdfast.conf holding [hsm] pin is held to the pin file's rule; without a PIN it is not. */
+static void test_a_config_holding_a_pin_is_a_secret_file(void)
+{
+    struct hf_config cfg;
+    char err[512] = "";
+
+    file_write(conf_path, "[hsm]\npin = literal-1\n", 0644);
+    CU_ASSERT_EQUAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, conf_path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "mode 0644: world-readable"));
+    file_write(conf_path, "[hsm]\npin = literal-1\n", 0640);
+    CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
+    hf_config_free(&cfg);
+    file_write(conf_path, "[holdfast]\nstate_dir = /st\n", 0644);
+    CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
+    hf_config_free(&cfg);
+}
+
+/* The rule itself (pkcs11/common/secret-file.h), owners included, which a test cannot chown. */
+static void test_the_secret_file_rule(void)
+{
+    struct stat st = {.st_uid = 1000, .st_gid = 1000};
+    char msg[256];
+
+    st.st_mode = S_IFREG | 0600;
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 1000, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_OK);
+    st.st_mode = S_IFREG | 0400;
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 1000, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_OK);
+    st.st_mode = S_IFREG | 0640;
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 1000, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_WARN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "pin_file /p: mode 0640: group-readable"));
+    st.st_mode = S_IFREG | 0644;
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 1000, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_REFUSE);
+    CU_ASSERT_STRING_EQUAL(msg, "pin_file /p: mode 0644: world-readable; chmod 600");
+    st.st_mode = S_IFREG | 0660;
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 1000, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_REFUSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "group-writable"));
+    /* Root's files serve everyone; another unprivileged user's do not, whatever their mode. */
+    st.st_mode = S_IFREG | 0600;
+    st.st_uid = 0;
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 1000, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_OK);
+    st.st_uid = 1001;
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 1000, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_REFUSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "owned by uid 1001"));
+    CU_ASSERT_EQUAL(hf_secret_file_judge(&st, 0, "pin_file", "/p", msg, sizeof(msg)),
+                    HF_SECRET_FILE_REFUSE);
 }
 
 static void test_missing_pin_file_fails_only_on_resolve(void)
@@ -494,6 +577,10 @@ static CU_TestInfo config_tests[] = {
     {"store locators keep their scheme", test_store_locators_keep_their_scheme},
     {"pin file: first line without its newline", test_pin_file_first_line_without_newline},
     {"group-readable pin file still loads (warning)", test_group_readable_pin_file_still_loads},
+    {"world-readable or group/world-writable pin files are refused",
+     test_open_pin_files_are_refused},
+    {"a config holding a PIN is a secret file", test_a_config_holding_a_pin_is_a_secret_file},
+    {"the secret file rule", test_the_secret_file_rule},
     {"missing pin file fails only on resolve", test_missing_pin_file_fails_only_on_resolve},
     {"empty pin file is refused", test_empty_pin_file_is_refused},
     {"pin from the environment", test_pin_from_the_environment},

@@ -2,8 +2,12 @@
 
 #include "harness.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
@@ -104,6 +108,100 @@ static void test_secmem_large_allocation_works(void)
     p = hf_secmem_alloc(0);
     CU_ASSERT_PTR_NOT_NULL(p);
     hf_secmem_free(p, 0);
+}
+
+/* The VmFlags line of the mapping that holds p, from /proc/self/smaps ("" if not found). */
+static void vmflags_of(const void *p, char *out, size_t outlen)
+{
+    char line[512];
+    bool inside = false;
+    FILE *f = fopen("/proc/self/smaps", "re");
+
+    out[0] = '\0';
+    if (!f) return;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            size_t n = strlen(line + 8) < outlen ? strlen(line + 8) : outlen - 1;
+            memcpy(out, line + 8, n);
+            out[n] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* Key material is not in core dumps ("dd") and not in a forked child ("wf"): the child's copy
+ * reads as zeros, the parent's stays. */
+static void test_secmem_is_not_dumped_nor_inherited(void)
+{
+    size_t small = 32, large = 2 * 4096 + 8;
+    unsigned char *a = hf_secmem_alloc(small), *b = hf_secmem_alloc(large);
+    char flags[256];
+    int status = -1;
+    pid_t pid;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    memset(a, 0x5A, small);
+    memset(b, 0xA5, large);
+    vmflags_of(a, flags, sizeof(flags));
+    CU_ASSERT_PTR_NOT_NULL(strstr(flags, " dd"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(flags, " wf"));
+    vmflags_of(b, flags, sizeof(flags));
+    CU_ASSERT_PTR_NOT_NULL(strstr(flags, " dd"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(flags, " wf"));
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) _exit(is_all_zero(a, small) && is_all_zero(b, large) ? 0 : 1);
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_EQUAL(a[small - 1], 0x5A);
+    CU_ASSERT_EQUAL(b[large - 1], 0xA5);
+    hf_secmem_free(a, small);
+    hf_secmem_free(b, large);
+}
+
+/* ---- OpenSSL's secure heap, as holdfastd and the CLI make it ------------------------------------
+ */
+
+static int secure_heap_suite_init(void)
+{
+    /* Last suite: keys made before stay in ordinary memory, which OpenSSL frees as such. */
+    return CRYPTO_secure_malloc_init(1u << 20, 16) == 0;
+}
+
+/* One private key's trip through the core's loader (PKCS#8 DER, as unwrapped from the store):
+ * its private parts go to the secure heap (CBIGNUM / BN_secure_new) and leave it on release. */
+static void private_key_lands_in_the_secure_heap(enum hf_alg alg, unsigned bits)
+{
+    struct hf_material *made = NULL, *loaded = NULL;
+    unsigned char *der = NULL;
+    size_t len = 0, before, after;
+
+    CU_ASSERT_EQUAL_FATAL(hf_material_generate(alg, bits, &made), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_material_to_bytes(made, &der, &len), CKR_OK);
+    hf_material_unref(made);
+    before = CRYPTO_secure_used();
+    CU_ASSERT_EQUAL_FATAL(hf_material_from_bytes(alg, bits, der, len, &loaded), CKR_OK);
+    after = CRYPTO_secure_used();
+    CU_ASSERT(after > before);
+    if (getenv("HF_TEST_VERBOSE"))
+        fprintf(stderr, "\n    alg %d/%u: %zu bytes of secure heap\n", (int)alg, bits,
+                after - before);
+    hf_material_unref(loaded);
+    CU_ASSERT_EQUAL(CRYPTO_secure_used(), before);
+    hf_secmem_free(der, len);
+}
+
+static void test_private_keys_land_in_the_secure_heap(void)
+{
+    CU_ASSERT_FATAL(CRYPTO_secure_malloc_initialized());
+    private_key_lands_in_the_secure_heap(HF_ALG_RSA, 4096);
+    private_key_lands_in_the_secure_heap(HF_ALG_EC, 256);
+    private_key_lands_in_the_secure_heap(HF_ALG_EC, 384);
 }
 
 /* ---- library context and errors ------------------------------------------------------------ */
@@ -804,6 +902,7 @@ int main(void)
         {"alloc returns zeroed memory", test_secmem_alloc_returns_zeroed_memory},
         {"many small allocations are distinct", test_secmem_many_small_allocations_are_distinct},
         {"large allocation works", test_secmem_large_allocation_works},
+        {"not dumped nor inherited by a child", test_secmem_is_not_dumped_nor_inherited},
         CU_TEST_INFO_NULL,
     };
     static CU_TestInfo ctx_tests[] = {
@@ -848,6 +947,10 @@ int main(void)
         {"digest and random", test_digest_and_random},
         CU_TEST_INFO_NULL,
     };
+    static CU_TestInfo secure_heap_tests[] = {
+        {"private keys land in the secure heap", test_private_keys_land_in_the_secure_heap},
+        CU_TEST_INFO_NULL,
+    };
     static CU_SuiteInfo suites[] = {
         {"secmem", NULL, NULL, NULL, NULL, secmem_tests},
         {"crypto context", NULL, NULL, NULL, NULL, ctx_tests},
@@ -855,6 +958,7 @@ int main(void)
         {"RSA", rsa_suite_init, rsa_suite_clean, NULL, NULL, rsa_tests},
         {"ECDSA", NULL, NULL, NULL, NULL, ec_tests},
         {"material, digest, random", NULL, NULL, NULL, NULL, misc_tests},
+        {"secure heap", secure_heap_suite_init, NULL, NULL, NULL, secure_heap_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);

@@ -871,6 +871,72 @@ static void test_a_link_unblocked_by_editing_the_store_stays_unusable(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
 }
 
+/* Points link aws-xks/ext_id at key_uuid through another store handle (the CLI's way of moving
+ * a link: delete, then add). */
+static void store_link_move(const char *ext_id, const char *key_uuid)
+{
+    struct hf_core *core = NULL;
+
+    /* Through a core, as the CLI writes: a row without its policy MAC would be refused. */
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    hf_store_link_delete(hf_core_store(core), "aws-xks", ext_id); /* absent the first time */
+    CU_ASSERT_EQUAL(hf_core_link_add(core, "aws-xks", ext_id, key_uuid, NULL), CKR_OK);
+    hf_core_close(core);
+}
+
+static CK_OBJECT_HANDLE linked_aes_key(CK_SESSION_HANDLE s, const char *label,
+                                       char uuid[HF_UUID_LEN + 1])
+{
+    CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_ULONG len = 32;
+    CK_ATTRIBUTE tmpl[] = {{CKA_LABEL, (void *)label, strlen(label)},
+                           {CKA_VALUE_LEN, &len, sizeof(len)}};
+    CK_ATTRIBUTE get_uuid = {CKA_HF_KEY_UUID, uuid, HF_UUID_LEN};
+    CK_OBJECT_HANDLE key = CK_INVALID_HANDLE;
+
+    memset(uuid, 0, HF_UUID_LEN + 1);
+    CU_ASSERT_EQUAL(p11->C_GenerateKey(s, &mech, tmpl, 2, &key), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(s, key, &get_uuid, 1), CKR_OK);
+    return key;
+}
+
+/* The kill switch for a moved link: once the link names another key, the old key is refused
+ * through it within the link cache's time (it used to stay usable: only the blocked flag was
+ * checked), and the new key goes through. */
+static void test_a_moved_link_stops_the_old_key(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    HF_REQUEST_CONTEXT ctx = {.api = "aws-xks",
+                              .operation = "Encrypt",
+                              .request_id = "r-move",
+                              .link_type = "aws-xks",
+                              .link_id = "xks-moved"};
+    CK_SESSION_HANDLE s = open_session(RW);
+    char uuid_a[HF_UUID_LEN + 1], uuid_b[HF_UUID_LEN + 1];
+    CK_OBJECT_HANDLE a, b;
+    uint64_t ms;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    /* The gateway's login: only it may name a link in a request context. */
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
+    a = linked_aes_key(s, "moved-from", uuid_a);
+    b = linked_aes_key(s, "moved-to", uuid_b);
+    store_link_move("xks-moved", uuid_a);
+    CU_ASSERT(ms_until(hf, s, a, &ctx, CKR_OK, 1500) <= 1000);
+    store_link_move("xks-moved", uuid_b);
+    ms = ms_until(hf, s, a, &ctx, CKR_KEY_HANDLE_INVALID, 1500);
+    CU_ASSERT(ms <= HF_LINK_CACHE_MS + 100);
+    if (ms > HF_LINK_CACHE_MS + 100)
+        fprintf(stderr, "\n    the old key still served %llu ms\n", (unsigned long long)ms);
+    CU_ASSERT_EQUAL(use_through_link(hf, s, a, &ctx), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(use_through_link(hf, s, b, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(s, a), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(s, b), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
+}
+
 /* ---- the vendor audit record of a request ------------------------------------------------ */
 
 static uint64_t audit_records(void)
@@ -1156,6 +1222,7 @@ static CU_TestInfo session_tests[] = {
      test_a_blocked_link_stops_its_key_within_a_second},
     {"a link unblocked by editing the store stays unusable",
      test_a_link_unblocked_by_editing_the_store_stays_unusable},
+    {"a moved link stops the old key", test_a_moved_link_stops_the_old_key},
     {"HF_AuditRequest writes one record with the context",
      test_audit_request_writes_one_record_with_the_context},
     {"HF_AuditRequest refuses bad arguments", test_audit_request_refuses_bad_arguments},

@@ -109,6 +109,7 @@ static void test_credentials_at_both_ends_of_their_sizes(void)
     CU_ASSERT_PTR_NULL(hf_xks_store_secret(&cfg.stores[0], "AAAAAAAAAAAAAAAAAAAA"));
 }
 
+/* pkcs11/common/secret-file.h's rule: world-readable, group- or world-writable refused. */
 static void test_credential_file_is_read_and_must_be_private(void)
 {
     char path[] = "/tmp/hf-test-xks-cred-XXXXXX";
@@ -129,7 +130,17 @@ static void test_credential_file_is_read_and_must_be_private(void)
     chmod(path, 0644);
     reset();
     CU_ASSERT_FALSE(set("a", "credential_file", path));
-    CU_ASSERT(strstr(err, "readable by others") != NULL);
+    CU_ASSERT(strstr(err, "mode 0644: world-readable; chmod 600") != NULL);
+    CU_ASSERT(strstr(err, path) != NULL);
+    /* Whoever may write it may add a credential of their own. */
+    chmod(path, 0660);
+    reset();
+    CU_ASSERT_FALSE(set("a", "credential_file", path));
+    CU_ASSERT(strstr(err, "mode 0660: group-writable") != NULL);
+    /* Group-readable (a secret mount's group) loads, with a warning. */
+    chmod(path, 0640);
+    reset();
+    CU_ASSERT_TRUE(set("a", "credential_file", path));
     chmod(path, 0600);
     f = fopen(path, "a");
     CU_ASSERT_FATAL(f != NULL);

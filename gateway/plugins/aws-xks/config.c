@@ -5,6 +5,8 @@
 
 #include "gateway/plugins/aws-xks/config.h"
 
+#include "pkcs11/common/secret-file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -119,7 +121,8 @@ static void store_free(struct hf_xks_store *s)
     free(s->name);
     free(s->prefix);
     for (size_t i = 0; i < s->ncreds; i++)
-        if (s->creds[i].secret) OPENSSL_clear_free(s->creds[i].secret, strlen(s->creds[i].secret));
+        if (s->creds[i].secret)
+            OPENSSL_secure_clear_free(s->creds[i].secret, strlen(s->creds[i].secret) + 1);
     if (s->creds) OPENSSL_cleanse(s->creds, s->ncreds * sizeof(*s->creds));
     free(s->creds);
     list_free(s->regions, s->nregions);
@@ -165,6 +168,18 @@ static struct hf_xks_store *store_get(struct hf_xks_config *cfg, const char *ins
     return s;
 }
 
+/* A SigV4 secret's copy in OpenSSL's secure heap (holdfastd makes one: locked, not in core
+ * dumps; ordinary memory without it), freed with OPENSSL_secure_clear_free. Loaded with the
+ * config, never on the request path. */
+static char *secret_dup(const char *text)
+{
+    size_t len = strlen(text) + 1;
+    char *copy = OPENSSL_secure_malloc(len);
+
+    if (copy) memcpy(copy, text, len);
+    return copy;
+}
+
 /* "AKID:SECRET" into the store. A repeated AKID must carry the same secret: an access key id
  * names exactly one secret (spec, Appendix A). */
 static bool credential_add(struct hf_xks_store *s, const char *text, char *err, size_t errlen)
@@ -201,9 +216,9 @@ static bool credential_add(struct hf_xks_store *s, const char *text, char *err, 
             snprintf(err, errlen, "credential %s is given twice with different secrets", akid);
             return false;
         }
-    if ((secret = strdup(colon + 1)) == NULL) goto oom;
+    if ((secret = secret_dup(colon + 1)) == NULL) goto oom;
     if ((grown = realloc(s->creds, (s->ncreds + 1) * sizeof(*grown))) == NULL) {
-        OPENSSL_clear_free(secret, strlen(secret));
+        OPENSSL_secure_clear_free(secret, strlen(secret) + 1);
         goto oom;
     }
     s->creds = grown;
@@ -228,11 +243,17 @@ static char *trim(char *s)
     return s;
 }
 
+/* This file is pure (libhf-xks.la, linked by unit tests without holdfastd's log): holdfastd's
+ * stderr, which systemd keeps in the journal. */
+static void credential_file_warn(const char *msg)
+{
+    fprintf(stderr, "holdfastd: aws-xks: warning: %s\n", msg);
+}
+
 /* Re-read on every reload: editing the file and sending SIGHUP rotates credentials. */
 static bool credential_file_load(struct hf_xks_store *s, const char *path, char *err, size_t errlen)
 {
     char line[XKS_LINE_MAX], *t;
-    struct stat st;
     unsigned lineno = 0;
     bool ok = false;
     FILE *f = fopen(path, "re");
@@ -241,10 +262,9 @@ static bool credential_file_load(struct hf_xks_store *s, const char *path, char 
         snprintf(err, errlen, "credential_file %s: %s", path, strerror(errno));
         return false;
     }
-    if (fstat(fileno(f), &st) != 0 || (st.st_mode & S_IROTH)) {
-        snprintf(err, errlen, "credential_file %s: readable by others (chmod o-r)", path);
+    if (!hf_secret_file_is_usable(fileno(f), "credential_file", path, credential_file_warn, err,
+                                  errlen))
         goto done;
-    }
     while (fgets(line, sizeof(line), f) != NULL) {
         lineno++;
         if (strchr(line, '\n') == NULL && !feof(f)) {

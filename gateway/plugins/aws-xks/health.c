@@ -2,8 +2,9 @@
  *
  * A deep check, as the spec asks: the store's dedicated health key encrypts and decrypts a fresh
  * random block under the same construction KMS's calls use, so a 200 means an encrypt right after
- * would work. The answer is reused for health_cache_seconds (the spec allows up to a minute); a
- * failed check is never reused, so recovery shows at the next call. Never subject to secondary
+ * would work. The answer is reused for health_cache_seconds (the spec allows up to a minute)
+ * while the health key's link stays open; a failed check is never reused, so recovery shows at
+ * the next call. Never subject to secondary
  * authorization. */
 #include "hf-build.h"
 
@@ -148,6 +149,16 @@ fail:
     return NULL;
 }
 
+/* A remembered answer stands only while the health key's link is open: blocking it is the kill
+ * switch, which must show within a second (the link read is the module's cached one). */
+static bool health_link_is_open(const struct hf_xks_call *call)
+{
+    struct hf_key_ref key;
+
+    return hf_keys_by_link(HF_XKS_LINK_TYPE, call->store->health_key, &key) == HF_STATUS_OK &&
+           !key.blocked;
+}
+
 enum hf_status hf_xks_handle_health(void *state, struct hf_request *req)
 {
     struct hf_xks_state *xs = state;
@@ -159,8 +170,9 @@ enum hf_status hf_xks_handle_health(void *state, struct hf_request *req)
 
     if ((st = hf_xks_call_begin(state, req, HF_XKS_OP_HEALTH, &call)) != HF_STATUS_OK) return st;
     now = hf_xks_now_us();
+    bool reusable = health_link_is_open(&call); /* before the lock: a PKCS#11 call */
     pthread_mutex_lock(&call.rt->health_lock);
-    if (call.rt->health != NULL && now < call.rt->health_expires_us &&
+    if (reusable && call.rt->health != NULL && now < call.rt->health_expires_us &&
         json_object_deep_copy(call.rt->health, &answer, NULL) != 0)
         answer = NULL;
     pthread_mutex_unlock(&call.rt->health_lock);

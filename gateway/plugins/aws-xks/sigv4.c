@@ -118,14 +118,13 @@ static bool signing_key_derive(const char *secret, size_t secret_len, const char
                                unsigned char key[SHA256_LEN])
 {
     unsigned char k[SHA256_LEN];
-    unsigned char *first = NULL;
-    size_t first_len;
+    /* On the stack, cleansed: a heap copy of the secret would outlive this call in free lists.
+     * Room past SECRET_MAX: tests sign with invalid secrets to see verification refuse them. */
+    unsigned char first[4 + 4 * SECRET_MAX];
+    size_t first_len = 4 + secret_len;
     bool ok = false;
 
-    if (secret_len > SIZE_MAX - 4) goto done;
-    first_len = secret_len + 4;
-    first = malloc(first_len);
-    if (first == NULL) goto done;
+    if (secret_len > 4 * SECRET_MAX) goto done;
     memcpy(first, "AWS4", 4);
     memcpy(first + 4, secret, secret_len);
     if (!hmac_sha256(first, first_len, date, strlen(date), k)) goto done;
@@ -135,7 +134,7 @@ static bool signing_key_derive(const char *secret, size_t secret_len, const char
     ok = true;
 done:
     OPENSSL_cleanse(k, sizeof(k));
-    if (first != NULL) OPENSSL_clear_free(first, first_len);
+    OPENSSL_cleanse(first, sizeof(first));
     return ok;
 }
 
@@ -160,13 +159,16 @@ struct hf_sigv4_cache {
     struct cache_entry slots[CACHE_SLOTS];
 };
 
+/* Signing keys are as good as the secret for a day: the cache lives in OpenSSL's secure heap
+ * (holdfastd makes one: locked, not in core dumps), allocated once per credential set, so the
+ * heap's lock is never on the request path. Without a secure heap: ordinary memory. */
 struct hf_sigv4_cache *hf_sigv4_cache_new(void)
 {
-    struct hf_sigv4_cache *cache = calloc(1, sizeof(*cache));
+    struct hf_sigv4_cache *cache = OPENSSL_secure_zalloc(sizeof(*cache));
 
     if (cache == NULL) return NULL;
     if (pthread_rwlock_init(&cache->lock, NULL) != 0) {
-        free(cache);
+        OPENSSL_secure_free(cache);
         return NULL;
     }
     return cache;
@@ -176,7 +178,7 @@ void hf_sigv4_cache_free(struct hf_sigv4_cache *cache)
 {
     if (cache == NULL) return;
     pthread_rwlock_destroy(&cache->lock);
-    OPENSSL_clear_free(cache, sizeof(*cache));
+    OPENSSL_secure_clear_free(cache, sizeof(*cache));
 }
 
 static bool entry_is_for(const struct cache_entry *e, const struct hf_sigv4_auth *auth,
