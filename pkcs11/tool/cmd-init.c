@@ -318,7 +318,9 @@ static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan
             pins[2].arg_file = optarg;
             break;
         case O_ASK:
-            pins[0].ask = pins[1].ask = pins[2].ask = true;
+            /* People type the SO and user PINs; the gateway's is holdfastd's to read from a
+             * file, so it is generated there unless a file or $HOLDFAST_GATEWAY_PIN gives it. */
+            pins[0].ask = pins[1].ask = true;
             break;
         case O_RESET:
             *reset = true;

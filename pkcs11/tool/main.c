@@ -20,7 +20,7 @@ static const struct hf_cli_command commands[] = {
      "  --user-pin-file FILE     the token's user PIN: the file's first line ($HOLDFAST_USER_PIN)\n"
      "  --gateway-pin-file FILE  the gateway's PIN ($HOLDFAST_GATEWAY_PIN): a user login with it\n"
      "                 may attach request contexts to audit records (holdfastd logs in with it)\n"
-     "  --ask-pins    type the PINs on the terminal (echo off, twice)\n"
+     "  --ask-pins    type the SO and user PINs on the terminal (echo off, twice)\n"
      "A PIN is never taken from the command line (ps and shell history show it).\n"
      "  --reset-pins  set every PIN anew, even if set: as given, or generated\n"
      "A PIN given nowhere is kept if set, else generated and written (0600) to\n"
