@@ -156,9 +156,10 @@ static int config_test(struct hf_gw_config *cfg)
 
 static bool secure_heap_init(void)
 {
-    int rc = CRYPTO_secure_malloc_init(SECURE_HEAP_SIZE, 16);
+    int rc;
 
-    if (rc == 0) {
+    if (!hf_secure_heap_is_wanted()) return true;
+    if ((rc = CRYPTO_secure_malloc_init(SECURE_HEAP_SIZE, 16)) == 0) {
         fprintf(stderr, "holdfastd: cannot make OpenSSL's secure heap (%u MiB)\n",
                 SECURE_HEAP_SIZE >> 20);
         return false;

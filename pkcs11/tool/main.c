@@ -238,7 +238,7 @@ int main(int argc, char **argv)
     /* OpenSSL's secure heap (locked, not dumped, cleansed on free) for the private parts of the
      * keys the CLI loads (BN_secure_new): a command touches a few keys (RSA-4096: 1792 bytes
      * each), and ordinary users may lock little (RLIMIT_MEMLOCK); unlocked it still serves. */
-    if (CRYPTO_secure_malloc_init(1u << 20, 16) == 0) {
+    if (hf_secure_heap_is_wanted() && CRYPTO_secure_malloc_init(1u << 20, 16) == 0) {
         fprintf(stderr, "holdfast: cannot make OpenSSL's secure heap\n");
         return HF_EXIT_FAILED;
     }

@@ -30,7 +30,10 @@ command -v python3 >/dev/null || hf_skip "python3 not installed"
 command -v curl >/dev/null || hf_skip "curl not installed"
 python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
     hf_skip "cannot bind 127.0.0.2 (a second loopback address is needed)"
-[ -z "$HF_SANITIZED" ] || hf_skip "latency figures mean nothing in a sanitizer build"
+# A sanitizer build still runs every attack (memory errors under hostile input are what it is for),
+# but its latencies mean nothing: the p99 bound is KMS's 250 ms only in a plain build.
+P99_LIMIT_MS=250
+[ -z "$HF_SANITIZED" ] || P99_LIMIT_MS=60000
 hf_store_setup
 
 ATTACK="python3 $top_srcdir/tests/integration/xks-attack.py"
@@ -174,10 +177,10 @@ call "200 -"
 check_figures() { # NAME LINE: every call answered 200, p99 under 250 ms, a call after works
     echo "$1: $2"
     echo "$1: $2" >>"$HF_TMP/figures"
-    python3 - "$1" "$2" <<'EOF' || bad "$1: $2"
+    python3 - "$1" "$2" "$P99_LIMIT_MS" <<'EOF' || bad "$1: $2"
 import sys
 f = dict(kv.split("=") for kv in sys.argv[2].split())
-ok = (int(f["calls"]) > 0 and f["ok"] == f["calls"] and float(f["p99_ms"]) < 250
+ok = (int(f["calls"]) > 0 and f["ok"] == f["calls"] and float(f["p99_ms"]) < float(sys.argv[3])
       and f["after_status"] == "200")
 sys.exit(0 if ok else 1)
 EOF
