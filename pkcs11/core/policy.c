@@ -53,6 +53,15 @@ static void enc_bytes(struct enc *e, const void *data, size_t n)
     e->len += n;
 }
 
+/* Releases an encoding and hands rv back, so that a caller can end with
+ * `return enc_done(&e, use(&e));` and no path forgets the buffer. */
+static CK_RV enc_done(struct enc *e, CK_RV rv)
+{
+    free(e->p);
+    e->p = NULL;
+    return rv;
+}
+
 static void enc_u32(struct enc *e, uint32_t v)
 {
     unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
@@ -156,39 +165,30 @@ CK_RV hf_policy_key_mac(struct hf_policy *policy, const struct hf_key *key,
                         unsigned char mac[HF_POLICY_MAC_LEN])
 {
     struct enc e = {0};
-    CK_RV rv;
 
     if (policy == NULL || key == NULL || mac == NULL) return CKR_ARGUMENTS_BAD;
     enc_key(&e, key);
-    rv = enc_mac(policy, &e, mac);
-    free(e.p);
-    return rv;
+    return enc_done(&e, enc_mac(policy, &e, mac));
 }
 
 CK_RV hf_policy_version_mac(struct hf_policy *policy, const struct hf_key_version *v,
                             unsigned char mac[HF_POLICY_MAC_LEN])
 {
     struct enc e = {0};
-    CK_RV rv;
 
     if (policy == NULL || v == NULL || mac == NULL) return CKR_ARGUMENTS_BAD;
     enc_version(&e, v);
-    rv = enc_mac(policy, &e, mac);
-    free(e.p);
-    return rv;
+    return enc_done(&e, enc_mac(policy, &e, mac));
 }
 
 CK_RV hf_policy_link_mac(struct hf_policy *policy, const struct hf_link *link,
                          unsigned char mac[HF_POLICY_MAC_LEN])
 {
     struct enc e = {0};
-    CK_RV rv;
 
     if (policy == NULL || link == NULL || mac == NULL) return CKR_ARGUMENTS_BAD;
     enc_link(&e, link);
-    rv = enc_mac(policy, &e, mac);
-    free(e.p);
-    return rv;
+    return enc_done(&e, enc_mac(policy, &e, mac));
 }
 
 /* ---- checks ---- */
@@ -206,8 +206,7 @@ static CK_RV row_digest(const struct enc *e, const unsigned char mac[HF_POLICY_M
     rv = both.failed ? CKR_HOST_MEMORY : hf_digest("SHA256", both.p, both.len, out, &n);
     if (rv == CKR_OK && n != DIGEST_LEN) rv = CKR_GENERAL_ERROR;
     if (rv == CKR_OK) memcpy(d, out, DIGEST_LEN);
-    free(both.p);
-    return rv;
+    return enc_done(&both, rv);
 }
 
 static unsigned char *verified_slot(struct hf_policy *p, const unsigned char d[DIGEST_LEN])
@@ -308,37 +307,28 @@ static CK_RV hook_key_check(void *ctx, const struct hf_key *k)
 {
     struct row_id id = {"key", k->uuid, k->name, 0, NULL, NULL};
     struct enc e = {0};
-    CK_RV rv;
 
     enc_key(&e, k);
-    rv = row_check(ctx, &e, k->mac, k->has_mac, &id);
-    free(e.p);
-    return rv;
+    return enc_done(&e, row_check(ctx, &e, k->mac, k->has_mac, &id));
 }
 
 static CK_RV hook_version_check(void *ctx, const struct hf_key_version *v)
 {
     struct row_id id = {"version", v->key_uuid, NULL, v->version, NULL, NULL};
     struct enc e = {0};
-    CK_RV rv;
 
     if (v->state == HF_STATE_DESTROYED && v->wrapped == NULL && !v->has_mac) return CKR_OK;
     enc_version(&e, v);
-    rv = row_check(ctx, &e, v->mac, v->has_mac, &id);
-    free(e.p);
-    return rv;
+    return enc_done(&e, row_check(ctx, &e, v->mac, v->has_mac, &id));
 }
 
 static CK_RV hook_link_check(void *ctx, const struct hf_link *l)
 {
     struct row_id id = {"link", l->key_uuid, NULL, 0, l->type ? l->type : "", l->ext_id};
     struct enc e = {0};
-    CK_RV rv;
 
     enc_link(&e, l);
-    rv = row_check(ctx, &e, l->mac, l->has_mac, &id);
-    free(e.p);
-    return rv;
+    return enc_done(&e, row_check(ctx, &e, l->mac, l->has_mac, &id));
 }
 
 static CK_RV hook_key_seal(void *ctx, struct hf_key *k)

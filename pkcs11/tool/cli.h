@@ -81,6 +81,10 @@ int hf_cli_getopt(int argc, char **argv, const struct option *opts);
 int hf_cli_opt_other(struct hf_cli *cli, int c, char **argv);
 /* Checks the positional argument count after options; a usage error when outside [min, max]. */
 int hf_cli_args(struct hf_cli *cli, int argc, char **argv, int min, int max);
+/* The whole parse of a command whose one option is --yes (the confirmation an irreversible
+ * command insists on): common options, *yes, then hf_cli_args. HF_CLI_CONTINUE to go on; the
+ * refusal without --yes is the command's own, as only it can say what would be lost. */
+int hf_cli_args_yes(struct hf_cli *cli, int argc, char **argv, int min, int max, bool *yes);
 
 /* output.c */
 void hf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -438,22 +438,11 @@ static int cmd_compromise(struct hf_cli *cli, int argc, char **argv)
 
 static int cmd_destroy(struct hf_cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"yes", no_argument, NULL, 'y'},
-        HF_CLI_COMMON_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    bool yes = false;
+    bool yes;
     CK_RV rv;
-    int c, rc;
+    int rc;
 
-    while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
-        if (c == 'y')
-            yes = true;
-        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
-            return rc;
-    }
-    if ((rc = hf_cli_args(cli, argc, argv, 1, 1)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_yes(cli, argc, argv, 1, 1, &yes)) != HF_CLI_CONTINUE) return rc;
     if (!yes)
         return hf_cli_usage_error(cli,
                                   "refusing to destroy key '%s' without --yes: its material "

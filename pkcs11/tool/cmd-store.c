@@ -179,23 +179,12 @@ static int cmd_check(struct hf_cli *cli, int argc, char **argv)
 
 static int cmd_adopt(struct hf_cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"yes", no_argument, NULL, 'y'},
-        HF_CLI_COMMON_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    bool yes = false;
+    bool yes;
     size_t n = 0;
     CK_RV rv;
-    int c, rc;
+    int rc;
 
-    while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
-        if (c == 'y')
-            yes = true;
-        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
-            return rc;
-    }
-    if ((rc = hf_cli_args(cli, argc, argv, 0, 0)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_yes(cli, argc, argv, 0, 0, &yes)) != HF_CLI_CONTINUE) return rc;
     if (!yes)
         return hf_cli_usage_error(cli, "refusing to adopt rows without --yes: every row without "
                                        "a policy MAC is trusted as it is");

@@ -165,6 +165,25 @@ int hf_cli_args(struct hf_cli *cli, int argc, char **argv, int min, int max)
     return HF_CLI_CONTINUE;
 }
 
+int hf_cli_args_yes(struct hf_cli *cli, int argc, char **argv, int min, int max, bool *yes)
+{
+    static const struct option opts[] = {
+        {"yes", no_argument, NULL, 'y'},
+        HF_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    int c, rc;
+
+    *yes = false;
+    while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
+        if (c == 'y')
+            *yes = true;
+        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
+            return rc;
+    }
+    return hf_cli_args(cli, argc, argv, min, max);
+}
+
 int hf_cli_config(struct hf_cli *cli)
 {
     char err[256] = "";

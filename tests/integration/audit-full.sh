@@ -73,25 +73,9 @@ regions = us-east-1
 keys = k1
 EOF
 
-now_ms() { date +%s%3N; }
-GW_PID=
-stop_gateway() {
-    [ -n "$GW_PID" ] || return 0
-    kill "$GW_PID" 2>/dev/null
-    wait "$GW_PID" 2>/dev/null
-    GW_PID=
-}
-hf_on_exit stop_gateway
+hf_gateway_start "$BASE" "$HOLDFASTD" -f -c "$HF_TMP/holdfastd.conf"
 FLOOD_PID=
 hf_on_exit '[ -z "$FLOOD_PID" ] || kill "$FLOOD_PID" 2>/dev/null'
-"$HOLDFASTD" -f -c "$HF_TMP/holdfastd.conf" >"$HF_TMP/holdfastd.out" 2>&1 &
-GW_PID=$!
-deadline=$(( $(now_ms) + 30000 ))
-until [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/healthz")" = 200 ]; do
-    kill -0 "$GW_PID" 2>/dev/null || { cat "$HF_TMP/holdfastd.out"; hf_fail "holdfastd died"; }
-    [ "$(now_ms)" -lt "$deadline" ] || hf_fail "holdfastd did not answer /healthz in 30 s"
-    sleep 0.1
-done
 
 # ---- helpers ----
 PYDIR="$HF_TMP/py"
@@ -198,9 +182,9 @@ encrypt() {
 # encrypts SECONDS MAX FILE: authenticated encrypts, one after another, bounded in time and count.
 encrypts() {
     : >"$3"
-    _end=$(( $(now_ms) + $1 * 1000 ))
+    _end=$(( $(hf_now_ms) + $1 * 1000 ))
     _n=0
-    while [ "$_n" -lt "$2" ] && [ "$(now_ms)" -lt "$_end" ]; do
+    while [ "$_n" -lt "$2" ] && [ "$(hf_now_ms)" -lt "$_end" ]; do
         encrypt >>"$3"
         _n=$((_n + 1))
     done
@@ -263,14 +247,14 @@ case "$h" in *' 503') ;; *) hf_fail "/healthz with a full disk: $h" ;; esac
 # ---- 4. space freed: service recovers by itself ----
 counted=$(summaries)
 rm -f "$FS/filler"
-t0=$(now_ms)
+t0=$(hf_now_ms)
 t_auth=
 t_sum=
 t_ok=
-while [ $(( $(now_ms) - t0 )) -lt 15000 ]; do
-    [ -n "$t_auth" ] || { encrypt | grep -q '^200 ' && t_auth=$(( $(now_ms) - t0 )); }
-    [ -n "$t_sum" ] || { [ "$(summaries)" -gt "$counted" ] && t_sum=$(( $(now_ms) - t0 )); }
-    [ -n "$t_ok" ] || case "$(healthz)" in *'"status":"ok"'*' 200') t_ok=$(( $(now_ms) - t0 )) ;; esac
+while [ $(( $(hf_now_ms) - t0 )) -lt 15000 ]; do
+    [ -n "$t_auth" ] || { encrypt | grep -q '^200 ' && t_auth=$(( $(hf_now_ms) - t0 )); }
+    [ -n "$t_sum" ] || { [ "$(summaries)" -gt "$counted" ] && t_sum=$(( $(hf_now_ms) - t0 )); }
+    [ -n "$t_ok" ] || case "$(healthz)" in *'"status":"ok"'*' 200') t_ok=$(( $(hf_now_ms) - t0 )) ;; esac
     [ -n "$t_auth" ] && [ -n "$t_sum" ] && [ -n "$t_ok" ] && break
     sleep 0.05
 done
@@ -285,7 +269,7 @@ if grep -qv '^200 ' "$HF_TMP/after.txt"; then
     hf_fail "encrypts after recovery: $(sort "$HF_TMP/after.txt" | cut -d' ' -f1 | uniq -c)"
 fi
 
-stop_gateway
+hf_gateway_stop
 hf_expect_exit 0 "$HF_CLI" audit verify
 echo "audit verify: $(tail -n 1 "$HF_OUT")"
 if grep -E 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' "$HF_TMP/holdfastd.out"; then

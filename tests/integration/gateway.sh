@@ -52,7 +52,7 @@ port=$(hf_free_port)
 tport=$(hf_free_port)
 [ "$port" != "$tport" ] || tport=$(hf_free_port)
 conf=$HF_TMP/holdfastd.conf
-log=$HF_TMP/holdfastd.log
+log=$HF_TMP/holdfastd.out
 write_conf() { # GREETING [EXTRA LINE]
     cat >"$conf" <<EOF
 [gateway]
@@ -104,18 +104,11 @@ hf_expect_exit 1 "$HOLDFASTD" -f -c "$HF_TMP/open-pin.conf"
 grep -qF "pin_file $HF_TMP/open.pin: mode 0604: world-readable; chmod 600" "$HF_ERR" ||
     { cat "$HF_ERR"; hf_fail "a world-readable pin_file is not refused by name and mode"; }
 
-# Through no-ptrace.py, so that a peer on equal terms can tell whether holdfastd is dumpable.
-python3 "$top_srcdir/tests/integration/no-ptrace.py" "$HOLDFASTD" -f -c "$conf" >"$log" 2>&1 &
-pid=$!
-hf_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
 base=http://127.0.0.1:$port
-up=no
-for _ in $(seq 1 300); do
-    if curl -sf "$base/healthz" >/dev/null 2>&1; then up=yes; break; fi
-    kill -0 $pid 2>/dev/null || { cat "$log"; hf_fail "holdfastd exited at start"; }
-    sleep 0.1
-done
-[ $up = yes ] || { cat "$log"; hf_fail "holdfastd did not answer /healthz"; }
+# Through no-ptrace.py, so that a peer on equal terms can tell whether holdfastd is dumpable.
+hf_gateway_start "$base" python3 "$top_srcdir/tests/integration/no-ptrace.py" "$HOLDFASTD" -f \
+    -c "$conf"
+pid=$HF_GW_PID
 
 # ---- secrets in memory: no core file, and no other process of its user reads its memory ----
 grep -Eq '^Max core file size +0 +0 ' "/proc/$pid/limits" ||
@@ -386,9 +379,8 @@ grep -q "\"request_id\":\"$id_enc2\".*\"cloud_request_id\":\"cloud-req-42\"" "$l
     hf_fail "the log line does not tie our id to the cloud's"
 
 # ---- stop: SIGTERM ends it cleanly (and, under ASan, without a report) ----
-kill -TERM $pid
 rc=0
-wait $pid || rc=$?
+hf_gateway_stop || rc=$?
 check "$rc" 0 "holdfastd exit status after SIGTERM"
 # What was refused before authentication is in summary records by now (the last at stop), one
 # per source and reason per interval, and the chain still verifies.

@@ -18,6 +18,11 @@
 #   hf_ext CMD...        run a program that is not ours but loads our module (sanitizer-aware)
 #   hf_preauth_count LOG API REASON [SOURCE]   requests counted (and records) in the summary
 #                        records of refusals before authentication in audit log LOG
+#   hf_now_ms            milliseconds since the epoch
+#   hf_gateway_start URL CMD...  run CMD (holdfastd -f, or a wrapper that execs it) in the
+#                        background, its output in $HF_TMP/holdfastd.out, HF_GW_PID its pid
+#                        (stopped on exit); fails unless URL/healthz answers 200 within 30 s
+#   hf_gateway_stop      SIGTERM to it and wait: its exit status (0 when none runs)
 
 # What the tests write holds secrets (PINs, credentials, TLS keys): private, as holdfastd and
 # the core want such files (common/secret-file.h refuses world-readable ones).
@@ -166,4 +171,36 @@ for raw in open(log, "rb"):
             records += 1
 print(count, records)
 PY
+}
+
+hf_now_ms() { date +%s%3N; }
+
+HF_GW_PID=
+hf_gateway_start() {
+    _hf_url=$1
+    shift
+    hf_tmpdir
+    "$@" >"$HF_TMP/holdfastd.out" 2>&1 &
+    HF_GW_PID=$!
+    [ -n "$_hf_gw_on_exit" ] || { hf_on_exit hf_gateway_stop; _hf_gw_on_exit=1; }
+    _hf_deadline=$(( $(hf_now_ms) + 30000 ))
+    until [ "$(curl -s -o /dev/null -w '%{http_code}' "$_hf_url/healthz")" = 200 ]; do
+        if ! kill -0 "$HF_GW_PID" 2>/dev/null; then
+            # Its own log too, where a config says "log = $HF_TMP/holdfastd.log".
+            cat "$HF_TMP/holdfastd.out"
+            [ ! -f "$HF_TMP/holdfastd.log" ] || cat "$HF_TMP/holdfastd.log"
+            hf_fail "holdfastd died"
+        fi
+        [ "$(hf_now_ms)" -lt "$_hf_deadline" ] || hf_fail "holdfastd did not answer /healthz in 30 s"
+        sleep 0.1
+    done
+}
+
+hf_gateway_stop() {
+    [ -n "$HF_GW_PID" ] || return 0
+    kill "$HF_GW_PID" 2>/dev/null
+    _hf_rc=0
+    wait "$HF_GW_PID" 2>/dev/null || _hf_rc=$?
+    HF_GW_PID=
+    return "$_hf_rc"
 }

@@ -40,7 +40,6 @@ ATTACK="python3 $top_srcdir/tests/integration/xks-attack.py"
 AKID=AKIAIOSFODNN7EXAMPLE
 SECRET=FYtE5EFA5FT0mCc3DrGUe2sti527BitkQ0Zr9MO9fvE
 FAILED=
-now_ms() { date +%s%3N; }
 bad() { echo "FAIL: $*" >&2; FAILED="$FAILED
   $*"; }
 
@@ -110,22 +109,7 @@ sed "s|^listen = 127.0.0.1:$P\$|listen = 0.0.0.0:$P insecure|" "$CONF" >"$HF_TMP
     bad "\"insecure\" does not allow plain HTTP on 0.0.0.0: $(cat "$HF_TMP/t.out")"
 
 # ---- start ----
-GW_PID=
-stop_gateway() {
-    [ -n "$GW_PID" ] || return 0
-    kill "$GW_PID" 2>/dev/null
-    wait "$GW_PID" 2>/dev/null
-    GW_PID=
-}
-hf_on_exit stop_gateway
-"$HOLDFASTD" -f -c "$CONF" >"$HF_TMP/holdfastd.out" 2>&1 &
-GW_PID=$!
-deadline=$(( $(now_ms) + 30000 ))
-until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P/healthz")" = 200 ]; do
-    kill -0 "$GW_PID" 2>/dev/null || { cat "$HF_TMP/holdfastd.out" "$HF_TMP/holdfastd.log"; hf_fail "holdfastd died"; }
-    [ "$(now_ms)" -lt "$deadline" ] || hf_fail "holdfastd did not answer /healthz in 30 s"
-    sleep 0.1
-done
+hf_gateway_start "http://127.0.0.1:$P" "$HOLDFASTD" -f -c "$CONF"
 grep -q "over plain HTTP, marked" "$HF_TMP/holdfastd.log" "$HF_TMP/holdfastd.out" ||
     bad "no warning at start for the listener marked insecure"
 
@@ -234,10 +218,10 @@ case "$line" in
 esac
 call "200 -" --port $P3 --tls-ca "$HF_TMP/server.pem"
 
-kill -0 "$GW_PID" 2>/dev/null || bad "holdfastd died"
+kill -0 "$HF_GW_PID" 2>/dev/null || bad "holdfastd died"
 # Every refusal before authentication (repeated SigV4 headers, the 413s of endless bodies,
 # connections cut for late headers or a slow upload) is in a summary record, written at stop.
-stop_gateway
+hf_gateway_stop
 for want in "aws-xks AuthenticationFailedException 3" "aws-xks ValidationException 2" \
     "gateway HeaderTimeout 1" "gateway SlowBody 1"; do
     set -- $want

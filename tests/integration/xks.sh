@@ -38,7 +38,6 @@ AKID_C=$(python3 -c 'import random; print("".join(random.choice("ABCDEFGHIJKLMNO
 SEC_C=$(openssl rand -base64 32)
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-now_ms() { date +%s%3N; }
 check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 # ---- keys, linked by their XKS key ids ----
@@ -176,22 +175,7 @@ grep -qF "$HF_TMP/open.conf: mode 0640: group-readable" "$HF_ERR" ||
     hf_fail "a group-readable config holding credentials: no warning: $(cat "$HF_ERR")"
 
 # ---- start ----
-GW_PID=
-stop_gateway() {
-    [ -n "$GW_PID" ] || return 0
-    kill "$GW_PID" 2>/dev/null
-    wait "$GW_PID" 2>/dev/null
-    GW_PID=
-}
-hf_on_exit stop_gateway
-"$HOLDFASTD" -f -c "$CONF" >"$HF_TMP/holdfastd.out" 2>&1 &
-GW_PID=$!
-deadline=$(( $(now_ms) + 30000 ))
-until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P_PLAIN/healthz")" = 200 ]; do
-    kill -0 "$GW_PID" 2>/dev/null || { cat "$HF_TMP/holdfastd.out" "$HF_TMP/holdfastd.log"; hf_fail "holdfastd died"; }
-    [ "$(now_ms)" -lt "$deadline" ] || hf_fail "holdfastd did not answer /healthz in 30 s"
-    sleep 0.1
-done
+hf_gateway_start "http://127.0.0.1:$P_PLAIN" "$HOLDFASTD" -f -c "$CONF"
 
 # ---- calling it ----
 OUT="$HF_TMP/out.json"
@@ -385,7 +369,7 @@ hf key deactivate koff
 # test; ELAPSED is when (ms after T0) the first call that answered STATUS started.
 until_status() {
     while :; do
-        _t=$(( $(now_ms) - T0 ))
+        _t=$(( $(hf_now_ms) - T0 ))
         xks "$1" "$2"
         ELAPSED=$_t
         [ "$CODE" = "$3" ] && return 0
@@ -393,13 +377,13 @@ until_status() {
         sleep 0.02
     done
 }
-T0=$(now_ms)
+T0=$(hf_now_ms)
 until_status $keys/koff/encrypt "$HF_TMP/enc-32.json" 400
 expect 400 InvalidStateException
 # until_field PATH BODY FIELD VALUE [MAX_MS]: the same for a 200 answer whose FIELD becomes VALUE.
 until_field() {
     while :; do
-        _t=$(( $(now_ms) - T0 ))
+        _t=$(( $(hf_now_ms) - T0 ))
         xks "$1" "$2"
         expect 200
         ELAPSED=$_t
@@ -415,7 +399,7 @@ expect 200
 
 # ---- rotation: new ciphertexts name the new version, old ones still decrypt ----
 hf key rotate k1
-T0=$(now_ms)
+T0=$(hf_now_ms)
 until_field $keys/k1/encrypt "$HF_TMP/enc-ex.json" ciphertextMetadata AQAAAAI=
 cp "$OUT" "$HF_TMP/ct-v2.json"
 xks $keys/k1/decrypt "$HF_TMP/dec-ex.json"
@@ -451,9 +435,9 @@ worst_phase() { # PRIME_PATH PRIME_BODY PATH BODY
     xks "$3" "$4"
 }
 kill_case() { # block|unblock LINK PATH BODY STATUS [FIELD VALUE]
-    _cli=$(now_ms)
+    _cli=$(hf_now_ms)
     hf link "$1" aws-xks "$2"
-    T0=$(now_ms)
+    T0=$(hf_now_ms)
     if [ $# -gt 5 ]; then
         until_field "$3" "$4" "$6" "$7" "$KILL_MS"
     else
@@ -598,17 +582,17 @@ expect 503 DependencyTimeoutException
 MAIN_CREDS="credential = $AKID_A:$SEC_A
 credential = $AKID_C:$SEC_C"
 write_conf
-kill -HUP "$GW_PID"
+kill -HUP "$HF_GW_PID"
 CRED="$AKID_C:$SEC_C"
-T0=$(now_ms)
+T0=$(hf_now_ms)
 until_status $keys/k1/metadata "$HF_TMP/md.json" 200 10000
 CRED="$AKID_A:$SEC_A"
 xks $keys/k1/metadata "$HF_TMP/md.json"
 expect 200
 MAIN_CREDS="credential = $AKID_C:$SEC_C"
 write_conf
-kill -HUP "$GW_PID"
-T0=$(now_ms)
+kill -HUP "$HF_GW_PID"
+T0=$(hf_now_ms)
 until_status $keys/k1/metadata "$HF_TMP/md.json" 401 10000
 expect 401 AuthenticationFailedException
 CRED="$AKID_C:$SEC_C"
@@ -617,19 +601,19 @@ expect 200
 # A config that does not load leaves the running one in place.
 MAIN_CREDS="credential = bad-akid:$SEC_C"
 write_conf
-kill -HUP "$GW_PID"
+kill -HUP "$HF_GW_PID"
 sleep 1
 xks $keys/k1/metadata "$HF_TMP/md.json"
 expect 200
-kill -0 "$GW_PID" || hf_fail "holdfastd did not survive the reloads"
+kill -0 "$HF_GW_PID" || hf_fail "holdfastd did not survive the reloads"
 MAIN_CREDS="credential = $AKID_C:$SEC_C"
 write_conf
-kill -HUP "$GW_PID"
+kill -HUP "$HF_GW_PID"
 
 # ---- TLS, client certificates ----
 BASE="https://127.0.0.1:$P_TLS"
 TLS_OPTS="--cacert $PKI/ca.pem --cert $PKI/kms.pem --key $PKI/kms.key"
-T0=$(now_ms)
+T0=$(hf_now_ms)
 until_status /kms/xks/v1/health "$HF_TMP/health.json" 200 10000
 xks $keys/k1/encrypt "$HF_TMP/enc-ex.json"
 expect 200
@@ -689,7 +673,7 @@ grep -q '"arn:aws:iam::111122223333:user/Alice"' "$HOLDFAST_STATE_DIR/audit.log"
     hf_fail "the audit log lacks the awsPrincipalArn"
 
 # ---- a clean stop, and nothing the sanitizers saw ----
-stop_gateway
+hf_gateway_stop
 # Refused before authentication (bad signatures, unknown paths): no record each, but summary
 # records per source and reason, the last written at stop; the chain verifies.
 hf_expect_exit 0 "$HF_CLI" audit verify

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <ftw.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,4 +140,28 @@ void hf_test_softhsm_teardown(struct hf_test_softhsm *hsm)
     if (hsm == NULL) return;
     tmpdir_remove(hsm->dir);
     hsm->lock_path[0] = '\0';
+}
+
+json_object *hf_test_audit_find_last(const char *path, const char *op)
+{
+    FILE *fp = fopen(path, "r");
+    char line[8192], want[128];
+    json_object *found = NULL;
+
+    if (fp == NULL) return NULL;
+    snprintf(want, sizeof(want), "\"op\":\"%s\"", op);
+    while (fgets(line, sizeof(line), fp) != NULL) {
+        if (strstr(line, want) == NULL) continue;
+        json_object_put(found);
+        found = json_tokener_parse(line);
+    }
+    fclose(fp);
+    return found;
+}
+
+const char *hf_test_json_str(json_object *o, const char *name)
+{
+    json_object *v;
+
+    return json_object_object_get_ex(o, name, &v) ? json_object_get_string(v) : "";
 }

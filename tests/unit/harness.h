@@ -38,6 +38,15 @@ struct hf_test_env {
 int hf_test_env_setup(struct hf_test_env *env, const char *extra_conf);
 void hf_test_env_teardown(struct hf_test_env *env);
 
+/* Reading an env's audit log (json-c's json_object, declared here so that a suite that never
+ * reads one needs no json-c headers). */
+struct json_object;
+/* The last record of operation op in the log at path, parsed; NULL if none. Caller:
+ * json_object_put. */
+struct json_object *hf_test_audit_find_last(const char *path, const char *op);
+/* Member name of o as a string; "" when absent, so a mismatch fails an assertion, not the run. */
+const char *hf_test_json_str(struct json_object *o, const char *name);
+
 /* A bare SoftHSMv2 setup for suites that test the HSM seam alone (no core, no key store): a temp
  * dir named after prefix holding an empty token directory and a softhsm2.conf, exported as
  * SOFTHSM2_CONF (before the first dlopen: SoftHSMv2 reads it in C_Initialize). dir is a

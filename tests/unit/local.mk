@@ -2,8 +2,8 @@
 if HAVE_CUNIT
 check_LTLIBRARIES += libhftest.la
 libhftest_la_SOURCES = tests/unit/harness.c tests/unit/harness-env.c tests/unit/harness.h
-libhftest_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-libhftest_la_LIBADD = libholdfast-core.la $(CUNIT_LIBS)
+libhftest_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(JSONC_CFLAGS)
+libhftest_la_LIBADD = libholdfast-core.la $(CUNIT_LIBS) $(JSONC_LIBS)
 
 UNIT_TESTS = \
 	tests/unit/test-key \

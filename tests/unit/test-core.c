@@ -49,31 +49,6 @@ static json_object *audit_last(const char *path)
     return json_tokener_parse(last);
 }
 
-/* The last record of operation op; NULL if none. Caller: json_object_put. */
-static json_object *audit_find_last(const char *path, const char *op)
-{
-    FILE *fp = fopen(path, "r");
-    char line[8192], want[128];
-    json_object *found = NULL;
-
-    if (fp == NULL) return NULL;
-    snprintf(want, sizeof(want), "\"op\":\"%s\"", op);
-    while (fgets(line, sizeof(line), fp) != NULL) {
-        if (strstr(line, want) == NULL) continue;
-        json_object_put(found);
-        found = json_tokener_parse(line);
-    }
-    fclose(fp);
-    return found;
-}
-
-static const char *json_str(json_object *o, const char *name)
-{
-    json_object *v;
-
-    return json_object_object_get_ex(o, name, &v) ? json_object_get_string(v) : "";
-}
-
 /* Exactly one record was added since n0, for op with result rv. */
 static void audit_expect_one(const char *path, uint64_t n0, const char *op, CK_RV rv)
 {
@@ -83,9 +58,10 @@ static void audit_expect_one(const char *path, uint64_t n0, const char *op, CK_R
     snprintf(result, sizeof(result), "0x%lx", (unsigned long)rv);
     CU_ASSERT_EQUAL(audit_count(path), n0 + 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(last);
-    CU_ASSERT_STRING_EQUAL(json_str(last, "op"), op);
-    CU_ASSERT_STRING_EQUAL(json_str(last, "result"), result);
-    if (strcmp(json_str(last, "op"), op) != 0 || strcmp(json_str(last, "result"), result) != 0)
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "op"), op);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "result"), result);
+    if (strcmp(hf_test_json_str(last, "op"), op) != 0 ||
+        strcmp(hf_test_json_str(last, "result"), result) != 0)
         fprintf(stderr, "\n  last record: %s\n", json_object_to_json_string(last));
     json_object_put(last);
 }
@@ -251,9 +227,9 @@ static void test_init_reset_replaces_the_token_pins(void)
     CU_ASSERT_EQUAL(hf_core_init(&env.cfg, "new-so-pin", "new-user-pin", true), CKR_OK);
     /* The PIN change is audited. */
     CU_ASSERT(audit_count(env.cfg.audit_path) > records);
-    last = audit_find_last(env.cfg.audit_path, "token.init");
+    last = hf_test_audit_find_last(env.cfg.audit_path, "token.init");
     CU_ASSERT_PTR_NOT_NULL_FATAL(last);
-    CU_ASSERT_STRING_EQUAL(json_str(last, "detail"), "so_pin=set user_pin=set");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "detail"), "so_pin=set user_pin=set");
     json_object_put(last);
     CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
     CU_ASSERT_EQUAL(hf_core_pin_check(core, HF_USER_NORMAL, "new-user-pin", 12), CKR_OK);
@@ -508,11 +484,12 @@ static void test_create_aes_256_is_usable(void)
     CU_ASSERT_PTR_NULL(v.public_der);
     /* The record names the key, the actor and what was made. */
     last = audit_last(audit_path);
-    CU_ASSERT_STRING_EQUAL(json_str(last, "key"), key.uuid);
-    CU_ASSERT_STRING_EQUAL(json_str(last, "key_name"), "aes-one");
-    CU_ASSERT_STRING_EQUAL(json_str(last, "api"), "cli");
-    CU_ASSERT_STRING_EQUAL(json_str(last, "caller"), "uid:4242");
-    CU_ASSERT_STRING_EQUAL(json_str(last, "detail"), "AES-256 usage=encrypt,decrypt,wrap,unwrap");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "key"), key.uuid);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "key_name"), "aes-one");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "api"), "cli");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "caller"), "uid:4242");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "detail"),
+                           "AES-256 usage=encrypt,decrypt,wrap,unwrap");
     json_object_put(last);
     aes_round_trip(core, &v);
     hf_key_clear(&key);
@@ -837,8 +814,8 @@ static void test_links_are_added_blocked_and_unblocked(void)
             hf_core_link_set_blocked(core, "aws-xks", xks, true, &cli));
     CU_ASSERT_TRUE(link_is_blocked("aws-xks", xks));
     last = audit_last(audit_path);
-    CU_ASSERT_STRING_EQUAL(json_str(last, "key"), key.uuid);
-    CU_ASSERT_STRING_EQUAL(json_str(last, "key_name"), "aes-linked");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "key"), key.uuid);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(last, "key_name"), "aes-linked");
     json_object_put(last);
     AUDITED(audit_path, "link.unblock", CKR_OK,
             hf_core_link_set_blocked(core, "aws-xks", xks, false, &cli));

@@ -61,42 +61,17 @@ static long long sql_int(const char *path, const char *query)
     return v;
 }
 
-/* The last audit record of operation op, parsed; NULL if none. Caller: json_object_put. */
-static json_object *audit_find_last(const char *path, const char *op)
-{
-    FILE *fp = fopen(path, "r");
-    char line[8192], want[128];
-    json_object *found = NULL;
-
-    if (fp == NULL) return NULL;
-    snprintf(want, sizeof(want), "\"op\":\"%s\"", op);
-    while (fgets(line, sizeof(line), fp) != NULL) {
-        if (strstr(line, want) == NULL) continue;
-        json_object_put(found);
-        found = json_tokener_parse(line);
-    }
-    fclose(fp);
-    return found;
-}
-
-static const char *json_str(json_object *o, const char *name)
-{
-    json_object *v;
-
-    return json_object_object_get_ex(o, name, &v) ? json_object_get_string(v) : "";
-}
-
 /* The last policy.check record names key_uuid and says result. */
 static void audited(const char *audit_path, const char *key_uuid, CK_RV result)
 {
-    json_object *rec = audit_find_last(audit_path, "policy.check");
+    json_object *rec = hf_test_audit_find_last(audit_path, "policy.check");
     char want[32];
 
     snprintf(want, sizeof(want), "0x%lx", (unsigned long)result);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
-    CU_ASSERT_STRING_EQUAL(json_str(rec, "key"), key_uuid);
-    CU_ASSERT_STRING_EQUAL(json_str(rec, "result"), want);
-    CU_ASSERT_STRING_EQUAL(json_str(rec, "ok"), "false");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "key"), key_uuid);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "result"), want);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "ok"), "false");
     json_object_put(rec);
 }
 
@@ -368,9 +343,9 @@ static void test_adopt_gives_unmacd_rows_a_mac_but_not_edited_ones(void)
     sql(db_path, "UPDATE keys SET exportable = 1 WHERE uuid = '%s'", edited.uuid);
     CU_ASSERT_EQUAL(hf_core_policy_adopt(core, &cli, &n), CKR_OK);
     CU_ASSERT_EQUAL(n, 1);
-    rec = audit_find_last(audit_path, "policy.adopt");
+    rec = hf_test_audit_find_last(audit_path, "policy.adopt");
     CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
-    CU_ASSERT_STRING_EQUAL(json_str(rec, "detail"), "rows=1");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "detail"), "rows=1");
     json_object_put(rec);
     CU_ASSERT_EQUAL(hf_store_key_get(store, cleared.uuid, &got), CKR_OK);
     hf_key_clear(&got);
