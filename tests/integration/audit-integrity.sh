@@ -91,7 +91,7 @@ hf_expect_exit 0 hf audit verify --file "$HF_TMP/torn.log" --allow-torn-tail
 # forge PIN: logs in with PIN through the module loaded by path and asks for a record in
 # aws-xks's name; prints HF_AuditRequest's and HF_SetRequestContext's results.
 forge() {
-    python3 - "$HF_MODULE" "$1" <<'PY'
+    hf_ext python3 - "$HF_MODULE" "$1" <<'PY'
 import ctypes as C, sys
 lib = C.CDLL(sys.argv[1])
 pin = sys.argv[2].encode()
