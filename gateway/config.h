@@ -103,8 +103,8 @@ void hf_gw_config_free(struct hf_gw_config *cfg);
 
 /* Whether the gateway records successful requests of api that made no key operation. */
 bool hf_gw_config_success_events(const struct hf_gw_config *cfg, const char *api);
-/* pkcs11/common/secret-file.h's rule for a secret file the gateway reads (holdfastd.conf with a PIN or
- * credential, pin_file, the TLS key): false with "WHAT PATH: mode ...; chmod 600" in err; a
+/* pkcs11/common/secret-file.h's rule for a secret file the gateway reads (holdfastd.conf with a PIN
+ * or credential, pin_file, the TLS key): false with "WHAT PATH: mode ...; chmod 600" in err; a
  * group-readable one is logged as a warning and used. */
 bool hf_gw_secret_file_is_usable(int fd, const char *what, const char *path, char *err,
                                  size_t errlen);

@@ -75,7 +75,7 @@ struct conn_track {
     atomic_uint_fast64_t headers_due_us; /* request line and headers due; 0: none expected */
     atomic_uint_fast64_t body_since_us;  /* an upload started then; 0: none */
     atomic_uint_fast64_t body_bytes;
-    bool cut; /* conns_lock: the sweeper shut it down */
+    bool cut;                     /* conns_lock: the sweeper shut it down */
     struct sockaddr_storage peer; /* for the refusal summary of a cut connection */
 };
 

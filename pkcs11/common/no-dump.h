@@ -1,7 +1,8 @@
 /* Programs that hold secrets (holdfastd, the holdfast CLI) make themselves undumpable at start:
  * a core file, or another process of the same user reading /proc/PID/mem or attaching a
  * debugger, would hand out PINs, SigV4 secrets and unwrapped key material. Header-only and
- * libc-only (pkcs11/common/README.md): the CLI and the gateway may not include each other's headers.
+ * libc-only (pkcs11/common/README.md): the CLI and the gateway may not include each other's
+ * headers.
  *
  * Not called from holdfast-pkcs11.so: whether a PKCS#11 host process (Firefox, an HTTP server)
  * may dump core is that program's decision, not a library's. */

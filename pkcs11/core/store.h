@@ -9,8 +9,8 @@
  * Results: CKR_OK; CKR_KEY_HANDLE_INVALID when the key, version or link does not exist;
  * CKR_ATTRIBUTE_VALUE_INVALID for a duplicate name or link, or a key or link row changed since
  * the caller read it; CKR_HF_POLICY_INVALID for a row that fails its policy MAC (see policy MACs
- * below); CKR_DEVICE_ERROR when the database fails (the reason is logged); CKR_HOST_MEMORY. Out-structs are filled only on CKR_OK and are
- * owned by the caller (hf_key_clear and friends). */
+ * below); CKR_DEVICE_ERROR when the database fails (the reason is logged); CKR_HOST_MEMORY.
+ * Out-structs are filled only on CKR_OK and are owned by the caller (hf_key_clear and friends). */
 #ifndef HF_STORE_H
 #define HF_STORE_H
 

@@ -279,8 +279,8 @@ static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan 
 static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan *pins, bool *reset)
 {
     enum { O_SO = 1, O_SO_FILE, O_USER, O_USER_FILE, O_GW, O_GW_FILE, O_ASK, O_RESET };
-    /* --so-pin, --user-pin and --gateway-pin stay known so that they are refused by name (getopt_long would
-     * otherwise take them for abbreviations of the -file options). */
+    /* --so-pin, --user-pin and --gateway-pin stay known so that they are refused by name
+     * (getopt_long would otherwise take them for abbreviations of the -file options). */
     static const struct option opts[] = {
         {"so-pin", required_argument, NULL, O_SO},
         {"so-pin-file", required_argument, NULL, O_SO_FILE},
