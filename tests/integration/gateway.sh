@@ -103,6 +103,13 @@ sed "s|^pin_file = .*|pin_file = $HF_TMP/open.pin|" "$conf" >"$HF_TMP/open-pin.c
 hf_expect_exit 1 "$HOLDFASTD" -f -c "$HF_TMP/open-pin.conf"
 grep -qF "pin_file $HF_TMP/open.pin: mode 0604: world-readable; chmod 600" "$HF_ERR" ||
     { cat "$HF_ERR"; hf_fail "a world-readable pin_file is not refused by name and mode"; }
+# Logged in with the user PIN, holdfastd could attach no request context (the gateway role's):
+# it refuses to start and says which PIN it needs, rather than fail every request.
+sed "s|^pin_file = .*|pin_file = $HOLDFAST_STATE_DIR/token-user.pin|" "$conf" >"$HF_TMP/user-pin.conf"
+# Bounded: a holdfastd that wrongly starts would run until killed.
+hf_expect_exit 1 timeout -k 5 30 "$HOLDFASTD" -f -c "$HF_TMP/user-pin.conf"
+grep -qF "pin_file must hold the gateway PIN" "$HF_ERR" ||
+    { cat "$HF_ERR"; hf_fail "holdfastd started with the user PIN does not say it needs the gateway's"; }
 
 base=http://127.0.0.1:$port
 # Through no-ptrace.py, so that a peer on equal terms can tell whether holdfastd is dumpable.
