@@ -9,7 +9,8 @@
  * record prev is implied: the hash of the stream's previous record. hash = HMAC-SHA-256(the
  * stream's current key, prev as 32 raw bytes || the line's bytes from '{' up to, not including,
  * ',"hash"'), so a verifier needs no canonical JSON form (audit.h: the keys, the HSM, the
- * ratchet). A keyed stream-open has "nonce" after "prev"; a checkpoint has "streams" and "sig".
+ * ratchet). A keyed stream-open has "nonce" and "ratchet_every" after "prev"; a checkpoint has
+ * "streams" and "sig".
  * Unkeyed streams (no HSM, or logs from before the keyed chain) have hash = SHA-256(prev ||
  * bytes). Logs written before prev became implied have it in every record; the verifier accepts
  * both.
@@ -41,6 +42,7 @@
 
 #include "pkcs11/core/annotate.h"
 #include "pkcs11/core/audit.h"
+#include "pkcs11/core/audit-key.h"
 #include "pkcs11/core/crypto.h"
 #include "pkcs11/core/hsm.h"
 #include "pkcs11/core/log.h"
@@ -93,8 +95,9 @@
 #define CKPT_LANE LANES
 #define ALL_LANES (LANES + 1)
 #define NONCE_LEN 16
+/* A larger ratchet_every is refused: no writer of ours wrote it (forward security would be gone). */
+#define RATCHET_EVERY_MAX 4096
 #define STREAM_KDF_PREFIX "holdfast-audit-stream"
-#define RATCHET_PREFIX "holdfast-audit-ratchet"
 #define CKPT_PREFIX "holdfast-audit-checkpoint"
 /* One stream in a checkpoint's "streams": 16 hex ':' seq ':' 64 hex ';' */
 #define CKPT_ENTRY_MAX (STREAM_ID_LEN + 1 + 20 + 1 + HEX_HASH_LEN + 1)
@@ -150,7 +153,7 @@ struct lane {
      * without the lane's lock (whose holder may be waiting for the writer to claim a chunk). */
     _Atomic uint64_t snap_gen;
     EVP_MD_CTX *mdctx;  /* (lock) */
-    unsigned char *key; /* (lock) hf_secmem, HASH_LEN: the next record's key; NULL: unkeyed */
+    struct hf_audit_key *key; /* (lock) the next record's key; NULL: unkeyed */
     bool self_claims;   /* never asks the writer for a chunk (the checkpoint lane) */
     bool asked_seen;    /* (lock) asked, as this lane last set it */
     /* (lock) to store into; (lock and chunks_lock) to change. */
@@ -917,50 +920,6 @@ static bool chain_mac(EVP_MAC_CTX *mc, const unsigned char *key, const unsigned 
            EVP_MAC_final(mc, out, &outlen, HASH_LEN) == 1 && outlen == HASH_LEN;
 }
 
-/* The same HMAC-SHA-256 (RFC 2104) on the writer's hot path, from the lane's digest context: the
- * key changes with every record, and EVP_MAC's re-keying (three digest inits and two context
- * copies) would cost more than the hashing. The verifier uses EVP_MAC, so every test that
- * verifies a log checks that the two agree. */
-static bool chain_mac_fast(EVP_MD_CTX *md, const EVP_MD *sha256, const unsigned char *key,
-                           const unsigned char *prev, const char *line, size_t len,
-                           unsigned char *out)
-{
-    unsigned char pad[64], inner[HASH_LEN];
-    unsigned int outlen = 0;
-    bool ok;
-
-    memset(pad, 0x36, sizeof(pad));
-    for (size_t i = 0; i < HASH_LEN; i++)
-        pad[i] ^= key[i];
-    ok = EVP_DigestInit_ex2(md, sha256, NULL) == 1 && EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
-         EVP_DigestUpdate(md, prev, HASH_LEN) == 1 && EVP_DigestUpdate(md, line, len) == 1 &&
-         EVP_DigestFinal_ex(md, inner, &outlen) == 1;
-    for (size_t i = 0; i < sizeof(pad); i++)
-        pad[i] ^= 0x36 ^ 0x5c;
-    ok = ok && EVP_DigestInit_ex2(md, sha256, NULL) == 1 &&
-         EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
-         EVP_DigestUpdate(md, inner, HASH_LEN) == 1 && EVP_DigestFinal_ex(md, out, &outlen) == 1 &&
-         outlen == HASH_LEN;
-    OPENSSL_cleanse(pad, sizeof(pad));
-    return ok;
-}
-
-/* k_{i+1} = SHA-256(RATCHET_PREFIX || k_i), in place. A one-way step is all forward security
- * needs, and it costs one SHA-256 block where HMAC(k_i, "next") would cost four. */
-static bool key_ratchet(EVP_MD_CTX *md, const EVP_MD *sha256, unsigned char *key)
-{
-    unsigned char next[HASH_LEN];
-    unsigned int outlen = 0;
-    bool ok = EVP_DigestInit_ex2(md, sha256, NULL) == 1 &&
-              EVP_DigestUpdate(md, RATCHET_PREFIX, sizeof(RATCHET_PREFIX) - 1) == 1 &&
-              EVP_DigestUpdate(md, key, HASH_LEN) == 1 &&
-              EVP_DigestFinal_ex(md, next, &outlen) == 1 && outlen == HASH_LEN;
-
-    if (ok) memcpy(key, next, HASH_LEN);
-    OPENSSL_cleanse(next, sizeof(next));
-    return ok;
-}
-
 /* k0 of a stream, computed in the HSM under the master key, which never leaves it. */
 static CK_RV stream_key_derive(struct hf_hsm *hsm, const char *stream, const unsigned char *nonce,
                                unsigned char key[HASH_LEN])
@@ -1011,9 +970,7 @@ static CK_RV line_finish(struct hf_audit *a, struct lane *l, const unsigned char
     char *p = line + hashed;
 
     if (l->key) {
-        if (!chain_mac_fast(l->mdctx, a->sha256, l->key, prev, line, hashed, hash) ||
-            !key_ratchet(l->mdctx, a->sha256, l->key))
-            return CKR_GENERAL_ERROR;
+        hf_audit_key_mac(l->key, prev, line, hashed, hash);
     } else if (EVP_DigestInit_ex2(l->mdctx, a->sha256, NULL) != 1 ||
                EVP_DigestUpdate(l->mdctx, prev, HASH_LEN) != 1 ||
                EVP_DigestUpdate(l->mdctx, line, hashed) != 1 ||
@@ -1157,19 +1114,22 @@ static CK_RV stream_id_make(char *out)
  * stream-open's nonce member into extra. */
 static CK_RV lane_key_start(struct hf_audit *a, struct lane *l, char *extra)
 {
-    unsigned char nonce[NONCE_LEN];
+    unsigned char nonce[NONCE_LEN], k0[HASH_LEN];
     CK_RV rv;
 
-    if (!l->key && !(l->key = hf_secmem_alloc(HASH_LEN))) return CKR_HOST_MEMORY;
     if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) return CKR_FUNCTION_FAILED;
-    if ((rv = stream_key_derive(a->hsm, l->stream, nonce, l->key)) != CKR_OK) {
+    if ((rv = stream_key_derive(a->hsm, l->stream, nonce, k0)) != CKR_OK) {
         hf_log_error("audit: cannot derive a stream key in the HSM: 0x%lx", (unsigned long)rv);
         return CKR_HF_AUDIT_FAILED;
     }
+    hf_audit_key_free(l->key);
+    l->key = hf_audit_key_new(k0, HF_AUDIT_RATCHET_EVERY);
+    OPENSSL_cleanse(k0, sizeof(k0));
+    if (!l->key) return CKR_HOST_MEMORY;
     char *p = put_raw(extra, ",\"nonce\":\"");
     p = put_hex(p, nonce, NONCE_LEN);
-    put_raw(p, "\"");
-    p[1] = '\0';
+    p = put_raw(p, "\",\"ratchet_every\":");
+    *put_u64(p, HF_AUDIT_RATCHET_EVERY) = '\0';
     return CKR_OK;
 }
 
@@ -1177,7 +1137,7 @@ static CK_RV lane_key_start(struct hf_audit *a, struct lane *l, char *extra)
 static CK_RV lane_open(struct hf_audit *a, struct lane *l, const unsigned char *prev)
 {
     const struct hf_audit_record open_rec = {.operation = "stream-open", .result = CKR_OK};
-    char extra[16 + 2 * NONCE_LEN] = "";
+    char extra[48 + 2 * NONCE_LEN] = "";
     CK_RV rv;
 
     if (!l->mdctx && !(l->mdctx = EVP_MD_CTX_new())) return CKR_HOST_MEMORY;
@@ -1745,7 +1705,7 @@ static void audit_free(struct hf_audit *a)
         chunk_free(l->next);
         if (l->lock_ready) pthread_mutex_destroy(&l->lock);
         EVP_MD_CTX_free(l->mdctx);
-        hf_secmem_free(l->key, HASH_LEN);
+        hf_audit_key_free(l->key);
     }
     if (a->fd >= 0) close(a->fd);
     if (a->durable_ready) pthread_cond_destroy(&a->durable);
@@ -1967,6 +1927,8 @@ struct stream_slot {
     uint64_t seq;
     unsigned char last[HASH_LEN];
     unsigned char key[HASH_LEN]; /* keyed: the next record's key */
+    unsigned ratchet_every;      /* keyed: records per key (audit-key.h) */
+    unsigned under_key;          /* records MACed under key */
     uint64_t anchor;             /* the highest seq of it a checkpoint names */
     bool used;
     bool closed;
@@ -2247,10 +2209,11 @@ static CK_RV verify_checkpoint(struct verify_state *vs, struct stream_slot *s, j
 /* The stream-open's key, or none for an unkeyed (legacy) stream, which may only come before the
  * file's first keyed one. */
 static CK_RV open_key(struct verify_state *vs, json_object *obj, const char *stream, bool *keyed,
-                      unsigned char *key, char *reason, size_t reason_len)
+                      unsigned char *key, unsigned *every, char *reason, size_t reason_len)
 {
     const char *noncehex = member_string(obj, "nonce", 2 * NONCE_LEN);
     unsigned char nonce[NONCE_LEN];
+    json_object *ev;
 
     *keyed = json_object_object_get_ex(obj, "nonce", NULL);
     if (!*keyed) {
@@ -2259,6 +2222,13 @@ static CK_RV open_key(struct verify_state *vs, json_object *obj, const char *str
         return CKR_OK;
     }
     if (!noncehex || hex_decode(noncehex, 2 * NONCE_LEN, nonce) != 0) FAIL("bad nonce");
+    *every = 1; /* a log written before the stream-open said */
+    if (json_object_object_get_ex(obj, "ratchet_every", &ev)) {
+        int64_t n = json_object_get_int64(ev);
+        if (!json_object_is_type(ev, json_type_int) || n < 1 || n > RATCHET_EVERY_MAX)
+            FAIL("bad ratchet_every");
+        *every = (unsigned)n;
+    }
     if (!vs->vc->hsm) FAIL("keyed stream: verifying it needs the token");
     if (stream_key_derive(vs->vc->hsm, stream, nonce, key) != CKR_OK)
         FAIL("the HSM cannot derive a stream key (key %s missing?)", HF_AUDIT_MAC_LABEL);
@@ -2274,6 +2244,7 @@ static CK_RV verify_record(struct verify_state *vs, json_object *obj, const char
     struct stream_slot *s;
     json_object *seqv;
     bool keyed = false, ok;
+    unsigned every = 1, under_key = 0;
     CK_RV rv;
 
     if (!line_tail_hash(line, len, hash)) FAIL("record does not end with its hash");
@@ -2291,7 +2262,8 @@ static CK_RV verify_record(struct verify_state *vs, json_object *obj, const char
     bool opening = strcmp(op, "stream-open") == 0;
     if (opening) {
         if (!has_prev) FAIL("stream-open without prev");
-        if ((rv = open_key(vs, obj, stream, &keyed, key, reason, reason_len)) != CKR_OK) return rv;
+        rv = open_key(vs, obj, stream, &keyed, key, &every, reason, reason_len);
+        if (rv != CKR_OK) return rv;
     } else {
         if (!s->used) FAIL("record of a stream that was never opened (stream-open missing)");
         if (s->closed) FAIL("record after its stream's stream-close");
@@ -2299,11 +2271,16 @@ static CK_RV verify_record(struct verify_state *vs, json_object *obj, const char
         if (!has_prev) memcpy(prev, s->last, HASH_LEN);
         keyed = s->keyed;
         memcpy(key, s->key, HASH_LEN);
+        every = s->ratchet_every;
+        under_key = s->under_key;
     }
-    if (keyed)
-        ok = chain_mac(vs->macctx, key, prev, line, len - HASH_TAIL_LEN, want) &&
-             key_ratchet(vs->mdctx, vs->sha256, key);
-    else
+    if (keyed) {
+        ok = chain_mac(vs->macctx, key, prev, line, len - HASH_TAIL_LEN, want);
+        if (++under_key == every) {
+            hf_audit_key_ratchet(key);
+            under_key = 0;
+        }
+    } else
         ok = EVP_DigestInit_ex2(vs->mdctx, vs->sha256, NULL) == 1 &&
              EVP_DigestUpdate(vs->mdctx, prev, HASH_LEN) == 1 &&
              EVP_DigestUpdate(vs->mdctx, line, len - HASH_TAIL_LEN) == 1 &&
@@ -2326,6 +2303,8 @@ static CK_RV verify_record(struct verify_state *vs, json_object *obj, const char
     if (rv == CKR_OK) {
         s->keyed = keyed;
         memcpy(s->key, key, HASH_LEN);
+        s->ratchet_every = every;
+        s->under_key = under_key;
         if (!keyed) vs->legacy++;
         if (json_object_object_get_ex(obj, "sig", NULL))
             rv = verify_checkpoint(vs, s, obj, stream, hash, reason, reason_len);

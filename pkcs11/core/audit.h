@@ -13,10 +13,12 @@
  *    never leaves the HSM. Each stream's first key is derived in the HSM:
  *    k0 = HMAC_HSM(master, "holdfast-audit-stream" || stream id || nonce), the 16-byte nonce
  *    written (hex) in the stream-open's "nonce" member. One HSM call per stream, none per record.
- *  - Record i: hash = HMAC-SHA-256(k_i, previous hash || the line's bytes up to the "hash"
- *    member), computed in-process; then k_{i+1} = SHA-256("holdfast-audit-ratchet" || k_i) and
- *    k_i is overwritten, so whoever reads the process's memory later cannot rewrite the records
- *    already written (forward security). k lives in hf_secmem memory.
+ *  - Record i: hash = HMAC-SHA-256(k_e, previous hash || the line's bytes up to the "hash"
+ *    member), computed in-process, e = i / the stream-open's "ratchet_every" (32; 1 in logs
+ *    written before it was recorded); after a key's last record k_{e+1} =
+ *    SHA-256("holdfast-audit-ratchet" || k_e) and k_e is overwritten, so whoever reads the
+ *    process's memory later can rewrite at most a stream's last 31 records (forward security).
+ *    The key and its HMAC pad states live in hf_secmem memory (audit-key.h).
  *  - Checkpoints: a checkpoint thread appends, every checkpoint_interval_ms when something was
  *    written since and once more at close, a checkpoint record (in a stream of its own) whose
  *    "streams" member names every open stream's last seq and hash and whose "sig" is

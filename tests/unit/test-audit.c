@@ -2,6 +2,7 @@
 
 #include "harness.h"
 #include "pkcs11/core/audit.h"
+#include "pkcs11/core/audit-key.h"
 #include "pkcs11/core/hsm.h"
 #include "pkcs11/core/store.h"
 
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <json.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -1850,6 +1852,129 @@ static void test_a_legacy_prefix_is_accepted_and_counted(void)
     keyed_teardown(&k);
 }
 
+/* HMAC-SHA-256(k, prev || line) by OpenSSL's one-shot HMAC: what the chain key must agree with. */
+static void hmac_ref(const unsigned char *k, const unsigned char *prev, const char *line,
+                     unsigned char *out)
+{
+    unsigned char in[HF_AUDIT_KEY_LEN + 512];
+    unsigned int outlen = 0;
+
+    CU_ASSERT_FATAL(strlen(line) <= sizeof(in) - HF_AUDIT_KEY_LEN);
+    memcpy(in, prev, HF_AUDIT_KEY_LEN);
+    memcpy(in + HF_AUDIT_KEY_LEN, line, strlen(line));
+    HMAC(EVP_sha256(), k, HF_AUDIT_KEY_LEN, in, HF_AUDIT_KEY_LEN + strlen(line), out, &outlen);
+    CU_ASSERT_EQUAL(outlen, HF_AUDIT_KEY_LEN);
+}
+
+/* The writer's MAC is HMAC-SHA-256 under k_e for records e*every .. e*every+every-1, and k_{e+1}
+ * is SHA-256("holdfast-audit-ratchet" || k_e): a key is used for exactly every records. */
+static void test_the_chain_key_is_hmac_ratcheted_every_n_records(void)
+{
+    const unsigned every = 4;
+    unsigned char k[HF_AUDIT_KEY_LEN], prev[HF_AUDIT_KEY_LEN] = {0}, got[HF_AUDIT_KEY_LEN],
+        want[HF_AUDIT_KEY_LEN];
+    struct hf_audit_key *key;
+
+    for (size_t i = 0; i < sizeof(k); i++)
+        k[i] = (unsigned char)(i * 7 + 1);
+    key = hf_audit_key_new(k, every);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(key);
+    for (unsigned i = 0; i < 3 * every + 1; i++) {
+        char line[64];
+        snprintf(line, sizeof(line), "{\"seq\":%u,\"op\":\"encrypt\"", i + 1);
+        if (i > 0 && i % every == 0) {
+            unsigned char stale[HF_AUDIT_KEY_LEN];
+            hmac_ref(k, prev, line, stale);
+            hf_audit_key_ratchet(k);
+            hmac_ref(k, prev, line, want);
+            CU_ASSERT(memcmp(stale, want, sizeof(want)) != 0);
+        } else {
+            hmac_ref(k, prev, line, want);
+        }
+        hf_audit_key_mac(key, prev, line, strlen(line), got);
+        CU_ASSERT_EQUAL(memcmp(got, want, sizeof(want)), 0);
+        memcpy(prev, got, sizeof(prev));
+    }
+    hf_audit_key_free(key);
+}
+
+/* A stream over several keys verifies, says how often it ratchets, and a record altered under a
+ * later key fails as one altered under the first. */
+static void test_a_stream_over_many_keys_verifies_and_fails_when_altered(void)
+{
+    const int n = 3 * (int)HF_AUDIT_RATCHET_EVERY + 5;
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    size_t count;
+    char **lines;
+    char *at;
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, n);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, (uint64_t)n + 4);
+    lines = klines_read(k.path, &count);
+    CU_ASSERT_FATAL(count > (size_t)n);
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[0], ",\"ratchet_every\":32,"));
+    long i = line_find_last(lines, count, "\"op\":\"encrypt\"", NULL);
+    CU_ASSERT_FATAL(i > 2 * (long)HF_AUDIT_RATCHET_EVERY);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at = strstr(lines[i - 3], "alice"));
+    at[0] = 'A';
+    klines_write(k.path, lines, count);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(res.bad_line, (uint64_t)i - 2);
+    klines_free(lines, count);
+    keyed_teardown(&k);
+}
+
+/* A keyed stream written before stream-opens said ratchet_every ratcheted after every record:
+ * such a log still verifies. */
+static void test_a_keyed_log_from_before_ratchet_every_verifies(void)
+{
+    static const char stream[] = "00112233445566ff", nonce_hex[] = "000102030405060708090a0b0c0d0e0f";
+    unsigned char in[64], k[HF_AUDIT_KEY_LEN], prev[HF_AUDIT_KEY_LEN] = {0}, h[HF_AUDIT_KEY_LEN];
+    struct hf_audit_verify_result res;
+    struct keyed k_log;
+    size_t n = 0;
+    FILE *f;
+
+    memcpy(in, "holdfast-audit-stream", 21);
+    memcpy(in + 21, stream, 16);
+    for (int i = 0; i < 16; i++)
+        in[37 + i] = (unsigned char)i;
+    CU_ASSERT_EQUAL_FATAL(hf_hsm_hmac(hsm_a, HF_AUDIT_MAC_LABEL, in, 53, k), CKR_OK);
+    keyed_setup(&k_log);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(k_log.path, "w"));
+    for (int seq = 1; seq <= 3; seq++) {
+        char line[512], hex[2 * HF_AUDIT_KEY_LEN + 1], prevhex[2 * HF_AUDIT_KEY_LEN + 1];
+        for (size_t i = 0; i < sizeof(h); i++)
+            sprintf(prevhex + 2 * i, "%02x", prev[i]);
+        if (seq == 1)
+            n = (size_t)snprintf(line, sizeof(line),
+                                 "{\"seq\":1,\"stream\":\"%s\",\"op\":\"stream-open\",\"result\":"
+                                 "\"0x0\",\"ok\":true,\"latency_us\":0,\"prev\":\"%s\",\"nonce\":"
+                                 "\"%s\"",
+                                 stream, prevhex, nonce_hex);
+        else
+            n = (size_t)snprintf(line, sizeof(line),
+                                 "{\"seq\":%d,\"stream\":\"%s\",\"op\":\"encrypt\",\"result\":"
+                                 "\"0x0\",\"ok\":true,\"latency_us\":0",
+                                 seq, stream);
+        hmac_ref(k, prev, line, h);
+        hf_audit_key_ratchet(k);
+        memcpy(prev, h, sizeof(prev));
+        for (size_t i = 0; i < sizeof(h); i++)
+            sprintf(hex + 2 * i, "%02x", h[i]);
+        fprintf(f, "%s,\"hash\":\"%s\"}\n", line, hex);
+    }
+    CU_ASSERT(n > 0);
+    fclose(f);
+    struct hf_audit_verify_config vc = {.path = k_log.path, .hsm = hsm_a};
+    CU_ASSERT_EQUAL(hf_audit_verify_keyed(&vc, &res), CKR_OK);
+    CU_ASSERT_EQUAL(res.records, 3);
+    keyed_teardown(&k_log);
+}
+
 static CU_TestInfo keyed_tests[] = {
     {"a keyed log verifies with its token only", test_a_keyed_log_verifies_with_its_token_only},
     {"removing a stream's last record fails", test_removing_a_streams_last_record_fails},
@@ -1861,6 +1986,12 @@ static CU_TestInfo keyed_tests[] = {
     {"checkpoints come periodically and anchor what was written",
      test_checkpoints_come_periodically_and_anchor_what_was_written},
     {"a legacy prefix is accepted and counted", test_a_legacy_prefix_is_accepted_and_counted},
+    {"the chain key is HMAC, ratcheted every n records",
+     test_the_chain_key_is_hmac_ratcheted_every_n_records},
+    {"a stream over many keys verifies, and fails when altered",
+     test_a_stream_over_many_keys_verifies_and_fails_when_altered},
+    {"a keyed log from before ratchet_every verifies",
+     test_a_keyed_log_from_before_ratchet_every_verifies},
     CU_TEST_INFO_NULL,
 };
 
