@@ -34,7 +34,7 @@
 
 #include "pkcs11/module/holdfast.h"
 
-#define HF_PLUGIN_ABI_VERSION 1
+#define HF_PLUGIN_ABI_VERSION 2
 
 #if defined(__GNUC__)
 #define HF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -93,6 +93,14 @@ struct hf_route {
 struct hf_plugin {
     uint32_t abi_version; /* HF_PLUGIN_ABI_VERSION */
     const char *name;     /* "aws-xks": its config section, its audit "api", its metrics label */
+    /* The link type its keys are reached through ("aws-xks", "gcp-ekm"): holdfastd registers it
+     * with the module at start, so `holdfast link create` accepts it. NULL: the plugin reaches
+     * no key through a link. */
+    const char *link_type;
+    /* The cloud's latency limit for one call, in ms (XKS 250, EKM 150, CSE 200, OCI 100): the
+     * metrics' latency buckets sit around it, and holdfast_requests_within_limit_ratio counts
+     * the share of calls answered within it. 0: 250. */
+    unsigned latency_limit_ms;
     const struct hf_route *routes;
     size_t nroutes;
     const struct hf_error_map *errors; /* HF_STATUS_COUNT rows */
@@ -129,6 +137,13 @@ uint64_t hf_request_received_us(const struct hf_request *req); /* CLOCK_MONOTONI
  * sans is a NUL-separated list ending with an empty string. */
 const char *hf_request_client_subject(const struct hf_request *req);
 const char *hf_request_client_sans(const struct hf_request *req);
+
+/* One of the API's own audit fields (access reason, resource name, caller email, ...): name is
+ * [a-z0-9_]{1,32}, value any UTF-8 (copied, NULL removes it); at most HF_AUDIT_FIELDS_MAX per
+ * request (later ones are dropped and logged). They go in the request's one record, success or
+ * failure, as the member "fields" (a JSON object of strings; flags are "true"/"false"). */
+#define HF_AUDIT_FIELDS_MAX 8
+void hf_request_set_audit_field(struct hf_request *req, const char *name, const char *value);
 
 /* Who and what this request is, for its audit record, metrics and log line. Strings are copied;
  * any may be NULL. Call it as soon as the values are known (a later call replaces them). */
@@ -170,6 +185,7 @@ enum hf_status hf_status_from_ckr(CK_RV rv);
 struct hf_key_ref {
     char uuid[37];
     char name[129];
+    char version_uuid[37];        /* the current version's UUID */
     CK_KEY_TYPE key_type;         /* CKK_AES, CKK_RSA, CKK_EC */
     CK_ULONG bits;                /* 256, 3072, ... */
     CK_ULONG state;               /* HF_STATE_* of the current version */
@@ -186,6 +202,77 @@ enum hf_status hf_keys_by_link(const char *link_type, const char *link_id, struc
 enum hf_status hf_keys_version(const struct hf_key_ref *key, CK_ULONG version,
                                CK_OBJECT_HANDLE *object, CK_ULONG *state);
 
+/* Version v of key by number: its object, state and UUID (version_uuid may be NULL). */
+enum hf_status hf_keys_version_info(const struct hf_key_ref *key, CK_ULONG version,
+                                    CK_OBJECT_HANDLE *object, CK_ULONG *state,
+                                    char version_uuid[37]);
+/* The key and version behind a version UUID, if the key is reachable through a link of
+ * link_type (OCI, SAP and DKE name versions by UUID): out is the key as hf_keys_by_link gives
+ * it (link_id receives the link's id, 256 bytes), *version the version's number.
+ * HF_STATUS_KEY_NOT_FOUND when no such version, or no link of that type reaches its key. */
+enum hf_status hf_keys_by_version_uuid(const char *link_type, const char *version_uuid,
+                                       struct hf_key_ref *out, CK_ULONG *version,
+                                       char link_id[256]);
+
+/* The operations a cloud call maps onto, for the one "may this key do it" rule. */
+enum hf_key_op {
+    HF_KEY_OP_ENCRYPT, /* also wrap: material enters the key */
+    HF_KEY_OP_DECRYPT, /* also unwrap: material leaves it */
+    HF_KEY_OP_SIGN,
+    HF_KEY_OP_VERIFY,
+    HF_KEY_OP_METADATA /* describe the key: refused only when the link is blocked */
+};
+/* HF_STATUS_OK when key may do op now: HF_STATUS_KEY_DISABLED when its link is blocked or its
+ * current version's state forbids op (decrypt also runs on deactivated and compromised
+ * versions: pass that version's state, from hf_keys_version_info, in state; 0: the current
+ * version's); HF_STATUS_KEY_USAGE when its usage mask lacks op. Never fails the request: the
+ * caller does, with its own message. */
+enum hf_status hf_key_may(const struct hf_key_ref *key, enum hf_key_op op, CK_ULONG state);
+
+/* ---- clock, deadline, rate limit (provided by holdfastd) ------------------------------------ */
+
+/* The one clock of the gateway and its plugins: CLOCK_MONOTONIC in microseconds. */
+uint64_t hf_now_us(void);
+/* Wall-clock time in seconds since the epoch (token exp/nbf/iat). */
+int64_t hf_wall_s(void);
+/* True when the request arrived more than deadline_ms ago (0: never): a key operation whose
+ * answer the cloud no longer waits for is refused with HF_STATUS_UNAVAILABLE instead. */
+bool hf_request_past_deadline(const struct hf_request *req, unsigned deadline_ms);
+
+/* A token bucket: per_second tokens a second, holding at most burst (0: per_second). Thread-safe.
+ * hf_rate_new(0, 0) allows everything. NULL if out of memory. */
+struct hf_rate;
+struct hf_rate *hf_rate_new(double per_second, double burst);
+bool hf_rate_allow(struct hf_rate *rate); /* takes a token; false: answer HF_STATUS_THROTTLED */
+void hf_rate_free(struct hf_rate *rate);
+
+/* ---- config values (provided by holdfastd) ---------------------------------------------------
+ * Each parses one value of a plugin's section; false with a message in err naming what was
+ * wanted (the gateway adds the file and line). */
+
+bool hf_conf_bool(const char *value, bool *out, char *err, size_t errlen); /* true/false/yes/no/on/off/1/0 */
+bool hf_conf_uint(const char *value, uint64_t min, uint64_t max, uint64_t *out, char *err,
+                  size_t errlen);
+/* Bytes: a number with an optional k, M or G suffix (1024-based). */
+bool hf_conf_size(const char *value, uint64_t min, uint64_t max, uint64_t *out, char *err,
+                  size_t errlen);
+/* Milliseconds: a number with ms, s, m or h (bare: ms). */
+bool hf_conf_duration_ms(const char *value, uint64_t min, uint64_t max, uint64_t *out, char *err,
+                         size_t errlen);
+/* A comma- or space-separated list: each item trimmed, empty ones skipped. *items (free each,
+ * then the array) gets *n of them, appended to what is there. */
+bool hf_conf_list(const char *value, char ***items, size_t *n, char *err, size_t errlen);
+/* A path as the config file means it: relative ones are relative to the file's directory.
+ * A new string (free()), NULL if out of memory. */
+char *hf_conf_path(const char *value);
+/* The contents of a file holding a secret (a credential, a token signing key), refused when
+ * world-readable, group- or world-writable or owned by another unprivileged user (the message
+ * names the file and its mode); a group-readable one is logged as a warning. *data is
+ * NUL-terminated, in secure memory: release with hf_secret_free(*data, *len). */
+bool hf_conf_secret_file(const char *path, size_t max_len, char **data, size_t *len, char *err,
+                         size_t errlen);
+void hf_secret_free(char *data, size_t len);
+
 /* ---- codecs (provided by holdfastd; OpenSSL underneath) ------------------------------------- */
 
 /* Strict RFC 4648 section 4 base64 (padded, no whitespace): false for anything else. out gets
@@ -194,6 +281,13 @@ bool hf_base64_decode(const char *in, size_t len, unsigned char *out, size_t *ou
 size_t hf_base64_decoded_max(size_t len);
 /* Encodes into a new NUL-terminated string (free()), NULL if out of memory. */
 char *hf_base64_encode(const unsigned char *in, size_t len);
+/* Lenient base64 as proto3 JSON and JWTs write it: the standard or URL-safe alphabet (not
+ * mixed), padded or not; no whitespace. out gets hf_base64_decoded_max(len) bytes at most. */
+bool hf_base64_decode_any(const char *in, size_t len, unsigned char *out, size_t *outlen);
+/* URL-safe, unpadded (JWT segments); a new string (free()), NULL if out of memory. */
+char *hf_base64url_encode(const unsigned char *in, size_t len);
+/* hf_base64_encode into a new json string; NULL if out of memory. */
+struct json_object *hf_json_base64(const unsigned char *in, size_t len);
 
 /* ---- strict JSON (provided by holdfastd; json-c underneath, gateway/json.c) ----------------- */
 
@@ -220,6 +314,88 @@ size_t hf_request_header_count(const struct hf_request *req, const char *name);
 /* The first of names[0..n) that appears more than once, or NULL. */
 const char *hf_request_header_repeated(const struct hf_request *req, const char *const *names,
                                        size_t n);
+
+/* ---- outbound HTTPS (provided by holdfastd; libcurl underneath, gateway/outbound.c) --------- */
+
+/* What one outbound call may do. Certificate and host name verification are always on, there
+ * are no redirects, and TLS is 1.2 or later. */
+struct hf_outbound_policy {
+    unsigned connect_timeout_ms; /* 0: 2000 */
+    unsigned total_timeout_ms;   /* 0: 5000 */
+    size_t max_response;         /* bytes of body; 0: 64 KiB */
+    const char *ca_file;         /* trust anchors; NULL: the system's */
+    /* The SSRF guard: every address the host resolves to is checked when the socket is opened
+     * (so a DNS answer that changes between check and connect cannot slip past): loopback,
+     * private (RFC 1918, fc00::/7), link-local (169.254/16 with the metadata address,
+     * fe80::/10), CGNAT, multicast, unspecified and IPv4-mapped forms of those are refused
+     * unless inside one of these CIDRs ("127.0.0.0/8", "::1/128"). */
+    const char *const *allow_cidrs;
+    size_t nallow_cidrs;
+};
+
+/* An HTTPS request (https:// only). On HF_STATUS_OK *http_status is the peer's status and
+ * *body its body (malloc'd, NUL-terminated, *body_len bytes; free()). Otherwise why says what
+ * went wrong: HF_STATUS_DENIED (not https, or an address the guard refuses),
+ * HF_STATUS_TIMEOUT (connect or total timeout), HF_STATUS_TOO_LARGE (reply over
+ * max_response), HF_STATUS_UNAVAILABLE (DNS, connect, TLS, certificate), HF_STATUS_INTERNAL.
+ * headers: "Name: value" strings, n of them. Blocks: never call it on a request's path except
+ * where the API makes the call itself (CSE rewrap). */
+enum hf_status hf_https_request(const struct hf_outbound_policy *policy, const char *method,
+                                const char *url, const char *const *headers, size_t nheaders,
+                                const void *req_body, size_t req_len, long *http_status,
+                                char **body, size_t *body_len, char *why, size_t whylen);
+
+/* ---- bearer tokens: JWT verification (provided by holdfastd; gateway/jwt.c, gateway/jwks.c) --
+ *
+ * A verifier holds issuers, each with its key set (JWKS) and accepted audiences. Key sets are
+ * loaded when the issuer is added (a file, or an https URL fetched through hf_https_request),
+ * refreshed in the background (honouring Cache-Control max-age, at least every refresh_max_s),
+ * and an unknown "kid" schedules one refetch (at most every 30 s) while that request fails:
+ * nothing is fetched on a request's path. Verified tokens are cached, keyed by the token's
+ * SHA-256, until their exp, in a bounded cache: a token seen again costs a hash and a lookup. */
+
+#define HF_JWT_RS256 1u
+#define HF_JWT_ES256 2u
+
+struct hf_jwt_issuer {
+    const char *issuer;               /* "iss" must equal it */
+    const char *jwks;                 /* a file path, or an https:// URL */
+    const char *const *audiences;     /* "aud" (a string or an array) must hold one of them */
+    size_t naudiences;
+    unsigned algs;                    /* HF_JWT_RS256 | HF_JWT_ES256; 0: RS256 */
+    unsigned skew_s;                  /* exp, nbf, iat tolerance; 0: 60 */
+    unsigned refresh_max_s;           /* 0: 3600 */
+    const char *const *required;      /* claims that must be present ("email", "exp" always) */
+    size_t nrequired;
+    const struct hf_outbound_policy *fetch; /* for an https JWKS; NULL: defaults */
+};
+
+struct hf_jwt_verifier;
+struct hf_jwt; /* a verified token: its claims */
+
+/* NULL if out of memory. */
+struct hf_jwt_verifier *hf_jwt_verifier_new(void);
+/* Copies iss; loads its key set now. false with a message: a file that cannot be read or parsed
+ * (a URL that cannot be fetched is logged and retried in the background: tokens fail until it
+ * is). */
+bool hf_jwt_verifier_add(struct hf_jwt_verifier *v, const struct hf_jwt_issuer *iss, char *err,
+                         size_t errlen);
+void hf_jwt_verifier_free(struct hf_jwt_verifier *v);
+/* Verifies a compact JWS: header alg in the issuer's algs and matching the key's kty (none,
+ * HS*, and an RSA key used for ES256 or the reverse are refused), kid known, signature, iss,
+ * aud, exp (required), nbf, iat (not in the future), required claims. HF_STATUS_OK with *out
+ * (release it); else HF_STATUS_UNAUTHENTICATED with a printable reason (never the token). Over
+ * 8 KiB: HF_STATUS_UNAUTHENTICATED. */
+enum hf_status hf_jwt_verify(struct hf_jwt_verifier *v, const char *token, size_t len,
+                             struct hf_jwt **out, char *why, size_t whylen);
+/* A string claim, NULL when absent or not a string. */
+const char *hf_jwt_claim(const struct hf_jwt *t, const char *name);
+/* Every claim (read-only, valid while t is held). */
+const struct json_object *hf_jwt_claims(const struct hf_jwt *t);
+int64_t hf_jwt_exp(const struct hf_jwt *t);
+void hf_jwt_release(struct hf_jwt *t);
+/* "Bearer <token>" from the Authorization header: the token and its length, or NULL. */
+const char *hf_request_bearer(const struct hf_request *req, size_t *len);
 
 /* ---- randomness (provided by holdfastd; OpenSSL's DRBG underneath) -------------------------- */
 
