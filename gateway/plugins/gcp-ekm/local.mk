@@ -1,0 +1,29 @@
+# gcp-ekm: the Google Cloud EKM API v0 plugin (specs/google-ekm.md).
+# The pure parts (request and path parsing, the blob and its AAD, the Key Access Justification
+# policy, configuration) and the GCM through PKCS#11 are a convenience library, so the plugin,
+# its unit tests and the fuzzer link the same code.
+noinst_LTLIBRARIES += gateway/plugins/gcp-ekm/libhf-ekm.la
+gateway_plugins_gcp_ekm_libhf_ekm_la_SOURCES = \
+	gateway/plugins/gcp-ekm/request.c gateway/plugins/gcp-ekm/request.h \
+	gateway/plugins/gcp-ekm/blob.c gateway/plugins/gcp-ekm/crypto.c \
+	gateway/plugins/gcp-ekm/blob.h \
+	gateway/plugins/gcp-ekm/kaj.c gateway/plugins/gcp-ekm/kaj.h \
+	gateway/plugins/gcp-ekm/config.c gateway/plugins/gcp-ekm/config.h
+gateway_plugins_gcp_ekm_libhf_ekm_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
+gateway_plugins_gcp_ekm_libhf_ekm_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
+
+# The plugin: plugin.h's hf_* resolve from holdfastd when it loads the module.
+plugin_LTLIBRARIES += gateway/plugins/gcp-ekm/gcp-ekm.la
+gateway_plugins_gcp_ekm_gcp_ekm_la_SOURCES = \
+	gateway/plugins/gcp-ekm/internal.h \
+	gateway/plugins/gcp-ekm/plugin.c \
+	gateway/plugins/gcp-ekm/call.c \
+	gateway/plugins/gcp-ekm/auth.c \
+	gateway/plugins/gcp-ekm/wrap.c \
+	gateway/plugins/gcp-ekm/unwrap.c
+gateway_plugins_gcp_ekm_gcp_ekm_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
+gateway_plugins_gcp_ekm_gcp_ekm_la_LDFLAGS = -module -avoid-version -shared
+gateway_plugins_gcp_ekm_gcp_ekm_la_LIBADD = gateway/plugins/gcp-ekm/libhf-ekm.la \
+	$(JSONC_LIBS) $(CRYPTO_LIBS)
+
+EXTRA_DIST += gateway/plugins/gcp-ekm/README.md

@@ -1,0 +1,108 @@
+/* Unwrap: POST [/<prefix>]/<keyPath>:unwrap (spec, "Crypto"). The blob names the version that
+ * sealed it; everything about a blob that is not this key's (unknown format, short, a version
+ * the key never had, any changed byte, other AAD) fails closed with 400, never 403, which
+ * would make Cloud EKM disable the key version. */
+#include "hf-build.h"
+
+#include "gateway/plugins/gcp-ekm/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <openssl/crypto.h>
+
+/* The version object the blob names, after the state rules (ARCHITECTURE.md: deactivated and
+ * compromised versions still unwrap). */
+static enum hf_status version_find(const struct hf_ekm_call *call, const struct hf_ekm_blob *blob,
+                                   struct hf_request *req, CK_OBJECT_HANDLE *object)
+{
+    CK_ULONG state = 0;
+    enum hf_status st;
+
+    /* A version newer than the key's current one was never this key's. */
+    if (blob->version > call->key.version)
+        return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT, "wrappedBlob: not a blob of key %s",
+                               call->key_path);
+    st = hf_keys_version_info(&call->key, blob->version, object, &state, NULL);
+    if (st == HF_STATUS_KEY_NOT_FOUND || (st == HF_STATUS_OK && state == HF_STATE_DESTROYED))
+        return hf_request_fail(req, HF_STATUS_KEY_NOT_FOUND, "version %lu of key %s is destroyed",
+                               (unsigned long)blob->version, call->key_path);
+    if (st != HF_STATUS_OK)
+        return hf_request_fail(req, HF_STATUS_UNAVAILABLE,
+                               "version %lu of key %s cannot be read now",
+                               (unsigned long)blob->version, call->key_path);
+    if ((st = hf_key_may(&call->key, HF_KEY_OP_DECRYPT, state)) != HF_STATUS_OK)
+        return hf_request_fail(req, st, "version %lu of key %s may not unwrap",
+                               (unsigned long)blob->version, call->key_path);
+    return HF_STATUS_OK;
+}
+
+static struct json_object *reply_new(const struct hf_ekm_call *call, const unsigned char *pt,
+                                     size_t pt_len)
+{
+    struct json_object *o = json_object_new_object(), *v;
+    char duration[32];
+
+    if (o == NULL || (v = hf_json_base64(pt, pt_len)) == NULL ||
+        json_object_object_add(o, "plaintext", v) != 0)
+        goto fail;
+    /* google.protobuf.Duration in JSON: seconds with an "s"; only when the key sets one. */
+    if (call->policy->cache_duration_s != 0) {
+        snprintf(duration, sizeof(duration), "%llus",
+                 (unsigned long long)call->policy->cache_duration_s);
+        if (json_object_object_add(o, "allowedCacheDuration", json_object_new_string(duration)))
+            goto fail;
+    }
+    return o;
+fail:
+    hf_json_put_wiped(o);
+    return NULL;
+}
+
+enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
+{
+    const struct hf_ekm_request *b = &call->body;
+    struct hf_ekm_blob blob;
+    CK_OBJECT_HANDLE object = CK_INVALID_HANDLE;
+    CK_SESSION_HANDLE s;
+    struct json_object *reply;
+    unsigned char *pt = NULL;
+    size_t pt_len = 0;
+    enum hf_status st;
+    CK_RV rv;
+
+    if (!hf_ekm_blob_parse(b->input.data, b->input.len, &blob))
+        return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
+                               "wrappedBlob: not a blob this EKM wrote (format or length)");
+    if ((st = version_find(call, &blob, req, &object)) != HF_STATUS_OK) return st;
+    pt_len = blob.sealed_len - HF_EKM_TAG_LEN;
+    if ((pt = malloc(pt_len + 1)) == NULL)
+        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
+    if ((st = hf_ekm_deadline_check(call, req)) != HF_STATUS_OK) goto done;
+    if ((rv = hf_p11_begin(req, "unwrap", &s)) != CKR_OK) {
+        st = hf_ekm_fail_ckr(req, rv, "opening a session");
+        goto done;
+    }
+    rv = hf_ekm_gcm_open(hf_p11_functions(), s, object, call->key.uuid, &blob, b->aad.data,
+                         b->aad.len, pt);
+    if (rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE) {
+        st = hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
+                             "wrappedBlob: the blob or additionalAuthenticatedData is not what "
+                             "key %s wrapped",
+                             call->key_path);
+        goto done;
+    }
+    if (rv != CKR_OK) {
+        st = hf_ekm_fail_ckr(req, rv, "unwrap");
+        goto done;
+    }
+    if ((reply = reply_new(call, pt, pt_len)) == NULL) {
+        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
+        goto done;
+    }
+    hf_reply_json(req, 200, reply);
+    st = HF_STATUS_OK;
+done:
+    OPENSSL_clear_free(pt, pt_len + 1);
+    return st;
+}

@@ -1,0 +1,55 @@
+/* Wrap: POST [/<prefix>]/<keyPath>:wrap (spec, "Crypto"). The key's current version seals the
+ * plaintext under a fresh random IV; the blob names that version, so blobs made before a
+ * rotation still unwrap. A health-check wrap is audited under its own operation name, since it
+ * is Cloud EKM probing the key, not data access. */
+#include "hf-build.h"
+
+#include "gateway/plugins/gcp-ekm/internal.h"
+
+#include <stdlib.h>
+
+enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
+{
+    const struct hf_ekm_request *b = &call->body;
+    unsigned char iv[HF_EKM_IV_LEN], *blob = NULL;
+    const size_t blob_len = HF_EKM_BLOB_OVERHEAD + b->input.len;
+    struct json_object *reply = NULL, *v;
+    CK_SESSION_HANDLE s;
+    enum hf_status st;
+    CK_RV rv;
+
+    if ((blob = malloc(blob_len)) == NULL) {
+        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
+        goto done;
+    }
+    /* SP 800-38D 8.2.2: a random 96-bit IV per encryption. */
+    if (!hf_random_public(iv, sizeof(iv))) {
+        st = hf_request_fail(req, HF_STATUS_UNAVAILABLE, "no random bytes for the IV");
+        goto done;
+    }
+    if ((st = hf_ekm_deadline_check(call, req)) != HF_STATUS_OK) goto done;
+    if ((rv = hf_p11_begin(req, b->health_check ? "wrap.health_check" : "wrap", &s)) != CKR_OK) {
+        st = hf_ekm_fail_ckr(req, rv, "opening a session");
+        goto done;
+    }
+    rv =
+        hf_ekm_gcm_seal(hf_p11_functions(), s, call->key.current, call->key.version, call->key.uuid,
+                        iv, b->aad.data, b->aad.len, b->input.data, b->input.len, blob);
+    if (rv != CKR_OK) {
+        st = hf_ekm_fail_ckr(req, rv, "wrap");
+        goto done;
+    }
+    if ((reply = json_object_new_object()) == NULL ||
+        (v = hf_json_base64(blob, blob_len)) == NULL ||
+        json_object_object_add(reply, "wrappedBlob", v) != 0) {
+        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
+        goto done;
+    }
+    hf_reply_json(req, 200, reply);
+    reply = NULL;
+    st = HF_STATUS_OK;
+done:
+    json_object_put(reply);
+    free(blob);
+    return st;
+}
