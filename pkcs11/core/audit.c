@@ -95,7 +95,7 @@
 #define CKPT_LANE LANES
 #define ALL_LANES (LANES + 1)
 #define NONCE_LEN 16
-/* A larger ratchet_every is refused: no writer of ours wrote it (forward security would be gone). */
+/* A larger ratchet_every is refused: no writer of ours wrote it (forward security gone). */
 #define RATCHET_EVERY_MAX 4096
 #define STREAM_KDF_PREFIX "holdfast-audit-stream"
 #define CKPT_PREFIX "holdfast-audit-checkpoint"
@@ -152,10 +152,10 @@ struct lane {
     /* prev and last_seq as a seqlock: odd while they change, so the checkpoint writer reads them
      * without the lane's lock (whose holder may be waiting for the writer to claim a chunk). */
     _Atomic uint64_t snap_gen;
-    EVP_MD_CTX *mdctx;  /* (lock) */
+    EVP_MD_CTX *mdctx;        /* (lock) */
     struct hf_audit_key *key; /* (lock) the next record's key; NULL: unkeyed */
-    bool self_claims;   /* never asks the writer for a chunk (the checkpoint lane) */
-    bool asked_seen;    /* (lock) asked, as this lane last set it */
+    bool self_claims;         /* never asks the writer for a chunk (the checkpoint lane) */
+    bool asked_seen;          /* (lock) asked, as this lane last set it */
     /* (lock) to store into; (lock and chunks_lock) to change. */
     struct chunk *cur;
     /* (chunks_lock) */
