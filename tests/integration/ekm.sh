@@ -345,8 +345,12 @@ hf_expect_exit 0 "$HF_CLI" audit verify
 DB=$(ls "$HOLDFAST_STATE_DIR"/*.db 2>/dev/null | head -n 1)
 [ -n "$DB" ] || hf_fail "no SQLite store under $HOLDFAST_STATE_DIR"
 cp "$DB" "$HF_TMP/store.bak"
-# Overwritten in place (the module keeps the file open): every later read of it fails.
-dd if=/dev/urandom of="$DB" bs=4096 count=4 conv=notrunc 2>/dev/null
+# Overwritten in place, with its WAL and shared-memory index (the module keeps them open and
+# mapped, and a WAL reader trusts its page cache while the index says nothing changed): the
+# next read of a link finds no database.
+for f in "$DB" "$DB-wal" "$DB-shm"; do
+    [ ! -f "$f" ] || dd if=/dev/urandom of="$f" bs=4096 count=8 conv=notrunc 2>/dev/null
+done
 sleep "$(echo "$CHANGE_MS" | awk '{print $1/1000}')"
 ekm /ekm/v0/keys/k1:wrap "$WRAP"
 expect 503 14
