@@ -58,8 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_path(data + 1, size - 1);
         return 0;
     }
-    st = hf_ekm_request_parse((data[0] & 1) ? HF_EKM_OP_UNWRAP : HF_EKM_OP_WRAP, data + 1,
-                              size - 1, &r, why, sizeof(why));
+    st = hf_ekm_request_parse((data[0] & 1) ? HF_EKM_OP_UNWRAP : HF_EKM_OP_WRAP, data + 1, size - 1,
+                              &r, why, sizeof(why));
     if (st == HF_STATUS_OK) {
         check_accepted(&r);
     } else {

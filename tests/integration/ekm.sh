@@ -22,6 +22,14 @@ for p in curl python3 openssl; do
     command -v "$p" >/dev/null || hf_skip "$p not installed"
 done
 python3 -c 'import cryptography' 2>/dev/null || hf_skip "python3-cryptography not installed"
+# The plugin is written against plugin.h's whole seam; a holdfastd that lacks part of it would
+# refuse to load it, which says nothing about the plugin.
+if command -v nm >/dev/null; then
+    missing=$(nm -D --undefined-only "$EKM_PLUGIN" | awk '$2 ~ /^hf_/ {print $2}' | while read -r s; do
+        nm -D --defined-only "$HOLDFASTD" | awk '{print $3}' | grep -qx "$s" || printf '%s ' "$s"
+    done)
+    [ -z "$missing" ] || hf_skip "holdfastd lacks plugin.h functions the plugin needs: $missing"
+fi
 hf_store_setup
 
 TOK="python3 $top_srcdir/tests/integration/ekm-token.py"

@@ -35,8 +35,8 @@ static void known_answer(const char *aad, char *out)
     CU_ASSERT_FATAL(hf_ekm_blob_header(1, iv, blob));
     CU_ASSERT_FATAL(EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, iv) == 1);
     CU_ASSERT_FATAL(EVP_EncryptUpdate(ctx, NULL, &n, full, (int)full_len) == 1);
-    CU_ASSERT_FATAL(EVP_EncryptUpdate(ctx, blob + HF_EKM_HEADER_LEN, &n,
-                                      (const unsigned char *)pt, (int)sizeof(pt) - 1) == 1);
+    CU_ASSERT_FATAL(EVP_EncryptUpdate(ctx, blob + HF_EKM_HEADER_LEN, &n, (const unsigned char *)pt,
+                                      (int)sizeof(pt) - 1) == 1);
     CU_ASSERT_FATAL(EVP_EncryptFinal_ex(ctx, blob + HF_EKM_HEADER_LEN + n, &n) == 1);
     CU_ASSERT_FATAL(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, HF_EKM_TAG_LEN,
                                         blob + HF_EKM_HEADER_LEN + sizeof(pt) - 1) == 1);

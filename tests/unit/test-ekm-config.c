@@ -29,8 +29,8 @@ static void minimal(void)
     hf_ekm_config_free(&cfg);
     CU_ASSERT_TRUE_FATAL(set("a", "prefix", "/ekm/"));
     CU_ASSERT_TRUE_FATAL(set("a", "key_uri", "https://ekm.example.com:8443/ekm"));
-    CU_ASSERT_TRUE_FATAL(set("a", "key.v0/keys/k1.allowed_emails",
-                             "Service-1@gcp-sa-ekms.iam.gserviceaccount.com"));
+    CU_ASSERT_TRUE_FATAL(
+        set("a", "key.v0/keys/k1.allowed_emails", "Service-1@gcp-sa-ekms.iam.gserviceaccount.com"));
 }
 
 static void test_defaults_come_from_the_key_uri_and_google(void)

@@ -44,8 +44,8 @@ static void test_narrowed_policy_allows_only_its_reasons(void)
     struct hf_ekm_kaj_policy p = {0, false};
     char err[256];
 
-    CU_ASSERT_TRUE_FATAL(hf_ekm_kaj_reasons_parse("CUSTOMER_INITIATED_ACCESS, 6", &p.allowed, err,
-                                                  sizeof(err)));
+    CU_ASSERT_TRUE_FATAL(
+        hf_ekm_kaj_reasons_parse("CUSTOMER_INITIATED_ACCESS, 6", &p.allowed, err, sizeof(err)));
     for (int r = 0; r < HF_EKM_REASON_COUNT; r++)
         CU_ASSERT_EQUAL(hf_ekm_kaj_allows(&p, r), r == 5 || r == 6);
     CU_ASSERT_FALSE(hf_ekm_kaj_allows(&p, HF_EKM_REASON_ABSENT));
@@ -65,8 +65,8 @@ static void test_reason_lists_all_none_and_errors(void)
     CU_ASSERT_EQUAL(a, 0u);
     CU_ASSERT_TRUE(hf_ekm_kaj_reasons_parse(" 1 2,,3 ", &a, err, sizeof(err)));
     CU_ASSERT_EQUAL(a, 0xeu);
-    CU_ASSERT_FALSE(hf_ekm_kaj_reasons_parse("CUSTOMER_INITIATED_ACCESS, BOGUS", &a, err,
-                                             sizeof(err)));
+    CU_ASSERT_FALSE(
+        hf_ekm_kaj_reasons_parse("CUSTOMER_INITIATED_ACCESS, BOGUS", &a, err, sizeof(err)));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "BOGUS"));
     CU_ASSERT_FALSE(hf_ekm_kaj_reasons_parse("12", &a, err, sizeof(err)));
 }

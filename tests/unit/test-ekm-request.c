@@ -109,8 +109,7 @@ static void test_field_names_ignore_case_and_underscores(void)
 /* One field in two spellings, at any level; the same spelling twice (the strict reader). */
 static void test_a_field_given_twice_is_refused(void)
 {
-    assert_refused(HF_EKM_OP_WRAP, "{\"plaintext\":\"AA==\",\"PLAIN_TEXT\":\"AA==\"}",
-                   "plaintext");
+    assert_refused(HF_EKM_OP_WRAP, "{\"plaintext\":\"AA==\",\"PLAIN_TEXT\":\"AA==\"}", "plaintext");
     assert_refused(HF_EKM_OP_UNWRAP, "{\"wrappedBlob\":\"AA==\",\"wrapped_blob\":null}",
                    "wrappedBlob");
     assert_refused(HF_EKM_OP_WRAP,
@@ -127,10 +126,9 @@ static void test_a_field_given_twice_is_refused(void)
 
 static void test_unknown_fields_and_nulls_are_ignored(void)
 {
-    CU_ASSERT_EQUAL(parse(HF_EKM_OP_WRAP,
-                          "{\"plaintext\":\"AA==\",\"futureField\":{\"x\":[1,2]},"
-                          "\"keyPath\":null,\"additionalContext\":{\"newThing\":1,"
-                          "\"accessReasonContext\":null}}"),
+    CU_ASSERT_EQUAL(parse(HF_EKM_OP_WRAP, "{\"plaintext\":\"AA==\",\"futureField\":{\"x\":[1,2]},"
+                                          "\"keyPath\":null,\"additionalContext\":{\"newThing\":1,"
+                                          "\"accessReasonContext\":null}}"),
                     HF_STATUS_OK);
     CU_ASSERT_PTR_NULL(req.key_path);
     CU_ASSERT_EQUAL(req.reason, HF_EKM_REASON_ABSENT);
@@ -212,8 +210,12 @@ static void test_reason_by_name_number_or_unknown(void)
         const char *json;
         int want;
     } cases[] = {
-        {"\"GOOGLE_INITIATED_REVIEW\"", 4}, {"7", 7}, {"\"11\"", 11}, {"0", 0},
-        {"99", HF_EKM_REASON_ABSENT},      {"-1", HF_EKM_REASON_ABSENT},
+        {"\"GOOGLE_INITIATED_REVIEW\"", 4},
+        {"7", 7},
+        {"\"11\"", 11},
+        {"0", 0},
+        {"99", HF_EKM_REASON_ABSENT},
+        {"-1", HF_EKM_REASON_ABSENT},
         {"\"NEW_REASON\"", HF_EKM_REASON_ABSENT},
     };
     char body[256];

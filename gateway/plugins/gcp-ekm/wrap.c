@@ -8,12 +8,23 @@
 
 #include <stdlib.h>
 
+/* {"wrappedBlob": base64}: the blob is no secret (only the key opens it). */
+static struct json_object *reply_new(const unsigned char *blob, size_t len)
+{
+    struct json_object *o = json_object_new_object(), *v = hf_json_base64(blob, len);
+
+    if (o != NULL && v != NULL && json_object_object_add(o, "wrappedBlob", v) == 0) return o;
+    json_object_put(v);
+    json_object_put(o);
+    return NULL;
+}
+
 enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
 {
     const struct hf_ekm_request *b = &call->body;
     unsigned char iv[HF_EKM_IV_LEN], *blob = NULL;
     const size_t blob_len = HF_EKM_BLOB_OVERHEAD + b->input.len;
-    struct json_object *reply = NULL, *v;
+    struct json_object *reply;
     CK_SESSION_HANDLE s;
     enum hf_status st;
     CK_RV rv;
@@ -39,17 +50,13 @@ enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
         st = hf_ekm_fail_ckr(req, rv, "wrap");
         goto done;
     }
-    if ((reply = json_object_new_object()) == NULL ||
-        (v = hf_json_base64(blob, blob_len)) == NULL ||
-        json_object_object_add(reply, "wrappedBlob", v) != 0) {
+    if ((reply = reply_new(blob, blob_len)) == NULL) {
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
         goto done;
     }
     hf_reply_json(req, 200, reply);
-    reply = NULL;
     st = HF_STATUS_OK;
 done:
-    json_object_put(reply);
     free(blob);
     return st;
 }
