@@ -288,11 +288,16 @@ void hf_load_usage(FILE *out)
             "  --threads N           client threads (default: one per CPU)\n"
             "  --limit MS            latency limit for p90 (default: the API's)\n"
             "API parameters:\n"
-            "  --prefix P            XKS: the key store's URI prefix (no slashes around it)\n"
-            "  --key-id ID           XKS: the external key id\n"
+            "  --prefix P            XKS: the key store's URI prefix (no slashes around it); EKM:\n"
+            "                        the endpoint's prefix\n"
+            "  --key-id ID           XKS: the external key id; EKM: the keyPath (v0/keys/k1)\n"
             "  --credentials AKID:SECRET  XKS SigV4 pair (or the HF_LOAD_CREDENTIALS variable,\n"
             "                        which keeps the secret out of the process list)\n"
             "  --region R            XKS: SigV4 region (default us-east-1)\n"
+            "  --token-key FILE      EKM: RSA private key (PEM) hf-load signs its ID token with\n"
+            "  --token-kid KID       EKM: the token's kid (the key's id in the gateway's JWKS)\n"
+            "  --audience AUD        EKM: the token's aud (default https://ekm.test)\n"
+            "  --email EMAIL         EKM: the token's email (the key's allowed service agent)\n"
             "Output (the table always goes to standard output):\n"
             "  --csv FILE            rows in the seeds' columns plus hf-load's own ('-': stdout)\n"
             "  --markdown FILE       the table and the per-core comparison with the seeds\n"
@@ -344,6 +349,10 @@ enum {
     OPT_KEY_ID,
     OPT_CREDENTIALS,
     OPT_REGION,
+    OPT_TOKEN_KEY,
+    OPT_TOKEN_KID,
+    OPT_AUDIENCE,
+    OPT_EMAIL,
     OPT_HELP,
 };
 
@@ -376,6 +385,10 @@ static const struct option long_options[] = {
     {"key-id", required_argument, NULL, OPT_KEY_ID},
     {"credentials", required_argument, NULL, OPT_CREDENTIALS},
     {"region", required_argument, NULL, OPT_REGION},
+    {"token-key", required_argument, NULL, OPT_TOKEN_KEY},
+    {"token-kid", required_argument, NULL, OPT_TOKEN_KID},
+    {"audience", required_argument, NULL, OPT_AUDIENCE},
+    {"email", required_argument, NULL, OPT_EMAIL},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -525,6 +538,18 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
             break;
         case OPT_REGION:
             cfg->region = optarg;
+            break;
+        case OPT_TOKEN_KEY:
+            cfg->token_key = optarg;
+            break;
+        case OPT_TOKEN_KID:
+            cfg->token_kid = optarg;
+            break;
+        case OPT_AUDIENCE:
+            cfg->audience = optarg;
+            break;
+        case OPT_EMAIL:
+            cfg->email = optarg;
             break;
         case OPT_HELP:
             return HF_ARGS_HELP;

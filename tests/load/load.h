@@ -181,6 +181,11 @@ struct hf_load_config {
     const char *key_id;
     const char *credentials; /* "AKID:SECRET"; from HF_LOAD_CREDENTIALS if not given */
     const char *region;
+    /* EKM: the ID token hf-load mints (RS256) for its whole run. */
+    const char *token_key; /* PEM file */
+    const char *token_kid;
+    const char *audience;
+    const char *email;
 };
 
 enum hf_args_result { HF_ARGS_OK = 0, HF_ARGS_HELP = 1, HF_ARGS_ERROR = -1 };
@@ -213,6 +218,8 @@ struct hf_load_api {
 };
 
 extern const struct hf_load_api *const hf_load_apis[]; /* NULL-terminated */
+/* load-ekm.c: Cloud EKM wrap with a minted bearer token. */
+extern const struct hf_load_api hf_load_api_ekm_wrap;
 const struct hf_load_api *hf_load_api_find(const char *name);
 
 /* ---- The client: closed-loop VUs on epoll, one keep-alive connection each -------------------
