@@ -349,6 +349,22 @@ for log in "$HOLDFAST_STATE_DIR/audit.log" "$HF_TMP/holdfastd.log" "$HF_TMP/hold
 done
 hf_expect_exit 0 "$HF_CLI" audit verify
 
+# ---- hf-load's EKM builder against this gateway: its minted token is accepted on every call ----
+HF_LOAD="$top_builddir/tests/load/hf-load"
+if [ -x "$HF_LOAD" ]; then
+    hf_expect_exit 0 "$HF_LOAD" --url "$BASE" --api ekm-wrap --prefix ekm --key-id v0/keys/k1 \
+        --token-key "$JW/k1.pem" --token-kid k1 --audience https://ekm.test --email "$AGENT" \
+        --vus 2 --ramp-up 0 --steady 2s --ramp-down 0 --pause 0 --no-progress --csv "$HF_TMP/load.csv"
+    python3 - "$HF_TMP/load.csv" <<'PY' || hf_fail "hf-load ekm-wrap: $(cat "$HF_TMP/load.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ok = [r for r in rows if int(float(r.get("ops") or r.get("requests") or 0)) > 0]
+err = sum(int(float(v or 0)) for r in rows for k, v in r.items() if k and "error" in k.lower())
+print("hf-load ekm-wrap, 2 VUs for 2 s:", {k: rows[-1][k] for k in list(rows[-1])[:8]})
+sys.exit(0 if ok and err == 0 else 1)
+PY
+fi
+
 # ---- a store outage is 503 UNAVAILABLE (14), never 403 (Cloud EKM would disable the key) ----
 DB=$(ls "$HOLDFAST_STATE_DIR"/*.db 2>/dev/null | head -n 1)
 [ -n "$DB" ] || hf_fail "no SQLite store under $HOLDFAST_STATE_DIR"
