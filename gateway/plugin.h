@@ -236,11 +236,13 @@ uint64_t hf_now_us(void);
 /* Wall-clock time in seconds since the epoch (token exp/nbf/iat). */
 int64_t hf_wall_s(void);
 /* True when the request arrived more than deadline_ms ago (0: never): a key operation whose
- * answer the cloud no longer waits for is refused with HF_STATUS_UNAVAILABLE instead. */
+ * answer the cloud no longer waits for is refused instead, with the status the API gives a late
+ * backend (XKS: HF_STATUS_TIMEOUT, its 503 DependencyTimeoutException; EKM: 503 either way). */
 bool hf_request_past_deadline(const struct hf_request *req, unsigned deadline_ms);
 
-/* A token bucket: per_second tokens a second, holding at most burst (0: per_second). Thread-safe.
- * hf_rate_new(0, 0) allows everything. NULL if out of memory. */
+/* A token bucket: per_second tokens a second, holding at most burst (0: per_second; at least
+ * 1), full when made. Thread-safe. hf_rate_new(0, 0), and a NULL rate, allow everything. NULL if
+ * out of memory. */
 struct hf_rate;
 struct hf_rate *hf_rate_new(double per_second, double burst);
 bool hf_rate_allow(struct hf_rate *rate); /* takes a token; false: answer HF_STATUS_THROTTLED */
@@ -267,8 +269,10 @@ bool hf_conf_list(const char *value, char ***items, size_t *n, char *err, size_t
 char *hf_conf_path(const char *value);
 /* The contents of a file holding a secret (a credential, a token signing key), refused when
  * world-readable, group- or world-writable or owned by another unprivileged user (the message
- * names the file and its mode); a group-readable one is logged as a warning. *data is
- * NUL-terminated, in secure memory: release with hf_secret_free(*data, *len). */
+ * starts with the path and names its mode, "PATH: mode 0644: world-readable; chmod 600", so
+ * the caller can put its setting's name in front); a group-readable one is logged as a warning.
+ * Over max_len bytes (0: 64 KiB): refused. *data is NUL-terminated, in secure memory: release
+ * with hf_secret_free(*data, *len). path is used as given (pass it through hf_conf_path). */
 bool hf_conf_secret_file(const char *path, size_t max_len, char **data, size_t *len, char *err,
                          size_t errlen);
 void hf_secret_free(char *data, size_t len);
