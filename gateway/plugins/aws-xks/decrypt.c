@@ -100,7 +100,7 @@ enum hf_status hf_xks_handle_decrypt(void *state, struct hf_request *req)
         goto done;
     }
     if ((reply = json_object_new_object()) == NULL ||
-        (plain = hf_xks_json_b64(pt, b->input.len)) == NULL ||
+        (plain = hf_json_base64(pt, b->input.len)) == NULL ||
         json_object_object_add(reply, "plaintext", plain) != 0) {
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
         goto done;

@@ -83,20 +83,20 @@ static struct json_object *reply_body(const struct hf_xks_call *call, const stru
     struct json_object *o = json_object_new_object();
     const size_t len = call->body.input.len;
 
-    if (o == NULL || json_object_object_add(o, "ciphertext", hf_xks_json_b64(out->ct, len)) != 0 ||
-        json_object_object_add(o, "ciphertextMetadata", hf_xks_json_b64(out->cm, HF_XKS_CM_LEN)) !=
+    if (o == NULL || json_object_object_add(o, "ciphertext", hf_json_base64(out->ct, len)) != 0 ||
+        json_object_object_add(o, "ciphertextMetadata", hf_json_base64(out->cm, HF_XKS_CM_LEN)) !=
             0 ||
         json_object_object_add(o, "initializationVector",
-                               hf_xks_json_b64(out->iv, HF_XKS_IV_LEN)) != 0 ||
-        json_object_object_add(o, "authenticationTag", hf_xks_json_b64(out->tag, HF_XKS_TAG_LEN)) !=
+                               hf_json_base64(out->iv, HF_XKS_IV_LEN)) != 0 ||
+        json_object_object_add(o, "authenticationTag", hf_json_base64(out->tag, HF_XKS_TAG_LEN)) !=
             0 ||
         (call->body.want_cdiv &&
          json_object_object_add(o, "ciphertextDataIntegrityValue",
-                                hf_xks_json_b64(out->cdiv, HF_XKS_CDIV_LEN)) != 0)) {
+                                hf_json_base64(out->cdiv, HF_XKS_CDIV_LEN)) != 0)) {
         json_object_put(o);
         return NULL;
     }
-    /* json-c adds a NULL value when hf_xks_json_b64 ran out of memory: treat it as a failure. */
+    /* json-c adds a NULL value when hf_json_base64 ran out of memory: treat it as a failure. */
     json_object_object_foreach(o, k, v)
     {
         (void)k;

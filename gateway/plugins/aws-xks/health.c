@@ -169,7 +169,7 @@ enum hf_status hf_xks_handle_health(void *state, struct hf_request *req)
     enum hf_status st;
 
     if ((st = hf_xks_call_begin(state, req, HF_XKS_OP_HEALTH, &call)) != HF_STATUS_OK) return st;
-    now = hf_xks_now_us();
+    now = hf_now_us();
     bool reusable = health_link_is_open(&call); /* before the lock: a PKCS#11 call */
     pthread_mutex_lock(&call.rt->health_lock);
     if (reusable && call.rt->health != NULL && now < call.rt->health_expires_us &&

@@ -22,9 +22,7 @@ struct hf_sigv4_cache;
 struct hf_xks_store_rt {
     struct hf_sigv4_cache *sigv4; /* signing keys of this store's credential set */
 
-    pthread_mutex_t rate_lock; /* guards the token bucket below */
-    double tokens;
-    uint64_t refilled_us;
+    struct hf_rate *rate; /* the store's rate_limit (plugin.h's token bucket) */
 
     pthread_mutex_t health_lock; /* guards the cached health answer below */
     uint64_t health_expires_us;  /* 0: nothing cached */
@@ -63,9 +61,6 @@ enum hf_status hf_xks_key_find(struct hf_xks_call *call, struct hf_request *req,
 enum hf_status hf_xks_deadline_check(const struct hf_xks_call *call, struct hf_request *req);
 /* Fails the request with the status of a key operation's CK_RV; what says which operation. */
 enum hf_status hf_xks_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
-/* hf_base64_encode into a new json string (NULL if out of memory). */
-struct json_object *hf_xks_json_b64(const unsigned char *data, size_t len);
-uint64_t hf_xks_now_us(void);
 
 /* SigV4 (and the store's mTLS subject rule). HF_STATUS_OK or the request is failed with 401. */
 enum hf_status hf_xks_authenticate(const struct hf_xks_store *store, struct hf_xks_store_rt *rt,
