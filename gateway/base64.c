@@ -101,15 +101,17 @@ HF_PLUGIN_EXPORT bool hf_base64_decode_any(const char *in, size_t len, unsigned 
     if (!in || !out || !outlen) return false;
     while (data > 0 && in[data - 1] == '=' && len - data < 2)
         data--;
-    /* Padded: to a whole group. Unpadded: a lone character in the last group is no byte. */
-    if ((data != len && len % 4 != 0) || data % 4 == 1) return false;
+    /* Padded: to a whole group. (Unpadded, the padding added below makes a lone character in
+     * the last group "X===", which the strict decoder refuses.) */
+    if (data != len && len % 4 != 0) return false;
     if ((alphabet = alphabet_of(in, data)) == 0) return false;
     while (ok && done < data) {
         size_t n = data - done < B64_CHUNK ? data - done : B64_CHUNK;
 
         for (size_t i = 0; i < n; i++) {
             char c = in[done + i];
-            if (c == '=') ok = false; /* padding only at the end */
+            /* Only at the end: a chunk of its own would pass "AA==" to the strict decoder. */
+            if (c == '=') ok = false;
             chunk[i] = alphabet == 'u' && c == '-' ? '+' : alphabet == 'u' && c == '_' ? '/' : c;
         }
         done += n;
