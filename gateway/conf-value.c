@@ -101,15 +101,22 @@ static uint64_t unit_mult(const struct unit *units, size_t n, const char *name)
     return 0;
 }
 
+/* A number with a unit of units[] (what: "size", "duration"; help: the units in words): the
+ * scaled value within [min, max], or false with a message. */
 static bool with_unit(const char *value, const struct unit *units, size_t nunits, uint64_t min,
-                      uint64_t max, uint64_t *out)
+                      uint64_t max, uint64_t *out, const char *what, const char *help, char *err,
+                      size_t errlen)
 {
     const char *end = NULL;
     uint64_t n, mult;
 
-    if (value == NULL || out == NULL || !digits_parse(value, &n, &end)) return false;
-    mult = unit_mult(units, nunits, end);
-    return mult != 0 && scaled_in_range(n, mult, min, max, out);
+    if (value != NULL && out != NULL && digits_parse(value, &n, &end) &&
+        (mult = unit_mult(units, nunits, end)) != 0 && scaled_in_range(n, mult, min, max, out))
+        return true;
+    if (err && errlen)
+        snprintf(err, errlen, "expected a %s from %llu to %llu %s, got \"%.64s\"", what,
+                 (unsigned long long)min, (unsigned long long)max, help, value ? value : "");
+    return false;
 }
 
 HF_PLUGIN_EXPORT bool hf_conf_size(const char *value, uint64_t min, uint64_t max, uint64_t *out,
@@ -118,13 +125,8 @@ HF_PLUGIN_EXPORT bool hf_conf_size(const char *value, uint64_t min, uint64_t max
     static const struct unit units[] = {
         {"", 1}, {"k", 1024}, {"m", 1024 * 1024}, {"g", 1024 * 1024 * 1024}};
 
-    if (with_unit(value, units, sizeof(units) / sizeof(units[0]), min, max, out)) return true;
-    if (err && errlen)
-        snprintf(err, errlen,
-                 "expected a size from %llu to %llu bytes (a number, then k, M or G for "
-                 "KiB, MiB, GiB), got \"%.64s\"",
-                 (unsigned long long)min, (unsigned long long)max, value ? value : "");
-    return false;
+    return with_unit(value, units, sizeof(units) / sizeof(units[0]), min, max, out, "size",
+                     "bytes (a number, then k, M or G for KiB, MiB, GiB)", err, errlen);
 }
 
 HF_PLUGIN_EXPORT bool hf_conf_duration_ms(const char *value, uint64_t min, uint64_t max,
@@ -133,13 +135,8 @@ HF_PLUGIN_EXPORT bool hf_conf_duration_ms(const char *value, uint64_t min, uint6
     static const struct unit units[] = {
         {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60 * 1000}, {"h", 60 * 60 * 1000}};
 
-    if (with_unit(value, units, sizeof(units) / sizeof(units[0]), min, max, out)) return true;
-    if (err && errlen)
-        snprintf(err, errlen,
-                 "expected a duration from %llu to %llu ms (a number, then ms, s, m or h; "
-                 "bare: ms), got \"%.64s\"",
-                 (unsigned long long)min, (unsigned long long)max, value ? value : "");
-    return false;
+    return with_unit(value, units, sizeof(units) / sizeof(units[0]), min, max, out, "duration",
+                     "ms (a number, then ms, s, m or h; bare: ms)", err, errlen);
 }
 
 static bool list_push(char ***items, size_t *n, const char *item, size_t len)
@@ -178,4 +175,11 @@ HF_PLUGIN_EXPORT bool hf_conf_list(const char *value, char ***items, size_t *n, 
         p += len;
     }
     return true;
+}
+
+HF_PLUGIN_EXPORT void hf_conf_list_free(char **items, size_t n)
+{
+    for (size_t i = 0; items != NULL && i < n; i++)
+        free(items[i]);
+    free(items);
 }

@@ -647,13 +647,6 @@ done:
     return cfg;
 }
 
-static void strings_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 void hf_gw_config_free(struct hf_gw_config *cfg)
 {
     if (!cfg) return;
@@ -676,8 +669,8 @@ void hf_gw_config_free(struct hf_gw_config *cfg)
     for (size_t i = 0; i < cfg->nsuccess_by_api; i++)
         free(cfg->success_by_api[i].api);
     free(cfg->success_by_api);
-    strings_free(cfg->tls.subjects, cfg->tls.nsubjects);
-    strings_free(cfg->tls.sans, cfg->tls.nsans);
+    hf_conf_list_free(cfg->tls.subjects, cfg->tls.nsubjects);
+    hf_conf_list_free(cfg->tls.sans, cfg->tls.nsans);
     free(cfg->tls.cert);
     free(cfg->tls.key);
     free(cfg->tls.client_ca);

@@ -264,6 +264,8 @@ bool hf_conf_duration_ms(const char *value, uint64_t min, uint64_t max, uint64_t
 /* A comma- or space-separated list: each item trimmed, empty ones skipped. *items (free each,
  * then the array) gets *n of them, appended to what is there. */
 bool hf_conf_list(const char *value, char ***items, size_t *n, char *err, size_t errlen);
+/* Frees n items and the array (NULL is fine): what hf_conf_list filled. */
+void hf_conf_list_free(char **items, size_t n);
 /* A path as the config file means it: relative ones are relative to the file's directory.
  * A new string (free()), NULL if out of memory. */
 char *hf_conf_path(const char *value);

@@ -132,13 +132,6 @@ static void test_durations_with_their_units(void)
 
 /* ---- lists ----------------------------------------------------------------------------- */
 
-static void items_free(char **items, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(items[i]);
-    free(items);
-}
-
 static void test_lists_are_split_trimmed_and_appended(void)
 {
     char **items = NULL;
@@ -158,7 +151,8 @@ static void test_lists_are_split_trimmed_and_appended(void)
     CU_ASSERT_TRUE(hf_conf_list(" , ", &items, &n, err, sizeof(err)));
     CU_ASSERT_EQUAL(n, 6);
     CU_ASSERT_FALSE(hf_conf_list(NULL, &items, &n, err, sizeof(err)));
-    items_free(items, n);
+    hf_conf_list_free(items, n);
+    hf_conf_list_free(NULL, 0);
 }
 
 /* ---- paths ----------------------------------------------------------------------------- */

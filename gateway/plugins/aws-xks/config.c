@@ -82,13 +82,6 @@ static bool list_append(char ***list, size_t *n, const char *item)
     return true;
 }
 
-static void list_free(char **list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
-}
-
 /* ---- stores and credentials ----------------------------------------------------------------- */
 
 void hf_xks_config_init(struct hf_xks_config *cfg)
@@ -107,8 +100,8 @@ static void store_free(struct hf_xks_store *s)
             OPENSSL_secure_clear_free(s->creds[i].secret, strlen(s->creds[i].secret) + 1);
     if (s->creds) OPENSSL_cleanse(s->creds, s->ncreds * sizeof(*s->creds));
     free(s->creds);
-    list_free(s->regions, s->nregions);
-    list_free(s->keys, s->nkeys);
+    hf_conf_list_free(s->regions, s->nregions);
+    hf_conf_list_free(s->keys, s->nkeys);
     free(s->health_key);
     free(s->mtls_subject);
     free(s->mtls_san);
@@ -303,7 +296,7 @@ static bool list_add_all(char ***list, size_t *n, const char *value, const char 
     }
     ok = true;
 done:
-    list_free(items, nitems);
+    hf_conf_list_free(items, nitems);
     return ok;
 }
 

@@ -103,9 +103,7 @@ static enum hf_status health_check(struct hf_xks_call *call, struct hf_request *
     if (!hf_xks_cm_encode(key.version, cm) || RAND_bytes(probe, sizeof(probe)) != 1 ||
         RAND_bytes(iv, sizeof(iv)) != 1)
         return hf_request_fail(req, HF_STATUS_INTERNAL, "health check: no random bytes");
-    if ((st = hf_xks_deadline_check(call, req)) != HF_STATUS_OK) return st;
-    if ((rv = hf_p11_begin(req, "health.encrypt", &s)) != CKR_OK)
-        return hf_xks_fail_ckr(req, rv, "health check: opening a session");
+    if ((st = hf_xks_session_begin(call, req, "health.encrypt", &s)) != HF_STATUS_OK) return st;
     member_describe(s, m);
     rv = hf_xks_gcm_seal(hf_p11_functions(), s, key.current, iv, NULL, 0, cm, sizeof(cm), probe,
                          sizeof(probe), ct, tag);

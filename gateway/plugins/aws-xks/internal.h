@@ -56,9 +56,15 @@ void hf_xks_call_end(struct hf_xks_call *call);
 /* The key behind the call's keyId (its aws-xks link); fails the request when there is none. */
 enum hf_status hf_xks_key_find(struct hf_xks_call *call, struct hf_request *req,
                                struct hf_key_ref *key);
-/* The request is older than the store's deadline_ms: fails it with 503 rather than start a key
+/* The session for the call's first key operation (hf_p11_begin; operation as there), unless the
+ * request is older than the store's deadline_ms: then it fails with 503 rather than start a key
  * operation whose answer KMS no longer waits for. */
-enum hf_status hf_xks_deadline_check(const struct hf_xks_call *call, struct hf_request *req);
+enum hf_status hf_xks_session_begin(const struct hf_xks_call *call, struct hf_request *req,
+                                    const char *operation, CK_SESSION_HANDLE *session);
+/* The key can do the XKS AES_GCM construction (AES-256) and its link is open; fails the request
+ * when not. */
+enum hf_status hf_xks_key_gcm_check(const struct hf_xks_call *call, const struct hf_key_ref *key,
+                                    struct hf_request *req);
 /* Fails the request with the status of a key operation's CK_RV; what says which operation. */
 enum hf_status hf_xks_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
 

@@ -274,7 +274,7 @@ enum hf_status hf_xks_key_find(struct hf_xks_call *call, struct hf_request *req,
     return HF_STATUS_OK;
 }
 
-enum hf_status hf_xks_deadline_check(const struct hf_xks_call *call, struct hf_request *req)
+static enum hf_status deadline_check(const struct hf_xks_call *call, struct hf_request *req)
 {
     uint64_t received = hf_request_received_us(req), now = hf_now_us();
 
@@ -287,12 +287,39 @@ enum hf_status hf_xks_deadline_check(const struct hf_xks_call *call, struct hf_r
                            call->store->deadline_ms);
 }
 
+enum hf_status hf_xks_key_gcm_check(const struct hf_xks_call *call, const struct hf_key_ref *key,
+                                    struct hf_request *req)
+{
+    if (key->key_type != CKK_AES || key->bits != 256)
+        return hf_request_fail(req, HF_STATUS_KEY_USAGE,
+                               "key %s is not AES-256 and cannot do AES_GCM", call->key_id);
+    if (key->blocked)
+        return hf_request_fail(req, HF_STATUS_KEY_DISABLED, "the XKS link of key %s is blocked",
+                               call->key_id);
+    return HF_STATUS_OK;
+}
+
 enum hf_status hf_xks_fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
 {
     enum hf_status st = hf_status_from_ckr(rv);
 
     if (st == HF_STATUS_OK) st = HF_STATUS_INTERNAL;
     return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
+}
+
+enum hf_status hf_xks_session_begin(const struct hf_xks_call *call, struct hf_request *req,
+                                    const char *operation, CK_SESSION_HANDLE *session)
+{
+    enum hf_status st = deadline_check(call, req);
+    CK_RV rv;
+
+    if (st != HF_STATUS_OK) return st;
+    if ((rv = hf_p11_begin(req, operation, session)) != CKR_OK)
+        /* The health check's probe names itself (its audit operation is health.encrypt). */
+        return hf_xks_fail_ckr(req, rv,
+                               call->body.op == HF_XKS_OP_HEALTH ? "health check: opening a session"
+                                                                 : "opening a session");
+    return HF_STATUS_OK;
 }
 
 /* ---- the entry point ------------------------------------------------------------------------- */
