@@ -8,6 +8,7 @@ GATEWAY_SOURCES = \
 	gateway/conf-value.c gateway/conf-value.h \
 	gateway/conf-secret.c \
 	gateway/json.c gateway/json.h \
+	gateway/json-member.c \
 	gateway/random.c \
 	gateway/config.c gateway/config.h \
 	gateway/router.c gateway/router.h \

@@ -314,6 +314,25 @@ enum hf_status hf_json_parse(const void *text, size_t len, size_t max_len, int m
 void hf_json_wipe(struct json_object *root);
 /* hf_json_wipe, then json_object_put. */
 void hf_json_put_wiped(struct json_object *root);
+/* A request body's members, the rules every API's fields share. A string member of obj:
+ * HF_STATUS_OK with *out (borrowed from obj's tree; NULL when absent and not required) and *len
+ * (may be NULL). Otherwise why names the field as where then name (where: "" or a path such as
+ * "requestMetadata."), never its value: HF_STATUS_BAD_REQUEST when required and absent, not a
+ * string, or holding a NUL; over max_len bytes (0: no cap), over_cap (HF_STATUS_BAD_REQUEST for
+ * the API's own limit, HF_STATUS_UNSUPPORTED for a valid value over an implementation cap). */
+enum hf_status hf_json_member_string(const struct json_object *obj, const char *where,
+                                     const char *name, bool required, size_t max_len,
+                                     enum hf_status over_cap, const char **out, size_t *len,
+                                     char *why, size_t whylen);
+/* A base64 member decoded (any: hf_base64_decode_any's forms, else hf_base64_decode's), with the
+ * same rules on presence, type and its decoded size. HF_STATUS_OK with *data (malloc'd; release
+ * with OPENSSL_clear_free(*data, *len) when it may be a secret; NULL when absent and not
+ * required; never NULL when present, even empty) and *len; HF_STATUS_BAD_REQUEST for bad base64,
+ * HF_STATUS_INTERNAL out of memory. On failure *data is NULL and what was decoded is wiped. */
+enum hf_status hf_json_member_base64(const struct json_object *obj, const char *name,
+                                     bool required, bool any, size_t max_len,
+                                     enum hf_status over_cap, unsigned char **data, size_t *len,
+                                     char *why, size_t whylen);
 /* A header's number of occurrences (case-insensitive name): plugins refuse a repeated
  * Authorization, Host or date header, whose meaning would depend on which copy a reader takes. */
 size_t hf_request_header_count(const struct hf_request *req, const char *name);
