@@ -12,9 +12,8 @@
 #include <openssl/crypto.h>
 
 /* The cap message: an implementation cap says whose it is. */
-static enum hf_status over_cap_fail(const char *where, const char *name, size_t n,
-                                    const char *unit, size_t cap, enum hf_status over_cap,
-                                    char *why, size_t whylen)
+static enum hf_status over_cap_fail(const char *where, const char *name, size_t n, const char *unit,
+                                    size_t cap, enum hf_status over_cap, char *why, size_t whylen)
 {
     if (over_cap == HF_STATUS_UNSUPPORTED)
         snprintf(why, whylen, "%s%s is %zu %s; this proxy takes at most %zu", where, name, n, unit,
@@ -24,10 +23,11 @@ static enum hf_status over_cap_fail(const char *where, const char *name, size_t 
     return over_cap;
 }
 
-HF_PLUGIN_EXPORT enum hf_status
-hf_json_member_string(const struct json_object *obj, const char *where, const char *name,
-                      bool required, size_t max_len, enum hf_status over_cap, const char **out,
-                      size_t *len, char *why, size_t whylen)
+HF_PLUGIN_EXPORT enum hf_status hf_json_member_string(const struct json_object *obj,
+                                                      const char *where, const char *name,
+                                                      bool required, size_t max_len,
+                                                      enum hf_status over_cap, const char **out,
+                                                      size_t *len, char *why, size_t whylen)
 {
     struct json_object *v = NULL;
     const char *s;
@@ -60,10 +60,11 @@ hf_json_member_string(const struct json_object *obj, const char *where, const ch
     return HF_STATUS_OK;
 }
 
-HF_PLUGIN_EXPORT enum hf_status
-hf_json_member_base64(const struct json_object *obj, const char *name, bool required, bool any,
-                      size_t max_len, enum hf_status over_cap, unsigned char **data, size_t *len,
-                      char *why, size_t whylen)
+HF_PLUGIN_EXPORT enum hf_status hf_json_member_base64(const struct json_object *obj,
+                                                      const char *name, bool required, bool any,
+                                                      size_t max_len, enum hf_status over_cap,
+                                                      unsigned char **data, size_t *len, char *why,
+                                                      size_t whylen)
 {
     const char *s;
     size_t n = 0, max, got = 0;

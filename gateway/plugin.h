@@ -252,7 +252,8 @@ void hf_rate_free(struct hf_rate *rate);
  * Each parses one value of a plugin's section; false with a message in err naming what was
  * wanted (the gateway adds the file and line). */
 
-bool hf_conf_bool(const char *value, bool *out, char *err, size_t errlen); /* true/false/yes/no/on/off/1/0 */
+bool hf_conf_bool(const char *value, bool *out, char *err,
+                  size_t errlen); /* true/false/yes/no/on/off/1/0 */
 bool hf_conf_uint(const char *value, uint64_t min, uint64_t max, uint64_t *out, char *err,
                   size_t errlen);
 /* Bytes: a number with an optional k, M or G suffix (1024-based). */
@@ -329,10 +330,9 @@ enum hf_status hf_json_member_string(const struct json_object *obj, const char *
  * with OPENSSL_clear_free(*data, *len) when it may be a secret; NULL when absent and not
  * required; never NULL when present, even empty) and *len; HF_STATUS_BAD_REQUEST for bad base64,
  * HF_STATUS_INTERNAL out of memory. On failure *data is NULL and what was decoded is wiped. */
-enum hf_status hf_json_member_base64(const struct json_object *obj, const char *name,
-                                     bool required, bool any, size_t max_len,
-                                     enum hf_status over_cap, unsigned char **data, size_t *len,
-                                     char *why, size_t whylen);
+enum hf_status hf_json_member_base64(const struct json_object *obj, const char *name, bool required,
+                                     bool any, size_t max_len, enum hf_status over_cap,
+                                     unsigned char **data, size_t *len, char *why, size_t whylen);
 /* A header's number of occurrences (case-insensitive name): plugins refuse a repeated
  * Authorization, Host or date header, whose meaning would depend on which copy a reader takes. */
 size_t hf_request_header_count(const struct hf_request *req, const char *name);
@@ -383,14 +383,14 @@ enum hf_status hf_https_request(const struct hf_outbound_policy *policy, const c
 #define HF_JWT_ES256 2u
 
 struct hf_jwt_issuer {
-    const char *issuer;               /* "iss" must equal it */
-    const char *jwks;                 /* a file path, or an https:// URL */
-    const char *const *audiences;     /* "aud" (a string or an array) must hold one of them */
+    const char *issuer;           /* "iss" must equal it */
+    const char *jwks;             /* a file path, or an https:// URL */
+    const char *const *audiences; /* "aud" (a string or an array) must hold one of them */
     size_t naudiences;
-    unsigned algs;                    /* HF_JWT_RS256 | HF_JWT_ES256; 0: RS256 */
-    unsigned skew_s;                  /* exp, nbf, iat tolerance; 0: 60 */
-    unsigned refresh_max_s;           /* 0: 3600 */
-    const char *const *required;      /* claims that must be present ("email", "exp" always) */
+    unsigned algs;               /* HF_JWT_RS256 | HF_JWT_ES256; 0: RS256 */
+    unsigned skew_s;             /* exp, nbf, iat tolerance; 0: 60 */
+    unsigned refresh_max_s;      /* 0: 3600 */
+    const char *const *required; /* claims that must be present ("email", "exp" always) */
     size_t nrequired;
     const struct hf_outbound_policy *fetch; /* for an https JWKS; NULL: defaults */
 };

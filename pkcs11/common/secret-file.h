@@ -43,7 +43,8 @@ static inline enum hf_secret_file_verdict hf_secret_file_judge(const struct stat
     else if (st->st_mode & S_IWGRP)
         why = "group-writable";
     if (why) {
-        if (msg) snprintf(msg, msglen, "%s%s%s: mode %04o: %s; chmod 600", what, sep, path, mode, why);
+        if (msg)
+            snprintf(msg, msglen, "%s%s%s: mode %04o: %s; chmod 600", what, sep, path, mode, why);
         return HF_SECRET_FILE_REFUSE;
     }
     if (st->st_uid != 0 && st->st_uid != euid) {

@@ -56,22 +56,18 @@ static void test_any_takes_both_alphabets_padded_or_not(void)
 static void test_any_refuses_what_is_not_base64(void)
 {
     static const char *const bad[] = {
-        "+/-_",     /* mixed alphabets */
-        "-_8+",     /* mixed alphabets */
-        "SGVs bG8", /* whitespace */
-        "SGVsbG8\n",
-        " SGk",
-        "SGk=\r\n",
-        "S",        /* a lone character is no byte */
-        "SGVsb",    /* the same after a whole group */
-        "SG=k",     /* padding inside */
-        "SA=",      /* padded, yet not to a whole group */
-        "SA===",    /* too much padding */
-        "====",     /* nothing but padding */
-        "==",
-        "SGk*",     /* outside both alphabets */
-        "SGl=",     /* pad bits not zero: not the one encoding of "Hi" */
-        "SB",       /* the same unpadded */
+        "+/-_",                               /* mixed alphabets */
+        "-_8+",                               /* mixed alphabets */
+        "SGVs bG8",                           /* whitespace */
+        "SGVsbG8\n", " SGk", "SGk=\r\n", "S", /* a lone character is no byte */
+        "SGVsb",                              /* the same after a whole group */
+        "SG=k",                               /* padding inside */
+        "SA=",                                /* padded, yet not to a whole group */
+        "SA===",                              /* too much padding */
+        "====",                               /* nothing but padding */
+        "==",        "SGk*",                  /* outside both alphabets */
+        "SGl=",                               /* pad bits not zero: not the one encoding of "Hi" */
+        "SB",                                 /* the same unpadded */
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -169,7 +165,8 @@ static CU_TestInfo base64_tests[] = {
      test_any_refuses_padding_at_a_chunk_boundary},
     {"strict: standard and padded only", test_strict_stays_strict},
     {"URL-safe encoding has no padding", test_url_encoding_is_unpadded_url_safe},
-    {"base64 as a json string is standard and padded", test_json_base64_is_a_standard_padded_string},
+    {"base64 as a json string is standard and padded",
+     test_json_base64_is_a_standard_padded_string},
     CU_TEST_INFO_NULL,
 };
 

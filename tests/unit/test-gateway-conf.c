@@ -56,8 +56,8 @@ static void test_bools(void)
 
 static void test_whole_numbers_and_their_bounds(void)
 {
-    static const char *const bad[] = {"",   "-1",  "+1",  " 1",   "1 ",  "0x10",
-                                      "1.5", "12abc", "1k", "18446744073709551616"};
+    static const char *const bad[] = {"",     "-1",  "+1",    " 1", "1 ",
+                                      "0x10", "1.5", "12abc", "1k", "18446744073709551616"};
     uint64_t v = 0;
 
     CU_ASSERT_TRUE(hf_conf_uint("0", 0, 10, &v, err, sizeof(err)) && v == 0);
@@ -80,16 +80,10 @@ static void test_sizes_with_their_suffixes(void)
     static const struct {
         const char *in;
         uint64_t want;
-    } ok[] = {{"0", 0},
-              {"512", 512},
-              {"1k", 1024},
-              {"16K", 16384},
-              {"2M", 2097152},
-              {"3m", 3145728},
-              {"1G", 1073741824},
-              {"4g", 4294967296u}};
-    static const char *const bad[] = {"", "k", "1kb", "1 k", "-1k", "1.5k", "1t", "1kk",
-                                      "18014398509481984k"};
+    } ok[] = {{"0", 0},        {"512", 512},    {"1k", 1024},       {"16K", 16384},
+              {"2M", 2097152}, {"3m", 3145728}, {"1G", 1073741824}, {"4g", 4294967296u}};
+    static const char *const bad[] = {
+        "", "k", "1kb", "1 k", "-1k", "1.5k", "1t", "1kk", "18014398509481984k"};
     uint64_t v;
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -111,10 +105,10 @@ static void test_durations_with_their_units(void)
     static const struct {
         const char *in;
         uint64_t want;
-    } ok[] = {{"250", 250},  {"250ms", 250},   {"0s", 0},     {"2s", 2000},
+    } ok[] = {{"250", 250},   {"250ms", 250},  {"0s", 0},       {"2s", 2000},
               {"3m", 180000}, {"1h", 3600000}, {"1H", 3600000}, {"90S", 90000}};
-    static const char *const bad[] = {"", "s", "1d", "1.5s", "1 s", "-1s", "1sec", "1msx",
-                                      "5124095576030432h"};
+    static const char *const bad[] = {
+        "", "s", "1d", "1.5s", "1 s", "-1s", "1sec", "1msx", "5124095576030432h"};
     uint64_t v;
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -162,7 +156,8 @@ static void path_is(const char *value, const char *want)
     char *got = hf_conf_path(value);
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
-    if (strcmp(got, want) != 0) fprintf(stderr, "\n  hf_conf_path(%s): %s, want %s\n", value, got, want);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "\n  hf_conf_path(%s): %s, want %s\n", value, got, want);
     CU_ASSERT_STRING_EQUAL(got, want);
     free(got);
 }

@@ -22,8 +22,8 @@ static struct json_object *body(const char *text)
     return o;
 }
 
-static enum hf_status string_of(struct json_object *o, const char *name, bool required,
-                                size_t cap, enum hf_status over, const char **s, size_t *len)
+static enum hf_status string_of(struct json_object *o, const char *name, bool required, size_t cap,
+                                enum hf_status over, const char **s, size_t *len)
 {
     why[0] = '\0';
     return hf_json_member_string(o, "ctx.", name, required, cap, over, s, len, why, sizeof(why));
@@ -49,8 +49,7 @@ static void test_string_members(void)
     CU_ASSERT_EQUAL(string_of(o, "e", true, 0, HF_STATUS_BAD_REQUEST, &s, &len), HF_STATUS_OK);
     CU_ASSERT_STRING_EQUAL(s, "");
     /* Absent: fine unless required. */
-    CU_ASSERT_EQUAL(string_of(o, "gone", false, 0, HF_STATUS_BAD_REQUEST, &s, &len),
-                    HF_STATUS_OK);
+    CU_ASSERT_EQUAL(string_of(o, "gone", false, 0, HF_STATUS_BAD_REQUEST, &s, &len), HF_STATUS_OK);
     CU_ASSERT_PTR_NULL(s);
     CU_ASSERT_EQUAL(string_of(o, "gone", true, 0, HF_STATUS_BAD_REQUEST, &s, NULL),
                     HF_STATUS_BAD_REQUEST);
@@ -116,8 +115,8 @@ static void test_base64_members(void)
     why_is("gone is required", NULL);
     CU_ASSERT_EQUAL(b64_of(o, "n", false, 0, &data, &len), HF_STATUS_BAD_REQUEST);
     why_is("n must be a string", NULL);
-    CU_ASSERT_EQUAL(hf_json_member_base64(o, "gone", false, false, 0, HF_STATUS_BAD_REQUEST,
-                                          &data, &len, why, sizeof(why)),
+    CU_ASSERT_EQUAL(hf_json_member_base64(o, "gone", false, false, 0, HF_STATUS_BAD_REQUEST, &data,
+                                          &len, why, sizeof(why)),
                     HF_STATUS_OK);
     CU_ASSERT_PTR_NULL(data);
     json_object_put(o);

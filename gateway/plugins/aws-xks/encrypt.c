@@ -83,8 +83,8 @@ static struct json_object *reply_body(const struct hf_xks_call *call, const stru
     if (o == NULL || json_object_object_add(o, "ciphertext", hf_json_base64(out->ct, len)) != 0 ||
         json_object_object_add(o, "ciphertextMetadata", hf_json_base64(out->cm, HF_XKS_CM_LEN)) !=
             0 ||
-        json_object_object_add(o, "initializationVector",
-                               hf_json_base64(out->iv, HF_XKS_IV_LEN)) != 0 ||
+        json_object_object_add(o, "initializationVector", hf_json_base64(out->iv, HF_XKS_IV_LEN)) !=
+            0 ||
         json_object_object_add(o, "authenticationTag", hf_json_base64(out->tag, HF_XKS_TAG_LEN)) !=
             0 ||
         (call->body.want_cdiv &&

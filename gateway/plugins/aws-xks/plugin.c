@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "gateway/plugins/aws-xks/sigv4.h"
 
 /* ---- the error table: every enum hf_status, in the spec's names ------------------------------ */

@@ -103,9 +103,8 @@ static enum hf_status expect_enum(struct json_object *root, const char *name, bo
                                   const char *want, bool *present, char *why, size_t whylen)
 {
     const char *s;
-    enum hf_status st =
-        hf_json_member_string(root, "", name, required, 0, HF_STATUS_BAD_REQUEST, &s, NULL, why,
-                              whylen);
+    enum hf_status st = hf_json_member_string(root, "", name, required, 0, HF_STATUS_BAD_REQUEST,
+                                              &s, NULL, why, whylen);
 
     if (present) *present = s != NULL;
     if (st != HF_STATUS_OK || s == NULL) return st;
