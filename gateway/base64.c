@@ -105,6 +105,9 @@ HF_PLUGIN_EXPORT bool hf_base64_decode_any(const char *in, size_t len, unsigned 
      * the last group "X===", which the strict decoder refuses.) */
     if (data != len && len % 4 != 0) return false;
     if ((alphabet = alphabet_of(in, data)) == 0) return false;
+    /* What proto3 JSON writers send, standard and padded, is the strict form: decoded in place,
+     * without the chunked translation (which measured 2-3x the strict decoder here). */
+    if (alphabet == 's' && len % 4 == 0) return hf_base64_decode(in, len, out, outlen);
     while (ok && done < data) {
         size_t n = data - done < B64_CHUNK ? data - done : B64_CHUNK;
 
