@@ -11,6 +11,7 @@ GATEWAY_SOURCES = \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
 	gateway/keys.c gateway/keys.h \
+	gateway/key-check.c \
 	gateway/audit.c gateway/audit.h \
 	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \

@@ -9,7 +9,8 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-log \
 	tests/unit/test-gateway-preauth \
 	tests/unit/test-gateway-json \
-	tests/unit/test-gateway-request
+	tests/unit/test-gateway-request \
+	tests/unit/test-gateway-key-check
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
 # TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
@@ -37,4 +38,7 @@ tests_unit_test_gateway_json_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c
 tests_unit_test_gateway_request_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_request_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_key_check_SOURCES = tests/unit/test-gateway-key-check.c
+tests_unit_test_gateway_key_check_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_key_check_LDADD = $(GATEWAY_UNIT_LDADD)
 endif

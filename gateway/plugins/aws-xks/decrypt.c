@@ -29,11 +29,12 @@ static enum hf_status version_find(const struct hf_xks_call *call, const struct 
     if (key->key_type != CKK_AES || key->bits != 256)
         return hf_request_fail(req, HF_STATUS_KEY_USAGE,
                                "key %s is not AES-256 and cannot do AES_GCM", call->key_id);
-    if (key->blocked)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED, "the XKS link of key %s is blocked",
-                               call->key_id);
-    if (!(key->usage & HF_USAGE_DECRYPT))
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE, "key %s may not decrypt", call->key_id);
+    /* The link and the mask first, before the ciphertext is looked at; the state is the
+     * version's, known once the ciphertext names it (ACTIVE here leaves it out). */
+    st = hf_key_may(key, HF_KEY_OP_DECRYPT, HF_STATE_ACTIVE);
+    if (st == HF_STATUS_KEY_DISABLED)
+        return hf_request_fail(req, st, "the XKS link of key %s is blocked", call->key_id);
+    if (st != HF_STATUS_OK) return hf_request_fail(req, st, "key %s may not decrypt", call->key_id);
     /* Holdfast always returns a ciphertextMetadata; without one (or with one it did not
      * write) the GCM AAD cannot be the one the tag covers. */
     if (!b->cm.present)
@@ -51,8 +52,8 @@ static enum hf_status version_find(const struct hf_xks_call *call, const struct 
         return hf_request_fail(req, st, "version %lu of key %s cannot be read",
                                (unsigned long)version, call->key_id);
     /* Deactivated and compromised keys still decrypt (old data stays readable). */
-    if (state != HF_STATE_ACTIVE && state != HF_STATE_DEACTIVATED && state != HF_STATE_COMPROMISED)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
+    if ((st = hf_key_may(key, HF_KEY_OP_DECRYPT, state)) != HF_STATUS_OK)
+        return hf_request_fail(req, st,
                                "version %lu of key %s is %s and may not decrypt",
                                (unsigned long)version, call->key_id,
                                state == HF_STATE_PRE_ACTIVE ? "pre-active" : "destroyed");

@@ -23,19 +23,19 @@ struct sealed {
 static enum hf_status key_check(const struct hf_xks_call *call, const struct hf_key_ref *key,
                                 struct hf_request *req)
 {
+    enum hf_status st;
+
     if (key->key_type != CKK_AES || key->bits != 256)
         return hf_request_fail(req, HF_STATUS_KEY_USAGE,
                                "key %s is not AES-256 and cannot do AES_GCM", call->key_id);
-    if (key->blocked)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED, "the XKS link of key %s is blocked",
+    st = hf_key_may(key, HF_KEY_OP_ENCRYPT, 0);
+    if (st == HF_STATUS_KEY_DISABLED && key->blocked)
+        return hf_request_fail(req, st, "the XKS link of key %s is blocked", call->key_id);
+    if (st == HF_STATUS_KEY_DISABLED)
+        return hf_request_fail(req, st, "key %s is not active, so it may not encrypt",
                                call->key_id);
-    /* ARCHITECTURE.md, states: only an active key encrypts. */
-    if (key->state != HF_STATE_ACTIVE)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
-                               "key %s is not active, so it may not encrypt", call->key_id);
-    if (!(key->usage & HF_USAGE_ENCRYPT))
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE, "key %s may not encrypt", call->key_id);
-    if (call->body.want_cdiv && !(key->usage & HF_USAGE_DECRYPT))
+    if (st != HF_STATUS_OK) return hf_request_fail(req, st, "key %s may not encrypt", call->key_id);
+    if (call->body.want_cdiv && hf_key_may(key, HF_KEY_OP_DECRYPT, 0) == HF_STATUS_KEY_USAGE)
         return hf_request_fail(req, HF_STATUS_KEY_USAGE,
                                "key %s may not decrypt, so its ciphertext cannot be verified for "
                                "a ciphertextDataIntegrityValue",

@@ -340,6 +340,7 @@ struct json_object *hf_xks_json_b64(const unsigned char *data, size_t len)
 static const struct hf_plugin xks_plugin = {
     .abi_version = HF_PLUGIN_ABI_VERSION,
     .name = "aws-xks",
+    .link_type = HF_XKS_LINK_TYPE,
     .routes = xks_routes,
     .nroutes = sizeof(xks_routes) / sizeof(xks_routes[0]),
     .errors = xks_errors,
