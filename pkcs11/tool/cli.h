@@ -123,6 +123,9 @@ json_object *hf_cli_link_json(const struct hf_link *link, const char *key_name);
 int hf_cmd_init(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_key(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_link(struct hf_cli *cli, int argc, char **argv);
+/* cmd-link-type.c: `link types`, `link type add` */
+int hf_cmd_link_types(struct hf_cli *cli, int argc, char **argv);
+int hf_cmd_link_type(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_audit(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_encrypt(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_decrypt(struct hf_cli *cli, int argc, char **argv);

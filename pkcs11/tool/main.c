@@ -27,7 +27,7 @@ static const struct hf_cli_command commands[] = {
      "STATE_DIR/token-so.pin, token-user.pin or token-gateway.pin. PINs are never printed.\n"},
     {"key", hf_cmd_key, "create|list|show|rotate|activate|deactivate|compromise|destroy|label ...",
      "manage keys, their versions, states and labels", NULL},
-    {"link", hf_cmd_link, "add|block|unblock|list ...",
+    {"link", hf_cmd_link, "add|block|unblock|list|types|type ...",
      "map cloud identities to keys; block a link to cut its access (the HYOK kill switch)", NULL},
     {"audit", hf_cmd_audit, "verify [--file PATH]", "check the audit log's hash chains", NULL},
     {"encrypt", hf_cmd_encrypt, "--key REF [--in FILE|-] [--out FILE|-]",
