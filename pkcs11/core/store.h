@@ -85,7 +85,7 @@ CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf
  * A name is [a-z0-9-]{1,HF_LINK_TYPE_MAX} (CKR_ATTRIBUTE_VALUE_INVALID otherwise). add is
  * idempotent: *added (may be NULL) says whether the name is new. get: CKR_OK when registered,
  * CKR_KEY_HANDLE_INVALID when not. list: sorted; free each, then the array. */
-#define HF_LINK_TYPE_MAX 32
+#define HF_LINK_TYPE_MAX HF_LINK_TYPE_MAX_LEN
 bool hf_link_type_is_valid(const char *name);
 CK_RV hf_store_link_type_add(struct hf_store *store, const char *name, int64_t when, bool *added);
 CK_RV hf_store_link_type_get(struct hf_store *store, const char *name);
