@@ -13,6 +13,7 @@ GATEWAY_SOURCES = \
 	gateway/keys.c gateway/keys.h \
 	gateway/key-check.c \
 	gateway/audit.c gateway/audit.h \
+	gateway/audit-fields.c \
 	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \
 	gateway/log.c gateway/log.h \

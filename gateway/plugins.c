@@ -4,6 +4,7 @@
  * reload reuses the code and makes a fresh state. */
 #include "hf-build.h"
 
+#include "gateway/p11.h"
 #include "gateway/plugins.h"
 
 #include <dlfcn.h>
@@ -192,6 +193,11 @@ struct hf_gw_generation *hf_gw_generation_build(struct hf_gw_config *cfg, bool s
     for (size_t i = 0; start && i < gen->nplugins; i++) {
         struct hf_gw_plugin *pl = &gen->plugins[i];
         char why[256] = "";
+        /* Before start, which may look its links up: `holdfast link add` then accepts them. */
+        if (pl->p->link_type && !hf_gw_p11_link_type_register(pl->p->link_type, why, sizeof(why))) {
+            snprintf(err, errlen, "plugin %s: %s", pl->name, why);
+            goto fail;
+        }
         if (pl->p->start && !pl->p->start(pl->state, why, sizeof(why))) {
             snprintf(err, errlen, "plugin %s: %s", pl->name, why[0] ? why : "start failed");
             goto fail;
