@@ -81,8 +81,8 @@ char *hf_gw_audit_fields_json(const struct hf_request *req)
         if (json_object_object_add(obj, req->audit_fields[i].name,
                                    json_object_new_string(req->audit_fields[i].value)) != 0)
             goto done;
-    text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
+    text = json_object_to_json_string_ext(obj,
+                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     /* The module refuses what is over its bound: better no fields than no record. */
     if (text && strlen(text) <= HF_REQUEST_FIELDS_MAX_LEN)
         out = strdup(text);

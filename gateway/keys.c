@@ -387,9 +387,9 @@ static enum hf_status version_fetch(const struct hf_key_ref *key, CK_ULONG versi
     return HF_STATUS_OK;
 }
 
-HF_PLUGIN_EXPORT enum hf_status hf_keys_version_info(const struct hf_key_ref *key,
-                                                     CK_ULONG version, CK_OBJECT_HANDLE *object,
-                                                     CK_ULONG *state, char version_uuid[37])
+HF_PLUGIN_EXPORT enum hf_status hf_keys_version_info(const struct hf_key_ref *key, CK_ULONG version,
+                                                     CK_OBJECT_HANDLE *object, CK_ULONG *state,
+                                                     char version_uuid[37])
 {
     char ckey[80];
     struct entry cached, fresh;
@@ -429,8 +429,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_version(const struct hf_key_ref *key, CK
 
 /* The key and number of the version uuid names (any face of it: all share CKA_HF_VERSION_UUID),
  * and the link of link_type that reaches that key (HF_GetKeyLink), into out. */
-static enum hf_status version_uuid_fetch(const char *link_type, const char *uuid,
-                                         struct entry *out)
+static enum hf_status version_uuid_fetch(const char *link_type, const char *uuid, struct entry *out)
 {
     CK_FUNCTION_LIST_PTR f = hf_p11_functions();
     const HF_FUNCTION_LIST *v = hf_p11_vendor();

@@ -62,8 +62,8 @@ CK_RV hf_audit_fields_canon(const char *text, char **out)
     *out = NULL;
     if (len == 0 || len > HF_REQUEST_FIELDS_MAX_LEN) goto done;
     if (!(obj = parse_strict(text, len)) || !shape_is_valid(obj)) goto done;
-    canon = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-                                                    JSON_C_TO_STRING_NOSLASHESCAPE);
+    canon = json_object_to_json_string_ext(obj,
+                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (!canon) {
         rv = CKR_HOST_MEMORY;
         goto done;

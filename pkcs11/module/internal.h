@@ -199,7 +199,8 @@ struct hf_session {
     /* vendor interface: request context for the next key operation (strings owned here) */
     HF_REQUEST_CONTEXT ctx;
     bool has_ctx;
-    char *fields; /* 1.3: the request's audit fields, canonical (audit-fields.h); cleared with ctx */
+    char
+        *fields; /* 1.3: the request's audit fields, canonical (audit-fields.h); cleared with ctx */
     uint64_t last_audit_seq;
 };
 

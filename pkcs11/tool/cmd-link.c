@@ -182,8 +182,8 @@ static int cmd_list(struct hf_cli *cli, int argc, char **argv)
 }
 
 #define ADD_DETAILS                                                                                \
-    "  TYPE    a registered link type (`holdfast link types`): aws-xks, gcp-ekm, ...\n"           \
-    "  EXT_ID  the cloud's identifier for the key (an XKS key id, an EKM key path, ...)\n"       \
+    "  TYPE    a registered link type (`holdfast link types`): aws-xks, gcp-ekm, ...\n"            \
+    "  EXT_ID  the cloud's identifier for the key (an XKS key id, an EKM key path, ...)\n"         \
     "  KEY     the key's name or UUID\n"
 
 /* TYPE names the cloud API ("aws-xks", "gcp-ekm", "oci", "sap", "gws-cse", or a plugin's own);

@@ -109,9 +109,9 @@ static enum hf_status version_handle(void *state, struct hf_request *req)
     json_object_object_add(out, "versionUuid", json_object_new_string(vuuid));
     json_object_object_add(out, "currentVersion", json_object_new_int64((int64_t)key.version));
     json_object_object_add(out, "currentVersionUuid", json_object_new_string(key.version_uuid));
-    json_object_object_add(out, "mayEncrypt",
-                           json_object_new_boolean(hf_key_may(&key, HF_KEY_OP_ENCRYPT, 0) ==
-                                                   HF_STATUS_OK));
+    json_object_object_add(
+        out, "mayEncrypt",
+        json_object_new_boolean(hf_key_may(&key, HF_KEY_OP_ENCRYPT, 0) == HF_STATUS_OK));
     hf_reply_json(req, 200, out);
     return HF_STATUS_OK;
 }

@@ -32,10 +32,8 @@ static const struct {
     CK_ULONG state;
     enum hf_status want[5];
 } state_table[] = {
-    {HF_STATE_PRE_ACTIVE, {DIS, DIS, DIS, DIS, OK}},
-    {HF_STATE_ACTIVE, {OK, OK, OK, OK, OK}},
-    {HF_STATE_DEACTIVATED, {DIS, OK, DIS, OK, OK}},
-    {HF_STATE_COMPROMISED, {DIS, OK, DIS, OK, OK}},
+    {HF_STATE_PRE_ACTIVE, {DIS, DIS, DIS, DIS, OK}}, {HF_STATE_ACTIVE, {OK, OK, OK, OK, OK}},
+    {HF_STATE_DEACTIVATED, {DIS, OK, DIS, OK, OK}},  {HF_STATE_COMPROMISED, {DIS, OK, DIS, OK, OK}},
     {HF_STATE_DESTROYED, {DIS, DIS, DIS, DIS, OK}},
 };
 

@@ -1069,9 +1069,10 @@ static void test_request_fields_land_in_one_record(void)
     static const char fields[] =
         "{\"reason\":\"CUSTOMER_INITIATED_ACCESS\",\"quote\":\"a \\\"b\\\" c\\\\d\","
         "\"name\":\"J\\u00f6rg \\u2603\",\"ctl\":\"x\\ny\"}";
-    static const char want[] = "\"fields\":{\"reason\":\"CUSTOMER_INITIATED_ACCESS\","
-                               "\"quote\":\"a \\\"b\\\" c\\\\d\",\"name\":\"J\xc3\xb6rg \xe2\x98\x83\","
-                               "\"ctl\":\"x\\ny\"},\"result\"";
+    static const char want[] =
+        "\"fields\":{\"reason\":\"CUSTOMER_INITIATED_ACCESS\","
+        "\"quote\":\"a \\\"b\\\" c\\\\d\",\"name\":\"J\xc3\xb6rg \xe2\x98\x83\","
+        "\"ctl\":\"x\\ny\"},\"result\"";
     unsigned char iv[12] = {1}, msg[16] = {2}, ct[64];
     CK_GCM_PARAMS gp = {iv, sizeof(iv), 96, NULL, 0, 128};
     CK_MECHANISM gcm = {CKM_AES_GCM, &gp, sizeof(gp)};
@@ -1168,8 +1169,7 @@ static void test_link_types_register_and_key_links(void)
     CU_ASSERT_EQUAL(hf_core_link_add(core, "unit-api", "u-1", uuid, NULL), CKR_OK);
     hf_core_close(core);
     CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, uuid, "aws-xks", NULL, &len), CKR_KEY_HANDLE_INVALID);
-    CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, "not-a-uuid", "unit-api", NULL, &len),
-                    CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, "not-a-uuid", "unit-api", NULL, &len), CKR_ARGUMENTS_BAD);
     CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, uuid, "unit-api", NULL, &len), CKR_OK);
     CU_ASSERT_EQUAL(len, 4);
     len = 3;

@@ -53,8 +53,7 @@ static enum hf_status version_find(const struct hf_xks_call *call, const struct 
                                (unsigned long)version, call->key_id);
     /* Deactivated and compromised keys still decrypt (old data stays readable). */
     if ((st = hf_key_may(key, HF_KEY_OP_DECRYPT, state)) != HF_STATUS_OK)
-        return hf_request_fail(req, st,
-                               "version %lu of key %s is %s and may not decrypt",
+        return hf_request_fail(req, st, "version %lu of key %s is %s and may not decrypt",
                                (unsigned long)version, call->key_id,
                                state == HF_STATE_PRE_ACTIVE ? "pre-active" : "destroyed");
     return HF_STATUS_OK;
