@@ -10,18 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool field_name_is_valid(const char *name)
-{
-    size_t len = strlen(name);
-
-    if (len == 0 || len > HF_REQUEST_FIELDS_NAME_MAX) return false;
-    for (size_t i = 0; i < len; i++)
-        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-              name[i] == '_'))
-            return false;
-    return true;
-}
-
 static void field_remove(struct hf_request *req, size_t i)
 {
     free(req->audit_fields[i].name);
@@ -38,7 +26,7 @@ HF_PLUGIN_EXPORT void hf_request_set_audit_field(struct hf_request *req, const c
     size_t i;
 
     if (!req || !name) return;
-    if (!field_name_is_valid(name)) {
+    if (!hf_name_is_valid(name, HF_REQUEST_FIELDS_NAME_MAX, '_')) {
         hf_gw_log_warn("request %s: audit field name refused: want [a-z0-9_]{1,32}", req->id);
         return;
     }

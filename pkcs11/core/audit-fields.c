@@ -11,18 +11,6 @@
 
 #include <json-c/json.h>
 
-static bool name_is_valid(const char *name)
-{
-    size_t len = strlen(name);
-
-    if (len == 0 || len > HF_REQUEST_FIELDS_NAME_MAX) return false;
-    for (size_t i = 0; i < len; i++)
-        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-              name[i] == '_'))
-            return false;
-    return true;
-}
-
 /* Strict JSON whose raw bytes are valid UTF-8; NULL otherwise. */
 static json_object *parse_strict(const char *text, size_t len)
 {
@@ -46,7 +34,9 @@ static bool shape_is_valid(json_object *obj)
     if (json_object_object_length(obj) > HF_REQUEST_FIELDS_MAX) return false;
     json_object_object_foreach(obj, name, value)
     {
-        if (!name_is_valid(name) || !json_object_is_type(value, json_type_string)) return false;
+        if (!hf_name_is_valid(name, HF_REQUEST_FIELDS_NAME_MAX, '_') ||
+            !json_object_is_type(value, json_type_string))
+            return false;
     }
     return true;
 }

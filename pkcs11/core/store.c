@@ -468,14 +468,7 @@ CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char 
 
 bool hf_link_type_is_valid(const char *name)
 {
-    size_t len = name ? strlen(name) : 0;
-
-    if (len == 0 || len > HF_LINK_TYPE_MAX) return false;
-    for (size_t i = 0; i < len; i++)
-        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-              name[i] == '-'))
-            return false;
-    return true;
+    return hf_name_is_valid(name, HF_LINK_TYPE_MAX, '-');
 }
 
 CK_RV hf_store_link_type_add(struct hf_store *store, const char *name, int64_t when, bool *added)

@@ -126,6 +126,20 @@ typedef struct HF_AUDIT_STATUS {
 #define HF_LINK_TYPE_MAX_LEN 32
 #define HF_LINK_ID_MAX_LEN 1024
 
+/* The one spelling rule of both names, here so that the module and its callers agree: 1 to max
+ * bytes of a-z, 0-9 and punct ('-' for a link type, '_' for a request field's name). */
+static inline CK_BBOOL hf_name_is_valid(const char *name, unsigned long max, char punct)
+{
+    unsigned long len = 0;
+
+    if (!name) return CK_FALSE;
+    for (; name[len]; len++)
+        if (len >= max || !((name[len] >= 'a' && name[len] <= 'z') ||
+                            (name[len] >= '0' && name[len] <= '9') || name[len] == punct))
+            return CK_FALSE;
+    return len > 0 ? CK_TRUE : CK_FALSE;
+}
+
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
  * thread: it must not block. */
 typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);

@@ -85,6 +85,8 @@ int hf_cli_args(struct hf_cli *cli, int argc, char **argv, int min, int max);
  * command insists on): common options, *yes, then hf_cli_args. HF_CLI_CONTINUE to go on; the
  * refusal without --yes is the command's own, as only it can say what would be lost. */
 int hf_cli_args_yes(struct hf_cli *cli, int argc, char **argv, int min, int max, bool *yes);
+/* The whole parse of a command with no options but the common ones. */
+int hf_cli_args_plain(struct hf_cli *cli, int argc, char **argv, int min, int max);
 
 /* output.c */
 void hf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -7,38 +7,20 @@
 
 #include "pkcs11/tool/cli.h"
 
-static int parse_plain(struct hf_cli *cli, int argc, char **argv, int min, int max)
-{
-    static const struct option opts[] = {HF_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int c, rc;
-
-    while ((c = hf_cli_getopt(argc, argv, opts)) != -1)
-        if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
-    return hf_cli_args(cli, argc, argv, min, max);
-}
-
+/* One name a line (as scripts want it), or a JSON array of names. */
 static int types_print(struct hf_cli *cli, char **names, size_t n)
 {
-    static const char *const headers[] = {"TYPE"};
-    json_object *arr = NULL;
-    struct hf_table *t = NULL;
+    json_object *arr;
 
-    if (cli->json)
-        arr = json_object_new_array();
-    else
-        t = hf_table_new(1, headers);
-    if (!arr && !t) return hf_cli_json_print(NULL);
-    for (size_t i = 0; i < n; i++) {
-        const char *row[1] = {names[i]};
-        if (arr)
-            json_object_array_add(arr, json_object_new_string(names[i]));
-        else
-            hf_table_add(t, row);
+    if (!cli->json) {
+        for (size_t i = 0; i < n; i++)
+            printf("%s\n", names[i]);
+        return HF_EXIT_OK;
     }
-    if (arr) return hf_cli_json_print(arr);
-    hf_table_print(t, stdout, "");
-    hf_table_free(t);
-    return HF_EXIT_OK;
+    if (!(arr = json_object_new_array())) return hf_cli_json_print(NULL);
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(arr, json_object_new_string(names[i]));
+    return hf_cli_json_print(arr);
 }
 
 int hf_cmd_link_types(struct hf_cli *cli, int argc, char **argv)
@@ -48,7 +30,7 @@ int hf_cmd_link_types(struct hf_cli *cli, int argc, char **argv)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 0, 0)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 0, 0)) != HF_CLI_CONTINUE) return rc;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
     rv = hf_store_link_type_list(hf_core_store(cli->core), &names, &n);
     if (rv != CKR_OK) return hf_cli_fail(cli, rv, "listing link types");
@@ -67,7 +49,7 @@ static int cmd_type_add(struct hf_cli *cli, int argc, char **argv)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 1, 1)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 1, 1)) != HF_CLI_CONTINUE) return rc;
     name = argv[optind];
     if (!hf_link_type_is_valid(name))
         return hf_cli_usage_error(cli, "a link type is 1 to %d of a-z, 0-9 and '-'",

@@ -5,16 +5,6 @@
 
 #include "pkcs11/tool/cli.h"
 
-static int parse_plain(struct hf_cli *cli, int argc, char **argv, int min, int max)
-{
-    static const struct option opts[] = {HF_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int c, rc;
-
-    while ((c = hf_cli_getopt(argc, argv, opts)) != -1)
-        if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
-    return hf_cli_args(cli, argc, argv, min, max);
-}
-
 static int link_fail(struct hf_cli *cli, CK_RV rv, const char *type, const char *ext_id)
 {
     char what[512];
@@ -66,7 +56,7 @@ static int cmd_add(struct hf_cli *cli, int argc, char **argv)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 3, 3)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 3, 3)) != HF_CLI_CONTINUE) return rc;
     type = argv[optind];
     ext_id = argv[optind + 1];
     ref = argv[optind + 2];
@@ -101,7 +91,7 @@ static int set_blocked(struct hf_cli *cli, int argc, char **argv, bool blocked)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 2, 2)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 2, 2)) != HF_CLI_CONTINUE) return rc;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
     rv = hf_core_link_set_blocked(cli->core, argv[optind], argv[optind + 1], blocked, &cli->who);
     if (rv != CKR_OK) return link_fail(cli, rv, argv[optind], argv[optind + 1]);
@@ -160,7 +150,7 @@ static int cmd_list(struct hf_cli *cli, int argc, char **argv)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 0, 1)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 0, 1)) != HF_CLI_CONTINUE) return rc;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
     store = hf_core_store(cli->core);
     if (optind < argc) {

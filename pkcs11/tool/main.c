@@ -184,6 +184,16 @@ int hf_cli_args_yes(struct hf_cli *cli, int argc, char **argv, int min, int max,
     return hf_cli_args(cli, argc, argv, min, max);
 }
 
+int hf_cli_args_plain(struct hf_cli *cli, int argc, char **argv, int min, int max)
+{
+    static const struct option opts[] = {HF_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int c, rc;
+
+    while ((c = hf_cli_getopt(argc, argv, opts)) != -1)
+        if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
+    return hf_cli_args(cli, argc, argv, min, max);
+}
+
 int hf_cli_config(struct hf_cli *cli)
 {
     char err[256] = "";
