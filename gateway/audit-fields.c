@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(HF_AUDIT_FIELDS_MAX <= HF_REQUEST_FIELDS_MAX,
+               "plugin.h promises plugins more fields than the module takes");
+
 static void field_remove(struct hf_request *req, size_t i)
 {
     free(req->audit_fields[i].name);
