@@ -5,7 +5,9 @@
 #include "hf-build.h"
 
 #include "gateway/config.h"
+#include "gateway/conf-value.h"
 #include "gateway/log.h"
+#include "gateway/plugin.h"
 
 #include "pkcs11/common/secret-file.h"
 
@@ -75,60 +77,31 @@ static char *reader(char *str, int num, void *stream)
     return str;
 }
 
-static bool parse_bool(const char *v, bool *out)
-{
-    static const char *const yes[] = {"true", "yes", "on", "1"};
-    static const char *const no[] = {"false", "no", "off", "0"};
-
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0) return *out = true, true;
-        if (strcasecmp(v, no[i]) == 0) return *out = false, true;
-    }
-    return false;
-}
-
+/* The shared parsers (plugin.h); the gateway's keys keep their own messages, which name the key
+ * and the range in the file's own terms. */
 static bool parse_ulong(const char *v, unsigned long min, unsigned long max, unsigned long *out)
 {
-    char *end;
-    unsigned long n;
+    uint64_t n;
 
-    if (!isdigit((unsigned char)v[0])) return false;
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (errno || *end != '\0' || n < min || n > max) return false;
-    *out = n;
+    if (!hf_conf_uint(v, min, max, &n, NULL, 0)) return false;
+    *out = (unsigned long)n;
     return true;
 }
 
 /* A size with an optional k/m suffix (KiB, MiB). */
 static bool parse_size(const char *v, size_t min, size_t max, size_t *out)
 {
-    char buf[32];
-    size_t len = strlen(v), mult = 1;
-    unsigned long n;
+    uint64_t n;
 
-    if (len == 0 || len >= sizeof(buf)) return false;
-    memcpy(buf, v, len + 1);
-    if (buf[len - 1] == 'k' || buf[len - 1] == 'K') mult = 1024;
-    if (buf[len - 1] == 'm' || buf[len - 1] == 'M') mult = 1024 * 1024;
-    if (mult != 1) buf[len - 1] = '\0';
-    if (!parse_ulong(buf, 0, ULONG_MAX / mult, &n)) return false;
-    if (n * mult < min || n * mult > max) return false;
-    *out = n * mult;
+    if (!hf_conf_size(v, min, max, &n, NULL, 0)) return false;
+    *out = (size_t)n;
     return true;
 }
 
 static char *path_resolve(struct parse_ctx *ctx, const char *v)
 {
-    char *out;
-    size_t need;
+    char *out = hf_gw_conf_path_in(ctx->dir, v);
 
-    if (v[0] == '/' || ctx->dir[0] == '\0') {
-        out = strdup(v);
-    } else {
-        need = strlen(ctx->dir) + 1 + strlen(v) + 1;
-        if ((out = malloc(need))) snprintf(out, need, "%s/%s", ctx->dir, v);
-    }
     if (!out) ctx->oom = true;
     return out;
 }
@@ -395,7 +368,7 @@ static bool audit_key(struct parse_ctx *ctx, const char *name, const char *v)
         ctx_fail(ctx, "unknown key \"%s\" in [audit]", name);
         return false;
     }
-    if (!parse_bool(v, &on)) {
+    if (!hf_conf_bool(v, &on, NULL, 0)) {
         ctx_fail(ctx, "%s: expected yes or no, got \"%s\"", name, v);
         return false;
     }
@@ -657,6 +630,10 @@ struct hf_gw_config *hf_gw_config_load(const char *path, char *err, size_t errle
     else
         dir[0] = '\0';
     cfg = config_parse(text ? text : "", len, path, dir, err, errlen);
+    if (cfg) {
+        cfg->dir = dir; /* plugins' relative paths (hf_conf_path) start there too */
+        dir = NULL;
+    }
     if (cfg && config_holds_secret(cfg) &&
         !hf_gw_secret_file_is_usable(fileno(fp), "config file (it holds a PIN or credential)", path,
                                      err, errlen)) {
@@ -668,13 +645,6 @@ done:
     free(text);
     free(dir);
     return cfg;
-}
-
-static void strings_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
 }
 
 void hf_gw_config_free(struct hf_gw_config *cfg)
@@ -699,8 +669,8 @@ void hf_gw_config_free(struct hf_gw_config *cfg)
     for (size_t i = 0; i < cfg->nsuccess_by_api; i++)
         free(cfg->success_by_api[i].api);
     free(cfg->success_by_api);
-    strings_free(cfg->tls.subjects, cfg->tls.nsubjects);
-    strings_free(cfg->tls.sans, cfg->tls.nsans);
+    hf_conf_list_free(cfg->tls.subjects, cfg->tls.nsubjects);
+    hf_conf_list_free(cfg->tls.sans, cfg->tls.nsans);
     free(cfg->tls.cert);
     free(cfg->tls.key);
     free(cfg->tls.client_ca);
@@ -714,6 +684,7 @@ void hf_gw_config_free(struct hf_gw_config *cfg)
     free(cfg->log_path);
     free(cfg->pidfile);
     free(cfg->path);
+    free(cfg->dir);
     free(cfg);
 }
 

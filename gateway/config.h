@@ -50,6 +50,7 @@ struct hf_gw_api_flag {
 
 struct hf_gw_config {
     char *path; /* for messages: "path:line: ..." */
+    char *dir;  /* the file's directory, for relative paths; NULL when parsed from memory */
 
     struct hf_gw_listen *listens;
     size_t nlistens;

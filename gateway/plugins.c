@@ -5,6 +5,7 @@
 #include "hf-build.h"
 
 #include "gateway/plugins.h"
+#include "gateway/conf-value.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -113,7 +114,7 @@ static struct hf_gw_plugin *plugin_for_section(struct hf_gw_generation *gen, con
     return NULL;
 }
 
-static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errlen)
+static bool settings_hand_out(struct hf_gw_generation *gen, char *err, size_t errlen)
 {
     const struct hf_gw_config *cfg = gen->config;
 
@@ -135,6 +136,18 @@ static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errle
         }
     }
     return true;
+}
+
+/* Each line to its plugin, with the file's directory as hf_conf_path's base meanwhile (at start
+ * and on every SIGHUP alike: both come here). */
+static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errlen)
+{
+    bool ok;
+
+    hf_gw_conf_dir_set(gen->config->dir);
+    ok = settings_hand_out(gen, err, errlen);
+    hf_gw_conf_dir_set(NULL);
+    return ok;
 }
 
 static bool routes_build(struct hf_gw_generation *gen, char *err, size_t errlen)

@@ -102,14 +102,6 @@ static const struct hf_error_map gateway_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_INTERNAL] = {500, "InternalError"},
 };
 
-static uint64_t monotonic_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static struct json_object *gateway_error_body(const char *name, const char *message, const char *id)
 {
     struct json_object *o = json_object_new_object();
@@ -194,7 +186,7 @@ static void body_free(void *cls)
 
 static void responded(struct hf_request *req)
 {
-    uint64_t latency = monotonic_us() - req->received_us;
+    uint64_t latency = hf_now_us() - req->received_us;
 
     req->phase = HF_GW_PHASE_RESPONDED;
     hf_gw_metrics_observe(req->series, req->http_status, latency);
@@ -447,7 +439,7 @@ static void conn_headers_in(struct MHD_Connection *conn, bool body_follows)
     if (!t) return;
     atomic_store(&t->headers_due_us, 0);
     atomic_store(&t->body_bytes, 0);
-    atomic_store(&t->body_since_us, body_follows ? monotonic_us() : 0);
+    atomic_store(&t->body_since_us, body_follows ? hf_now_us() : 0);
 }
 
 static void conn_body_bytes(struct MHD_Connection *conn, size_t len)
@@ -473,7 +465,7 @@ static void conn_answered(struct MHD_Connection *conn)
 
     if (!t) return;
     atomic_store(&t->body_since_us, 0);
-    atomic_store(&t->headers_due_us, monotonic_us() + srv.idle_us + srv.header_us);
+    atomic_store(&t->headers_due_us, hf_now_us() + srv.idle_us + srv.header_us);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -493,7 +485,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             memcpy(&t->peer, ci->client_addr,
                    ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                           : sizeof(struct sockaddr_in));
-        atomic_init(&t->headers_due_us, monotonic_us() + srv.header_us);
+        atomic_init(&t->headers_due_us, hf_now_us() + srv.header_us);
         atomic_init(&t->body_since_us, 0);
         atomic_init(&t->body_bytes, 0);
         pthread_mutex_lock(&conns_lock);
@@ -541,7 +533,7 @@ static void *sweeper_main(void *arg)
         unsigned cut[3] = {0, 0, 0};
         uint64_t now;
         nanosleep(&pause, NULL);
-        now = monotonic_us();
+        now = hf_now_us();
         pthread_mutex_lock(&conns_lock);
         for (struct conn_track *t = conns; t; t = t->next) {
             enum cut_reason r = t->cut ? CUT_NONE : conn_overdue(t, now);
@@ -834,7 +826,7 @@ static struct {
 /* Whether a line may go out now; *dropped gets the lines held back before it. */
 static bool mhd_log_admits(unsigned *dropped)
 {
-    uint64_t now = monotonic_us() / 1000000u;
+    uint64_t now = hf_now_us() / 1000000u;
     bool ok;
 
     pthread_mutex_lock(&mhd_log.lock);
@@ -969,14 +961,14 @@ bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen
 
 void hf_gw_server_stop(unsigned timeout_ms)
 {
-    uint64_t deadline = monotonic_us() + (uint64_t)timeout_ms * 1000u;
+    uint64_t deadline = hf_now_us() + (uint64_t)timeout_ms * 1000u;
 
     for (size_t i = 0; i < srv.n; i++) {
         MHD_socket s = MHD_quiesce_daemon(srv.daemons[i]);
         if (s != MHD_INVALID_SOCKET) close(s);
     }
     /* Suspended connections end with the daemon: let their audit callbacks come first. */
-    while (atomic_load(&srv.waiting) > 0 && monotonic_us() < deadline) {
+    while (atomic_load(&srv.waiting) > 0 && hf_now_us() < deadline) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -1,6 +1,6 @@
 # CUnit suites of the gateway's pure parts: the router, the config file, public randomness, the
-# log, the strict JSON reader and
-# the request's header helpers.
+# log, the strict JSON reader, the request's header helpers, and plugin.h's shared helpers (the
+# token bucket and clock, config values and secret files, base64, body members).
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
@@ -9,7 +9,11 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-log \
 	tests/unit/test-gateway-preauth \
 	tests/unit/test-gateway-json \
-	tests/unit/test-gateway-request
+	tests/unit/test-gateway-request \
+	tests/unit/test-gateway-rate \
+	tests/unit/test-gateway-conf \
+	tests/unit/test-gateway-base64 \
+	tests/unit/test-gateway-json-member
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
 # TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
@@ -37,4 +41,16 @@ tests_unit_test_gateway_json_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c
 tests_unit_test_gateway_request_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_request_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_rate_SOURCES = tests/unit/test-gateway-rate.c
+tests_unit_test_gateway_rate_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_rate_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_conf_SOURCES = tests/unit/test-gateway-conf.c
+tests_unit_test_gateway_conf_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_conf_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_base64_SOURCES = tests/unit/test-gateway-base64.c
+tests_unit_test_gateway_base64_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_base64_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_json_member_SOURCES = tests/unit/test-gateway-json-member.c
+tests_unit_test_gateway_json_member_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_json_member_LDADD = $(GATEWAY_UNIT_LDADD)
 endif
