@@ -5,7 +5,8 @@ GATEWAY_SOURCES = \
 	gateway/base64.c \
 	gateway/json.c gateway/json.h \
 	gateway/random.c \
-	gateway/config.c gateway/config.h \
+	gateway/config.c gateway/config.h gateway/config-internal.h \
+	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \
 	gateway/tls.c gateway/tls.h \

@@ -340,6 +340,8 @@ struct json_object *hf_xks_json_b64(const unsigned char *data, size_t len)
 static const struct hf_plugin xks_plugin = {
     .abi_version = HF_PLUGIN_ABI_VERSION,
     .name = "aws-xks",
+    /* KMS gives an XKS call 250 ms end to end (specs/aws-xks.md), then retries or fails it. */
+    .latency_limit_ms = 250,
     .routes = xks_routes,
     .nroutes = sizeof(xks_routes) / sizeof(xks_routes[0]),
     .errors = xks_errors,
