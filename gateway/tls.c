@@ -1,8 +1,9 @@
 /* Server TLS (see tls.h). libmicrohttpd 0.9.75 only asks for a client certificate
  * (GNUTLS_CERT_REQUEST) when given a trust list, and checks nothing during the handshake. Its
  * certificate callback, though, runs inside the handshake with the session in hand, before the
- * server's CertificateRequest is written: there we require the certificate and install a verify
- * function, so a missing or refused client certificate fails the handshake itself. */
+ * server's CertificateRequest is written: there we require (or, when optional, request) the
+ * certificate and install a verify function, so a missing (when required) or refused client
+ * certificate fails the handshake itself. */
 #include "hf-build.h"
 
 #include "gateway/tls.h"
