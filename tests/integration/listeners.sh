@@ -18,16 +18,9 @@
 # file:line.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
-HOLDFASTD=$top_builddir/gateway/holdfastd
-XKS_PLUGIN=$top_builddir/gateway/plugins/aws-xks/.libs/aws-xks.so
+hf_xks_need
 TEST_PLUGIN=$top_builddir/tests/integration/.libs/plugin-test.so
-[ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
-[ -f "$XKS_PLUGIN" ] || hf_skip "$XKS_PLUGIN not built"
 [ -f "$TEST_PLUGIN" ] || hf_skip "$TEST_PLUGIN not built (make check builds it)"
-for p in curl python3 openssl; do
-    command -v "$p" >/dev/null || hf_skip "$p not installed"
-done
-curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' || hf_skip "curl lacks --aws-sigv4 (7.75+)"
 hf_store_setup
 
 check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
@@ -35,23 +28,13 @@ check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 "$HF_CLI" link add aws-xks k1 k1 >/dev/null || hf_fail "link add"
 
 # ---- certificates: a CA, the server, a client it signed, a client of another CA ----
-PKI=$HF_TMP/pki
-mkdir -p "$PKI"
-pki() { openssl "$@" >>"$PKI/openssl.log" 2>&1 || hf_fail "openssl $1: $(tail -n 3 "$PKI/openssl.log")"; }
-cert() { # NAME CN CA EXT
-    pki req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/$1.key" \
-        -out "$PKI/$1.csr" -subj "/CN=$2"
-    printf '%s\n' "$4" >"$PKI/$1.ext"
-    pki x509 -req -in "$PKI/$1.csr" -CA "$PKI/$3.pem" -CAkey "$PKI/$3.key" -CAcreateserial \
-        -days 1 -out "$PKI/$1.pem" -extfile "$PKI/$1.ext"
-}
-for ca in ca foreign-ca; do
-    pki req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/$ca.key" \
-        -out "$PKI/$ca.pem" -subj "/CN=Holdfast test $ca" -days 1
-done
-cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
-cert kms cks.kms.us-east-1.amazonaws.com ca "extendedKeyUsage=clientAuth"
-cert stranger cks.kms.us-east-1.amazonaws.com foreign-ca "extendedKeyUsage=clientAuth"
+HF_PKI=$HF_TMP/pki
+PKI=$HF_PKI
+hf_pki_ca ca
+hf_pki_ca foreign-ca
+hf_pki_cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
+hf_pki_cert kms cks.kms.us-east-1.amazonaws.com ca "extendedKeyUsage=clientAuth"
+hf_pki_cert stranger cks.kms.us-east-1.amazonaws.com foreign-ca "extendedKeyUsage=clientAuth"
 # Every curl below trusts the test CA (hf_gateway_start's /healthz probe too).
 CURL_CA_BUNDLE=$PKI/ca.pem
 export CURL_CA_BUNDLE
@@ -102,14 +85,7 @@ client_ca = pki/ca.pem
 client_certificate = ${3:-optional}
 plugins = $1
 
-[aws-xks]
-health_key = k1
-
-[aws-xks:main]
-prefix =
-credential = $AKID:$SEC
-regions = us-east-1
-keys = k1
+$(hf_xks_store k1 "$AKID:$SEC" k1)
 EOF
 }
 write_conf test
@@ -163,6 +139,15 @@ handshake_failed() { # WHAT: the last call got no HTTP answer at all
 }
 metric() { # SERIES: its value in /metrics (over B), 0 when absent
     curl -s "https://127.0.0.1:$PB/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
+}
+reloaded() { # RESULT COUNT WHAT: SIGHUP, then wait (5 s at most) for reloads{result} to be COUNT
+    kill -HUP "$HF_GW_PID"
+    _n=0
+    until [ "$(metric "holdfast_config_reloads_total{result=\"$1\"}")" = "$2" ]; do
+        _n=$((_n + 1))
+        [ "$_n" -lt 50 ] || hf_fail "$3"
+        sleep 0.1
+    done
 }
 
 # ---- A: aws-xks, client certificates required ----
@@ -220,37 +205,18 @@ check "$(metric 'holdfast_requests_total{api="aws-xks",operation="metadata",stat
     "holdfast_requests_total beside the within-limit counter"
 
 # ---- SIGHUP: plugin lists from the new config; listener changes refused ----
-pid=$HF_GW_PID
 write_conf "test, aws-xks"
-kill -HUP "$pid"
-n=0
-until [ "$(metric 'holdfast_config_reloads_total{result="ok"}')" = 1 ]; do
-    n=$((n + 1))
-    [ "$n" -lt 100 ] || hf_fail "the reload with a new plugin list was not taken"
-    sleep 0.1
-done
+reloaded ok 1 "the reload with a new plugin list was not taken"
 xks "$PC" $KMS
 check "$CODE" 200 "C after the reload: aws-xks is served now"
 write_conf "test, aws-xks" "$(hf_free_port)"
-kill -HUP "$pid"
-n=0
-until [ "$(metric 'holdfast_config_reloads_total{result="error"}')" = 1 ]; do
-    n=$((n + 1))
-    [ "$n" -lt 100 ] || hf_fail "a reload that moves a listener was not refused"
-    sleep 0.1
-done
+reloaded error 1 "a reload that moves a listener was not refused"
 grep -q 'reload refused.*listener maybe differs from the running one: listeners, their addresses and TLS settings change only with a restart' \
     "$HF_TMP/holdfastd.log" || hf_fail "the refused reload does not name the listener"
 echo_call "$PC"
 check "$CODE" 200 "C still on its port after the refused reload"
 write_conf test "" required
-kill -HUP "$pid"
-n=0
-until [ "$(metric 'holdfast_config_reloads_total{result="error"}')" = 2 ]; do
-    n=$((n + 1))
-    [ "$n" -lt 100 ] || hf_fail "a reload that changes a listener's client certificate rule was not refused"
-    sleep 0.1
-done
+reloaded error 2 "a reload that changes a listener's client certificate rule was not refused"
 echo_call "$PC"
 check "$CODE" 200 "C still takes a call without a certificate after the refused reload"
 xks "$PC" $KMS

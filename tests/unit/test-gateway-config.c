@@ -34,6 +34,29 @@ static struct hf_gw_config *parse(const char *text, char *err, size_t errlen)
     return hf_gw_config_parse(text, strlen(text), "t.conf", err, errlen);
 }
 
+struct refusal {
+    const char *text;
+    const char *want; /* the message starts with this */
+};
+
+/* Each of bad (after head) is refused, and the message starts with what the operator must fix. */
+static void refusals_check(const struct refusal *bad, size_t n, const char *head)
+{
+    char text[512], err[256];
+
+    for (size_t i = 0; i < n; i++) {
+        struct hf_gw_config *cfg;
+        snprintf(text, sizeof(text), "%s%s", head, bad[i].text);
+        cfg = parse(text, err, sizeof(err));
+        CU_ASSERT_PTR_NULL(cfg);
+        hf_gw_config_free(cfg);
+        if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0) {
+            fprintf(stderr, "case %zu: got \"%s\", want \"%s...\"\n", i, err, bad[i].want);
+            CU_FAIL("message does not name the problem and line");
+        }
+    }
+}
+
 static void test_a_full_config_is_read(void)
 {
     static const char text[] = "# comment\n"
@@ -185,10 +208,7 @@ static void test_relative_paths_follow_the_file(void)
 /* Each bad file is refused, and the message starts with what the operator must fix. */
 static void test_bad_configs_name_the_line(void)
 {
-    static const struct {
-        const char *text;
-        const char *want; /* the message starts with this */
-    } bad[] = {
+    static const struct refusal bad[] = {
         {"[gateway]\nlisten = 127.0.0.1:1\nlisten_on = x\n", "t.conf:3: unknown key \"listen_on\""},
         {"[gateway]\nlisten = 127.0.0.1\n", "t.conf:2: listen: expected host:port"},
         {"[gateway]\nlisten = 127.0.0.1:99999\n", "t.conf:2: listen: expected host:port"},
@@ -236,17 +256,8 @@ static void test_bad_configs_name_the_line(void)
         {"[gateway]\nlisten = 127.0.0.1:80\n[tls]\ncertificate = x\n",
          "t.conf:4: unknown key \"certificate\" in [tls]"},
     };
-    char err[256];
 
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct hf_gw_config *cfg = parse(bad[i].text, err, sizeof(err));
-        CU_ASSERT_PTR_NULL(cfg);
-        hf_gw_config_free(cfg);
-        if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0) {
-            fprintf(stderr, "case %zu: got \"%s\", want \"%s...\"\n", i, err, bad[i].want);
-            CU_FAIL("message does not name the problem and line");
-        }
-    }
+    refusals_check(bad, sizeof(bad) / sizeof(bad[0]), "");
 }
 
 static void test_an_over_long_line_is_refused_with_its_number(void)
@@ -366,10 +377,8 @@ static void test_listener_sections_are_read(void)
 static void test_bad_listeners_name_the_line(void)
 {
     static const char head[] = "[gateway]\nplugins = aws-xks\n";
-    static const struct {
-        const char *text; /* after head (2 lines) */
-        const char *want;
-    } bad[] = {
+    static const struct refusal bad[] = {
+        /* after head (2 lines) */
         {"listen = 127.0.0.1:80\n[listener:a]\nlisten = 127.0.0.1:80\ntls = off\n",
          "t.conf:5: listener a: port 80 is already listener 127.0.0.1:80's (line 3)"},
         {"[listener:a]\nlisten = 127.0.0.1:80\ntls = off\nplugins = aws-xks, gcp-ekm\n",
@@ -400,19 +409,8 @@ static void test_bad_listeners_name_the_line(void)
         {"[listener:A!]\nlisten = 127.0.0.1:80\n", "t.conf:4: bad listener name \"A!\""},
         {"[listener:a]\nlisten = 127.0.0.1\n", "t.conf:4: listen: expected host:port"},
     };
-    char text[512], err[256];
 
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct hf_gw_config *cfg;
-        snprintf(text, sizeof(text), "%s%s", head, bad[i].text);
-        cfg = parse(text, err, sizeof(err));
-        CU_ASSERT_PTR_NULL(cfg);
-        hf_gw_config_free(cfg);
-        if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0) {
-            fprintf(stderr, "listener case %zu: got \"%s\", want \"%s...\"\n", i, err, bad[i].want);
-            CU_FAIL("message does not name the problem and line");
-        }
-    }
+    refusals_check(bad, sizeof(bad) / sizeof(bad[0]), head);
 }
 
 /* What a reload may change: a listener's plugins, not its address or TLS policy. */
