@@ -10,7 +10,8 @@ GATEWAY_SOURCES = \
 	gateway/json.c gateway/json.h \
 	gateway/json-member.c \
 	gateway/random.c \
-	gateway/config.c gateway/config.h \
+	gateway/config.c gateway/config.h gateway/config-internal.h \
+	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \
 	gateway/tls.c gateway/tls.h \

@@ -312,6 +312,8 @@ static void destroy(void *state)
 static const struct hf_plugin plugin = {
     .abi_version = HF_PLUGIN_ABI_VERSION,
     .name = "test",
+    /* Not the default, so tests see the buckets and the share follow the plugin's own limit. */
+    .latency_limit_ms = 40,
     .routes = routes,
     .nroutes = sizeof(routes) / sizeof(routes[0]),
     .errors = errors,
