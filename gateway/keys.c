@@ -51,14 +51,6 @@ static void shards_init(void)
         pthread_rwlock_init(&shards[i].lock, NULL);
 }
 
-static uint64_t monotonic_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static uint32_t hash_of(const char *s)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
@@ -293,7 +285,7 @@ static enum hf_status key_fetch(const HF_LINK_INFO *info, const struct entry *ol
 
     memset(out, 0, sizeof(*out));
     if (hf_gw_p11_lookup_session(&s) != CKR_OK) return HF_STATUS_UNAVAILABLE;
-    out->fetched_us = monotonic_us();
+    out->fetched_us = hf_now_us();
     if (old && old->status == HF_STATUS_OK && strcmp(old->ref.uuid, info->key_uuid) == 0) {
         out->ref = old->ref;
         if (current_is_still(s, &out->ref)) {
@@ -329,7 +321,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const cha
     if (!found) return HF_STATUS_KEY_NOT_FOUND;
     have = cache_get(key, &cached);
     if (!have || strcmp(cached.ref.uuid, info.key_uuid) != 0 ||
-        monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+        hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
         if ((st = key_fetch(&info, have ? &cached : NULL, &fresh)) != HF_STATUS_OK) return st;
         cache_put(key, &fresh);
         cached = fresh;
@@ -359,7 +351,7 @@ static enum hf_status version_fetch(const struct hf_key_ref *key, CK_ULONG versi
     memset(out, 0, sizeof(*out));
     if (!f) return HF_STATUS_UNAVAILABLE;
     if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return HF_STATUS_UNAVAILABLE;
-    out->fetched_us = monotonic_us();
+    out->fetched_us = hf_now_us();
     /* Revalidation: the handle is stable (holdfast.h), only the state moves. */
     if (old && old->status == HF_STATUS_OK &&
         f->C_GetAttributeValue(s, old->object, &state, 1) == CKR_OK) {
@@ -406,7 +398,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_version_info(const struct hf_key_ref *ke
     if (version == 0) return HF_STATUS_KEY_NOT_FOUND;
     snprintf(ckey, sizeof(ckey), "V\x1f%.36s\x1f%lu", key->uuid, (unsigned long)version);
     have = cache_get(ckey, &cached);
-    if (!have || monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+    if (!have || hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
         if ((st = version_fetch(key, version, have ? &cached : NULL, &fresh)) != HF_STATUS_OK)
             return st;
         cache_put(ckey, &fresh);

@@ -3,9 +3,15 @@
 GATEWAY_SOURCES = \
 	gateway/plugin.h \
 	gateway/base64.c \
+	gateway/clock.c \
+	gateway/rate.c gateway/rate.h \
+	gateway/conf-value.c gateway/conf-value.h \
+	gateway/conf-secret.c \
 	gateway/json.c gateway/json.h \
+	gateway/json-member.c \
 	gateway/random.c \
-	gateway/config.c gateway/config.h \
+	gateway/config.c gateway/config.h gateway/config-internal.h \
+	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \
 	gateway/tls.c gateway/tls.h \

@@ -2,6 +2,7 @@
 
 #include "pkcs11/core/store-internal.h"
 
+#include "pkcs11/core/core.h"
 #include "pkcs11/core/log.h"
 
 #include <pthread.h>
@@ -33,14 +34,6 @@ struct hf_link_cache {
     uint64_t changes;      /* links changed through this handle: an answer read before is stale */
     struct link_slot slots[HF_LINK_CACHE_SLOTS];
 };
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* FNV-1a over type, a 0 byte, ext_id. */
 static struct link_slot *link_slot_of(struct hf_link_cache *c, const char *type, const char *ext_id)
@@ -508,7 +501,7 @@ CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *
     struct hf_link_cache *c;
     struct hf_link link = {0};
     struct link_slot *slot;
-    uint64_t now = now_us(), changes = 0;
+    uint64_t now = hf_monotonic_us(), changes = 0;
     CK_RV rv = CKR_OK;
 
     return_val_if_fail(store && type && ext_id && key_uuid && blocked, CKR_ARGUMENTS_BAD);
@@ -529,7 +522,7 @@ CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *
     }
     /* Taken before the query: an answer is never trusted past HF_LINK_CACHE_MS after it was
      * asked for. */
-    now = now_us();
+    now = hf_monotonic_us();
     /* Checked on each (re)load, every HF_LINK_CACHE_MS at most: an unblock made by editing the
      * store fails its MAC and the link stays unusable. */
     rv = link_checked(store, store->ops->link_get(store, type, ext_id, &link), &link);

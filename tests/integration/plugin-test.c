@@ -362,6 +362,8 @@ static const struct hf_plugin plugin = {
     .abi_version = HF_PLUGIN_ABI_VERSION,
     .name = "test",
     .link_type = TEST_LINK_TYPE,
+    /* Not the default, so tests see the buckets and the share follow the plugin's own limit. */
+    .latency_limit_ms = 40,
     .routes = routes,
     .nroutes = sizeof(routes) / sizeof(routes[0]),
     .errors = errors,
