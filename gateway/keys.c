@@ -434,7 +434,7 @@ static enum hf_status version_uuid_fetch(const char *link_type, const char *uuid
     memset(out, 0, sizeof(*out));
     if (!f || !v || !hf_gw_p11_has_key_link()) return HF_STATUS_UNAVAILABLE;
     if (hf_gw_p11_lookup_session(&s) != CKR_OK) return HF_STATUS_UNAVAILABLE;
-    out->fetched_us = monotonic_us();
+    out->fetched_us = hf_now_us();
     out->status = HF_STATUS_KEY_NOT_FOUND;
     rv = find_all(f, s, tmpl, 1, found, 1, &n);
     if (rv != CKR_OK) {
@@ -475,7 +475,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_version_uuid(const char *link_type,
     snprintf(ckey, sizeof(ckey), "U\x1f%s\x1f%s", link_type, version_uuid);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (attempt > 0 || !cache_get(ckey, &cached) ||
-            monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+            hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
             if ((st = version_uuid_fetch(link_type, version_uuid, &cached)) != HF_STATUS_OK)
                 return st;
             cache_put(ckey, &cached);
