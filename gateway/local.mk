@@ -10,13 +10,16 @@ GATEWAY_SOURCES = \
 	gateway/json.c gateway/json.h \
 	gateway/json-member.c \
 	gateway/random.c \
-	gateway/config.c gateway/config.h \
+	gateway/config.c gateway/config.h gateway/config-internal.h \
+	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
 	gateway/keys.c gateway/keys.h \
+	gateway/key-check.c \
 	gateway/audit.c gateway/audit.h \
+	gateway/audit-fields.c \
 	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \
 	gateway/log.c gateway/log.h \

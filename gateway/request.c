@@ -3,6 +3,7 @@
  * connection, from the request's own list otherwise (unit tests). */
 #include "hf-build.h"
 
+#include "gateway/audit.h"
 #include "gateway/request.h"
 #include "gateway/tls.h"
 
@@ -96,6 +97,7 @@ void hf_request_free(struct hf_request *req)
     free(req->key_ref);
     free(req->link_type);
     free(req->link_id);
+    hf_gw_audit_fields_clear(req);
     free(req->method);
     free(req->target);
     pthread_mutex_destroy(&req->wait_lock);

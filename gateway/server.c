@@ -47,10 +47,10 @@
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
-#define MAX_LISTENERS 16
-
 static struct {
-    struct MHD_Daemon *daemons[MAX_LISTENERS];
+    struct MHD_Daemon *daemons[HF_GW_MAX_LISTENERS];
+    /* on_request's closure: the listener's number in the config, the router it uses */
+    size_t listener_of[HF_GW_MAX_LISTENERS];
     size_t n;
     atomic_int waiting; /* requests registered for an audit callback that has not come */
     struct hf_gw_series *healthz, *metrics, *route;
@@ -653,12 +653,13 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 }
 
 static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection *conn,
-                                  const char *method)
+                                  const char *method, size_t listener)
 {
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     struct hf_router_match *m = &req->match;
     struct hf_gw_generation *gen;
+    struct hf_router *router;
     enum hf_router_result found;
     char *mcopy = strdup(method);
 
@@ -693,7 +694,11 @@ static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection 
         outcome_settle(req);
         return respond(req);
     }
-    found = hf_router_match(gen->router, req->method, req->path, strlen(req->path), m);
+    /* The listener's router holds only the plugins it serves: another plugin's route is the
+     * generic 404 here, refused before any of that plugin's code runs. */
+    router = hf_gw_generation_router(gen, listener);
+    found = router ? hf_router_match(router, req->method, req->path, strlen(req->path), m)
+                   : HF_ROUTER_NOT_FOUND;
     if (found == HF_ROUTER_FOUND || found == HF_ROUTER_METHOD_NOT_ALLOWED) {
         req->route = m->data;
         req->api = req->route->plugin->name;
@@ -765,7 +770,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     switch (req->phase) {
     case HF_GW_PHASE_HEADERS:
-        return first_call(req, conn, method);
+        return first_call(req, conn, method, *(const size_t *)cls);
     case HF_GW_PHASE_BODY:
     case HF_GW_PHASE_DISCARD:
         if (*upload_data_size) {
@@ -872,9 +877,9 @@ static unsigned threads_of(const struct hf_gw_config *cfg)
     return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
 
-static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_listen *l, char *err,
-                           size_t errlen)
+static bool listener_start(const struct hf_gw_config *cfg, size_t index, char *err, size_t errlen)
 {
+    const struct hf_gw_listen *l = &cfg->listens[index];
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     struct MHD_OptionItem opts[20];
@@ -913,17 +918,18 @@ static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_li
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL};
     if (l->tls) {
-        opts[n++] =
-            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)hf_gw_tls_priority()};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                            (void *)hf_gw_tls_priority(l->port)};
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
                                             (void *)hf_gw_tls_cert_retrieve};
-        if (hf_gw_tls_client_ca_pem())
+        if (hf_gw_tls_client_ca_pem(l->port))
             opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
-                                                (void *)hf_gw_tls_client_ca_pem()};
+                                                (void *)hf_gw_tls_client_ca_pem(l->port)};
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    d = MHD_start_daemon(flags, (uint16_t)atoi(l->port), NULL, NULL, on_request, NULL,
-                         MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    srv.listener_of[srv.n] = index;
+    d = MHD_start_daemon(flags, (uint16_t)atoi(l->port), NULL, NULL, on_request,
+                         &srv.listener_of[srv.n], MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
         snprintf(err, errlen, "%s:%u: cannot listen on %s:%s%s (in use, or no permission?)",
@@ -935,24 +941,31 @@ static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_li
         hf_gw_log_warn("listening on %s:%s over plain HTTP, marked \"insecure\": decrypt "
                        "answers carry plaintext keys to anyone on the path",
                        l->host[0] ? l->host : "*", l->port);
-    hf_gw_log_info("listening on %s%s%s:%s%s with %u threads", strchr(l->host, ':') ? "[" : "",
-                   l->host[0] ? l->host : "*", strchr(l->host, ':') ? "]" : "", l->port,
-                   l->tls ? " (tls)" : "", threads);
+    hf_gw_log_info("listener %s on %s%s%s:%s%s%s with %u threads", l->name,
+                   strchr(l->host, ':') ? "[" : "", l->host[0] ? l->host : "*",
+                   strchr(l->host, ':') ? "]" : "", l->port, l->tls ? " (tls" : "",
+                   !l->tls ? ""
+                   : hf_gw_config_listen_tls(cfg, l)->client_cert == HF_GW_CLIENT_CERT_REQUIRED
+                       ? ", client certificate required)"
+                   : hf_gw_config_listen_tls(cfg, l)->client_cert == HF_GW_CLIENT_CERT_OPTIONAL
+                       ? ", client certificate optional)"
+                       : ")",
+                   threads);
     return true;
 }
 
 bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen)
 {
-    if (cfg->nlistens > MAX_LISTENERS) {
-        snprintf(err, errlen, "%s: at most %d listeners", cfg->path, MAX_LISTENERS);
+    if (cfg->nlistens > HF_GW_MAX_LISTENERS) {
+        snprintf(err, errlen, "%s: at most %d listeners", cfg->path, HF_GW_MAX_LISTENERS);
         return false;
     }
-    srv.healthz = hf_gw_metrics_series("gateway", "healthz");
-    srv.metrics = hf_gw_metrics_series("gateway", "metrics");
-    srv.route = hf_gw_metrics_series("gateway", "route");
+    srv.healthz = hf_gw_metrics_series("gateway", "healthz", 0);
+    srv.metrics = hf_gw_metrics_series("gateway", "metrics", 0);
+    srv.route = hf_gw_metrics_series("gateway", "route", 0);
     if (!sweeper_start(cfg, err, errlen)) return false;
     for (size_t i = 0; i < cfg->nlistens; i++)
-        if (!listener_start(cfg, &cfg->listens[i], err, errlen)) {
+        if (!listener_start(cfg, i, err, errlen)) {
             hf_gw_server_stop(0);
             return false;
         }

@@ -459,6 +459,33 @@ CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char 
     return rv;
 }
 
+bool hf_link_type_is_valid(const char *name)
+{
+    return hf_name_is_valid(name, HF_LINK_TYPE_MAX, '-');
+}
+
+CK_RV hf_store_link_type_add(struct hf_store *store, const char *name, int64_t when, bool *added)
+{
+    bool dummy;
+
+    return_val_if_fail(store && name, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_link_type_is_valid(name), CKR_ATTRIBUTE_VALUE_INVALID);
+    return store->ops->link_type_add(store, name, when, added ? added : &dummy);
+}
+
+CK_RV hf_store_link_type_get(struct hf_store *store, const char *name)
+{
+    return_val_if_fail(store && name, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_link_type_is_valid(name), CKR_ATTRIBUTE_VALUE_INVALID);
+    return store->ops->link_type_get(store, name);
+}
+
+CK_RV hf_store_link_type_list(struct hf_store *store, char ***names, size_t *n)
+{
+    return_val_if_fail(store && names && n, CKR_ARGUMENTS_BAD);
+    return store->ops->link_type_list(store, names, n);
+}
+
 CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
                          size_t *n)
 {

@@ -1,6 +1,6 @@
 # CUnit suites of the gateway's pure parts: the router, the config file, public randomness, the
-# log, the strict JSON reader, the request's header helpers, and plugin.h's shared helpers (the
-# token bucket and clock, config values and secret files, base64, body members).
+# log, the strict JSON reader, the request's header helpers, the latency metrics, and plugin.h's
+# shared helpers (the token bucket and clock, config values and secret files, base64, body members).
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
@@ -10,10 +10,12 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-preauth \
 	tests/unit/test-gateway-json \
 	tests/unit/test-gateway-request \
+	tests/unit/test-gateway-key-check \
 	tests/unit/test-gateway-rate \
 	tests/unit/test-gateway-conf \
 	tests/unit/test-gateway-base64 \
-	tests/unit/test-gateway-json-member
+	tests/unit/test-gateway-json-member \
+	tests/unit/test-gateway-metrics
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
 # TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
@@ -23,6 +25,9 @@ GATEWAY_UNIT_LDADD = libhftest.la gateway/libhfgateway.la $(CUNIT_LIBS)
 tests_unit_test_gateway_router_SOURCES = tests/unit/test-gateway-router.c
 tests_unit_test_gateway_router_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_router_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_metrics_SOURCES = tests/unit/test-gateway-metrics.c
+tests_unit_test_gateway_metrics_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_metrics_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_config_SOURCES = tests/unit/test-gateway-config.c
 tests_unit_test_gateway_config_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_config_LDADD = $(GATEWAY_UNIT_LDADD)
@@ -41,6 +46,9 @@ tests_unit_test_gateway_json_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c
 tests_unit_test_gateway_request_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_request_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_key_check_SOURCES = tests/unit/test-gateway-key-check.c
+tests_unit_test_gateway_key_check_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_key_check_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_rate_SOURCES = tests/unit/test-gateway-rate.c
 tests_unit_test_gateway_rate_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_rate_LDADD = $(GATEWAY_UNIT_LDADD)

@@ -27,8 +27,10 @@ static enum hf_status version_find(const struct hf_xks_call *call, const struct 
     enum hf_status st;
 
     if ((st = hf_xks_key_gcm_check(call, key, req)) != HF_STATUS_OK) return st;
-    if (!(key->usage & HF_USAGE_DECRYPT))
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE, "key %s may not decrypt", call->key_id);
+    /* The mask before the ciphertext is looked at; the state is the version's, known once the
+     * ciphertext names it (ACTIVE here leaves it out). */
+    if ((st = hf_key_may(key, HF_KEY_OP_DECRYPT, HF_STATE_ACTIVE)) != HF_STATUS_OK)
+        return hf_request_fail(req, st, "key %s may not decrypt", call->key_id);
     /* Holdfast always returns a ciphertextMetadata; without one (or with one it did not
      * write) the GCM AAD cannot be the one the tag covers. */
     if (!b->cm.present)
@@ -46,9 +48,8 @@ static enum hf_status version_find(const struct hf_xks_call *call, const struct 
         return hf_request_fail(req, st, "version %lu of key %s cannot be read",
                                (unsigned long)version, call->key_id);
     /* Deactivated and compromised keys still decrypt (old data stays readable). */
-    if (state != HF_STATE_ACTIVE && state != HF_STATE_DEACTIVATED && state != HF_STATE_COMPROMISED)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
-                               "version %lu of key %s is %s and may not decrypt",
+    if ((st = hf_key_may(key, HF_KEY_OP_DECRYPT, state)) != HF_STATUS_OK)
+        return hf_request_fail(req, st, "version %lu of key %s is %s and may not decrypt",
                                (unsigned long)version, call->key_id,
                                state == HF_STATE_PRE_ACTIVE ? "pre-active" : "destroyed");
     return HF_STATUS_OK;

@@ -26,13 +26,13 @@ static enum hf_status key_check(const struct hf_xks_call *call, const struct hf_
     enum hf_status st = hf_xks_key_gcm_check(call, key, req);
 
     if (st != HF_STATUS_OK) return st;
-    /* ARCHITECTURE.md, states: only an active key encrypts. */
-    if (key->state != HF_STATE_ACTIVE)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
-                               "key %s is not active, so it may not encrypt", call->key_id);
-    if (!(key->usage & HF_USAGE_ENCRYPT))
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE, "key %s may not encrypt", call->key_id);
-    if (call->body.want_cdiv && !(key->usage & HF_USAGE_DECRYPT))
+    /* ARCHITECTURE.md, states: only an active key encrypts (the link was checked above). */
+    st = hf_key_may(key, HF_KEY_OP_ENCRYPT, 0);
+    if (st == HF_STATUS_KEY_DISABLED)
+        return hf_request_fail(req, st, "key %s is not active, so it may not encrypt",
+                               call->key_id);
+    if (st != HF_STATUS_OK) return hf_request_fail(req, st, "key %s may not encrypt", call->key_id);
+    if (call->body.want_cdiv && hf_key_may(key, HF_KEY_OP_DECRYPT, 0) == HF_STATUS_KEY_USAGE)
         return hf_request_fail(req, HF_STATUS_KEY_USAGE,
                                "key %s may not decrypt, so its ciphertext cannot be verified for "
                                "a ciphertextDataIntegrityValue",

@@ -93,9 +93,9 @@ static enum hf_status health_check(struct hf_xks_call *call, struct hf_request *
     if (key.blocked)
         return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
                                "health check: the XKS link of health key %s is blocked", id);
-    if (key.key_type != CKK_AES || key.bits != 256 || key.state != HF_STATE_ACTIVE ||
-        (key.usage & (HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT)) !=
-            (HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT))
+    if (key.key_type != CKK_AES || key.bits != 256 ||
+        hf_key_may(&key, HF_KEY_OP_ENCRYPT, 0) != HF_STATUS_OK ||
+        hf_key_may(&key, HF_KEY_OP_DECRYPT, 0) != HF_STATUS_OK)
         return hf_request_fail(req, HF_STATUS_INTERNAL,
                                "health check: health key %s must be an active AES-256 key that "
                                "may encrypt and decrypt",

@@ -326,6 +326,9 @@ enum hf_status hf_xks_session_begin(const struct hf_xks_call *call, struct hf_re
 static const struct hf_plugin xks_plugin = {
     .abi_version = HF_PLUGIN_ABI_VERSION,
     .name = "aws-xks",
+    .link_type = HF_XKS_LINK_TYPE,
+    /* KMS gives an XKS call 250 ms end to end (specs/aws-xks.md), then retries or fails it. */
+    .latency_limit_ms = 250,
     .routes = xks_routes,
     .nroutes = sizeof(xks_routes) / sizeof(xks_routes[0]),
     .errors = xks_errors,
