@@ -49,17 +49,11 @@ hf key create ekm3
 hf link add gcp-ekm v0/keys/blk ekm3
 
 # ---- the JWKS over HTTPS, under a CA of the test's own ----
-PKI="$HF_TMP/pki"
 JW="$HF_TMP/jwks"
-mkdir -p "$PKI" "$JW"
-pki() { openssl "$@" >>"$PKI/openssl.log" 2>&1 || hf_fail "openssl $1 failed: $(tail -n 3 "$PKI/openssl.log")"; }
-pki req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/ca.key" \
-    -out "$PKI/ca.pem" -subj "/CN=Holdfast test JWKS CA" -days 1
-pki req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/jwks.key" \
-    -out "$PKI/jwks.csr" -subj "/CN=localhost"
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$PKI/jwks.ext"
-pki x509 -req -in "$PKI/jwks.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" -CAcreateserial \
-    -days 1 -out "$PKI/jwks.pem" -extfile "$PKI/jwks.ext"
+mkdir -p "$JW"
+hf_pki_ca ca
+hf_pki_cert jwks localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
+PKI=$HF_PKI
 $TOK keys "$JW" || hf_fail "cannot make the signing keys"
 P_JWKS=$(hf_free_port)
 $TOK serve "$JW" "$P_JWKS" "$PKI/jwks.pem" "$PKI/jwks.key" 2>"$HF_TMP/jwks.err" &
