@@ -51,9 +51,10 @@ hf link add gcp-ekm v0/keys/blk ekm3
 # ---- the JWKS over HTTPS, under a CA of the test's own ----
 JW="$HF_TMP/jwks"
 mkdir -p "$JW"
+HF_PKI="$HF_TMP/pki"
 hf_pki_ca ca
 hf_pki_cert jwks localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
-PKI=$HF_PKI
+PKI="$HF_PKI"
 $TOK keys "$JW" || hf_fail "cannot make the signing keys"
 P_JWKS=$(hf_free_port)
 $TOK serve "$JW" "$P_JWKS" "$PKI/jwks.pem" "$PKI/jwks.key" 2>"$HF_TMP/jwks.err" &
