@@ -1,6 +1,7 @@
 # CUnit suites of the gateway's pure parts: the router, the config file, public randomness, the
 # log, the strict JSON reader and
-# the request's header helpers.
+# the request's header helpers, JWT and JWKS verification, the SSRF guard's classifier and
+# outbound HTTPS (against an `openssl s_server` the test starts on loopback).
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
@@ -9,7 +10,10 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-log \
 	tests/unit/test-gateway-preauth \
 	tests/unit/test-gateway-json \
-	tests/unit/test-gateway-request
+	tests/unit/test-gateway-request \
+	tests/unit/test-gateway-jwt \
+	tests/unit/test-gateway-ssrf \
+	tests/unit/test-gateway-outbound
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
 # TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
@@ -37,4 +41,15 @@ tests_unit_test_gateway_json_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c
 tests_unit_test_gateway_request_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_request_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_jwt_SOURCES = tests/unit/test-gateway-jwt.c \
+	tests/unit/jwt-mint.c tests/unit/jwt-mint.h
+tests_unit_test_gateway_jwt_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_jwt_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_ssrf_SOURCES = tests/unit/test-gateway-ssrf.c
+tests_unit_test_gateway_ssrf_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_ssrf_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_outbound_SOURCES = tests/unit/test-gateway-outbound.c \
+	tests/unit/jwt-mint.c tests/unit/jwt-mint.h
+tests_unit_test_gateway_outbound_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_outbound_LDADD = $(GATEWAY_UNIT_LDADD)
 endif
