@@ -181,6 +181,10 @@ void hf_jws_clear(struct hf_jws *jws)
 
 /* ---- the claims rules ---------------------------------------------------------------------- */
 
+/* Dates past this many seconds from the epoch either way (some 300,000 years) are refused, so
+ * that adding the skew cannot overflow (json-c clamps larger integers to INT64_MAX). */
+#define MAX_DATE 10000000000000LL
+
 /* A NumericDate (RFC 7519 section 2): an integer or a number with a fraction. */
 static bool numeric_date(const struct json_object *claims, const char *name, bool *present,
                          int64_t *out)
@@ -192,11 +196,11 @@ static bool numeric_date(const struct json_object *claims, const char *name, boo
     if (!*present) return true;
     if (json_object_is_type(v, json_type_int)) {
         *out = json_object_get_int64(v);
-        return true;
+        return *out >= -MAX_DATE && *out <= MAX_DATE;
     }
     if (!json_object_is_type(v, json_type_double)) return false;
     d = json_object_get_double(v);
-    if (d < -1e15 || d > 1e15) return false;
+    if (d < (double)-MAX_DATE || d > (double)MAX_DATE) return false;
     *out = (int64_t)d;
     return true;
 }

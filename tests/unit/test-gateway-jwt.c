@@ -363,6 +363,13 @@ static void test_times_and_skew(void)
     /* exp is required, and times are numbers. */
     CU_ASSERT_EQUAL(check_times(v, "", "exp"), HF_STATUS_UNAUTHENTICATED);
     CU_ASSERT_EQUAL(check_times(v, ",\"exp\":\"1900000600\"", "exp"), HF_STATUS_UNAUTHENTICATED);
+    /* Dates so large that adding the skew would overflow (found by fuzz-jwt). */
+    CU_ASSERT_EQUAL(check_times(v, ",\"exp\":1900000600000061899999979990", "not a number"),
+                    HF_STATUS_UNAUTHENTICATED);
+    CU_ASSERT_EQUAL(check_times(v, ",\"exp\":9223372036854775807", "not a number"),
+                    HF_STATUS_UNAUTHENTICATED);
+    snprintf(t, sizeof(t), ",\"exp\":%d,\"iat\":-9223372036854775807", NOW + 600);
+    CU_ASSERT_EQUAL(check_times(v, t, "not a number"), HF_STATUS_UNAUTHENTICATED);
     snprintf(t, sizeof(t), ",\"exp\":%d,\"nbf\":true", NOW + 600);
     CU_ASSERT_EQUAL(check_times(v, t, "nbf"), HF_STATUS_UNAUTHENTICATED);
     hf_jwt_verifier_free(v);

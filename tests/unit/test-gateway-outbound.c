@@ -52,7 +52,12 @@ static bool write_file(const char *name, const char *headers, const char *body, 
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (!(f = fopen(path, "w"))) return false;
-    fprintf(f, "HTTP/1.0 200 OK\r\n%sContent-Length: %zu\r\n\r\n", headers, len);
+    /* "-" as headers: no Content-Length, so the body ends with the connection and only the
+     * size seen while reading can stop it. */
+    if (strcmp(headers, "-") == 0)
+        fprintf(f, "HTTP/1.0 200 OK\r\n\r\n");
+    else
+        fprintf(f, "HTTP/1.0 200 OK\r\n%sContent-Length: %zu\r\n\r\n", headers, len);
     fwrite(body, 1, len, f);
     return fclose(f) == 0;
 }
@@ -101,7 +106,8 @@ static int suite_init(void)
     if (!mkdtemp(dir) || !make_certs()) return -1;
     snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
     memset(big, 'x', sizeof(big));
-    if (!write_file("hello", "", "hello", 5) || !write_file("big", "", big, sizeof(big)))
+    if (!write_file("hello", "", "hello", 5) || !write_file("big", "", big, sizeof(big)) ||
+        !write_file("big-unsized", "-", big, sizeof(big)))
         return -1;
     if ((port = free_port(NULL)) < 0 || (silent_port = free_port(&silent_fd)) < 0) return -1;
     snprintf(base, sizeof(base), "https://127.0.0.1:%d", port);
@@ -225,6 +231,8 @@ static void test_size_cap(void)
 
     /* The default cap (64 KiB) and a set one, both under the 100000-byte reply. */
     CU_ASSERT_EQUAL(get(&p, url(NULL, "/big"), &status, &body, &len), HF_STATUS_TOO_LARGE);
+    CU_ASSERT_EQUAL(get(&p, url(NULL, "/big-unsized"), &status, &body, &len),
+                    HF_STATUS_TOO_LARGE);
     p.max_response = 4;
     CU_ASSERT_EQUAL(get(&p, url(NULL, "/hello"), &status, &body, &len), HF_STATUS_TOO_LARGE);
     p.max_response = 200000;
