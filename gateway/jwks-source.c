@@ -62,8 +62,8 @@ static unsigned refresh(struct hf_jwks_source *s, bool *loaded, char *why, size_
     pthread_mutex_unlock(&s->lock);
     hf_jwks_unref(set);
     if (!*loaded) return have ? HF_JWKS_REFRESH_MIN_S : FIRST_RETRY_S;
-    if (max_age < (long)HF_JWKS_REFRESH_MIN_S) return max_age < 0 ? s->refresh_max_s
-                                                                  : HF_JWKS_REFRESH_MIN_S;
+    if (max_age < (long)HF_JWKS_REFRESH_MIN_S)
+        return max_age < 0 ? s->refresh_max_s : HF_JWKS_REFRESH_MIN_S;
     return max_age > (long)s->refresh_max_s ? s->refresh_max_s : (unsigned)max_age;
 }
 
@@ -149,8 +149,8 @@ struct hf_jwks_source *hf_jwks_source_new(const char *location,
     if (err && errlen) err[0] = '\0';
     if (!s) return NULL;
     pthread_mutex_init(&s->lock, NULL);
-    s->refresh_max_s = refresh_max_s < HF_JWKS_REFRESH_MIN_S ? HF_JWKS_REFRESH_MIN_S
-                                                             : refresh_max_s;
+    s->refresh_max_s =
+        refresh_max_s < HF_JWKS_REFRESH_MIN_S ? HF_JWKS_REFRESH_MIN_S : refresh_max_s;
     if (!(s->location = strdup(location)) || !policy_copy(s, policy) ||
         !source_start(s, err, errlen)) {
         if (err && errlen && !err[0]) snprintf(err, errlen, "out of memory");

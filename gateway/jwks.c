@@ -50,8 +50,7 @@ static const char *member_string(struct json_object *o, const char *name)
 }
 
 /* A base64url member of at most max bytes, decoded; NULL (with *why) when absent or bad. */
-static unsigned char *member_bytes(struct json_object *o, const char *name, size_t max,
-                                   size_t *len)
+static unsigned char *member_bytes(struct json_object *o, const char *name, size_t max, size_t *len)
 {
     const char *s = member_string(o, name);
     unsigned char *out;
@@ -97,8 +96,7 @@ static EVP_PKEY *rsa_key(struct json_object *o, char *why, size_t whylen)
         goto done;
     }
     if (!(bn = BN_bin2bn(n, (int)nlen, NULL)) || !(be = BN_bin2bn(e, (int)elen, NULL)) ||
-        !(bld = OSSL_PARAM_BLD_new()) ||
-        !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn) ||
+        !(bld = OSSL_PARAM_BLD_new()) || !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn) ||
         !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) ||
         !(pkey = pkey_from_params("RSA", bld)))
         say(why, whylen, "RSA key refused by OpenSSL");

@@ -409,8 +409,7 @@ static bool issuer_config_is_usable(const struct hf_jwt_issuer *iss, char *err, 
 }
 
 HF_PLUGIN_EXPORT bool hf_jwt_verifier_add(struct hf_jwt_verifier *v,
-                                          const struct hf_jwt_issuer *iss, char *err,
-                                          size_t errlen)
+                                          const struct hf_jwt_issuer *iss, char *err, size_t errlen)
 {
     struct issuer *grown, *is;
     char why[512] = "";

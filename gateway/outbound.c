@@ -178,8 +178,8 @@ static bool set_options(CURL *c, const struct hf_outbound_policy *p, const char 
     SET(CURLOPT_SSL_VERIFYPEER, 1L);
     SET(CURLOPT_SSL_VERIFYHOST, 2L);
     if (p->ca_file) SET(CURLOPT_CAINFO, p->ca_file);
-    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)(p->connect_timeout_ms ? p->connect_timeout_ms
-                                                                 : DEFAULT_CONNECT_MS));
+    SET(CURLOPT_CONNECTTIMEOUT_MS,
+        (long)(p->connect_timeout_ms ? p->connect_timeout_ms : DEFAULT_CONNECT_MS));
     SET(CURLOPT_TIMEOUT_MS, (long)(p->total_timeout_ms ? p->total_timeout_ms : DEFAULT_TOTAL_MS));
     SET(CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for DNS timeouts */
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->max_response);
@@ -224,9 +224,8 @@ static enum hf_status status_from_curl(CURLcode rc, const struct transfer *t, co
 
 enum hf_status hf_https_fetch(const struct hf_outbound_policy *policy, const char *method,
                               const char *url, const char *const *headers, size_t nheaders,
-                              const void *req_body, size_t req_len, long *http_status,
-                              char **body, size_t *body_len, long *max_age_s, char *why,
-                              size_t whylen)
+                              const void *req_body, size_t req_len, long *http_status, char **body,
+                              size_t *body_len, long *max_age_s, char *why, size_t whylen)
 {
     static const struct hf_outbound_policy defaults;
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -282,12 +281,10 @@ done:
     return st;
 }
 
-HF_PLUGIN_EXPORT enum hf_status hf_https_request(const struct hf_outbound_policy *policy,
-                                                 const char *method, const char *url,
-                                                 const char *const *headers, size_t nheaders,
-                                                 const void *req_body, size_t req_len,
-                                                 long *http_status, char **body, size_t *body_len,
-                                                 char *why, size_t whylen)
+HF_PLUGIN_EXPORT enum hf_status
+hf_https_request(const struct hf_outbound_policy *policy, const char *method, const char *url,
+                 const char *const *headers, size_t nheaders, const void *req_body, size_t req_len,
+                 long *http_status, char **body, size_t *body_len, char *why, size_t whylen)
 {
     return hf_https_fetch(policy, method, url, headers, nheaders, req_body, req_len, http_status,
                           body, body_len, NULL, why, whylen);

@@ -14,8 +14,7 @@ void hf_outbound_global_cleanup(void);
 /* hf_https_request, also giving the reply's Cache-Control max-age in seconds (-1: none). */
 enum hf_status hf_https_fetch(const struct hf_outbound_policy *policy, const char *method,
                               const char *url, const char *const *headers, size_t nheaders,
-                              const void *req_body, size_t req_len, long *http_status,
-                              char **body, size_t *body_len, long *max_age_s, char *why,
-                              size_t whylen);
+                              const void *req_body, size_t req_len, long *http_status, char **body,
+                              size_t *body_len, long *max_age_s, char *why, size_t whylen);
 
 #endif /* HF_GATEWAY_OUTBOUND_H */

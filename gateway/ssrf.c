@@ -13,26 +13,26 @@
 
 /* Ranges no outbound call reaches unless allowed (RFC 6890 special-purpose registries). */
 static const char *const refused_text[] = {
-    "0.0.0.0/8",       /* "this network", 0.0.0.0 reaches loopback on Linux */
-    "10.0.0.0/8",      /* RFC 1918 */
-    "100.64.0.0/10",   /* CGNAT, RFC 6598 */
-    "127.0.0.0/8",     /* loopback */
-    "169.254.0.0/16",  /* link-local, 169.254.169.254 the cloud metadata service */
-    "172.16.0.0/12",   /* RFC 1918 */
-    "192.0.0.0/24",    /* IETF protocol assignments (some are metadata-like services) */
-    "192.168.0.0/16",  /* RFC 1918 */
-    "198.18.0.0/15",   /* benchmarking */
-    "224.0.0.0/4",     /* multicast */
-    "240.0.0.0/4",     /* reserved, 255.255.255.255 broadcast among them */
-    "::/128",          /* unspecified */
-    "::1/128",         /* loopback */
-    "::/96",           /* deprecated IPv4-compatible, and the rest of the reserved ::/8 */
-    "100::/64",        /* discard-only */
-    "2001::/32",       /* Teredo: its IPv4 address is obfuscated, so the whole range */
-    "fc00::/7",        /* unique local */
-    "fe80::/10",       /* link-local */
-    "fec0::/10",       /* deprecated site-local, still routed inside some networks */
-    "ff00::/8",        /* multicast */
+    "0.0.0.0/8",      /* "this network", 0.0.0.0 reaches loopback on Linux */
+    "10.0.0.0/8",     /* RFC 1918 */
+    "100.64.0.0/10",  /* CGNAT, RFC 6598 */
+    "127.0.0.0/8",    /* loopback */
+    "169.254.0.0/16", /* link-local, 169.254.169.254 the cloud metadata service */
+    "172.16.0.0/12",  /* RFC 1918 */
+    "192.0.0.0/24",   /* IETF protocol assignments (some are metadata-like services) */
+    "192.168.0.0/16", /* RFC 1918 */
+    "198.18.0.0/15",  /* benchmarking */
+    "224.0.0.0/4",    /* multicast */
+    "240.0.0.0/4",    /* reserved, 255.255.255.255 broadcast among them */
+    "::/128",         /* unspecified */
+    "::1/128",        /* loopback */
+    "::/96",          /* deprecated IPv4-compatible, and the rest of the reserved ::/8 */
+    "100::/64",       /* discard-only */
+    "2001::/32",      /* Teredo: its IPv4 address is obfuscated, so the whole range */
+    "fc00::/7",       /* unique local */
+    "fe80::/10",      /* link-local */
+    "fec0::/10",      /* deprecated site-local, still routed inside some networks */
+    "ff00::/8",       /* multicast */
 };
 #define NREFUSED (sizeof(refused_text) / sizeof(refused_text[0]))
 

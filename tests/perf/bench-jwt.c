@@ -28,9 +28,13 @@ static double now_s(void)
 static struct hf_jwt_verifier *verifier(const char *jwks)
 {
     static const char *const auds[] = {"aud"}, *const req[] = {"email"};
-    struct hf_jwt_issuer iss = {.issuer = "https://issuer.test", .jwks = jwks, .audiences = auds,
-                                .naudiences = 1, .algs = HF_JWT_RS256 | HF_JWT_ES256,
-                                .required = req, .nrequired = 1};
+    struct hf_jwt_issuer iss = {.issuer = "https://issuer.test",
+                                .jwks = jwks,
+                                .audiences = auds,
+                                .naudiences = 1,
+                                .algs = HF_JWT_RS256 | HF_JWT_ES256,
+                                .required = req,
+                                .nrequired = 1};
     struct hf_jwt_verifier *v = hf_jwt_verifier_new();
     char err[256];
 

@@ -60,11 +60,13 @@ char *hf_test_jwk(EVP_PKEY *key, const char *kid)
     a = bn_param_b64url(key, rsa ? OSSL_PKEY_PARAM_RSA_N : OSSL_PKEY_PARAM_EC_PUB_X, rsa ? 0 : 32);
     b = bn_param_b64url(key, rsa ? OSSL_PKEY_PARAM_RSA_E : OSSL_PKEY_PARAM_EC_PUB_Y, rsa ? 0 : 32);
     if (rsa)
-        snprintf(out, 4096, "{\"kty\":\"RSA\",\"kid\":\"%s\",\"use\":\"sig\",\"n\":\"%s\",\"e\":\"%s\"}",
-                 kid, a, b);
+        snprintf(out, 4096,
+                 "{\"kty\":\"RSA\",\"kid\":\"%s\",\"use\":\"sig\",\"n\":\"%s\",\"e\":\"%s\"}", kid,
+                 a, b);
     else
-        snprintf(out, 4096, "{\"kty\":\"EC\",\"kid\":\"%s\",\"crv\":\"P-256\",\"x\":\"%s\",\"y\":\"%s\"}",
-                 kid, a, b);
+        snprintf(out, 4096,
+                 "{\"kty\":\"EC\",\"kid\":\"%s\",\"crv\":\"P-256\",\"x\":\"%s\",\"y\":\"%s\"}", kid,
+                 a, b);
     free(a);
     free(b);
     return out;
@@ -145,8 +147,8 @@ char *hf_test_jwt_hs256(const void *secret, size_t len, const char *header, cons
     unsigned char mac[32];
     size_t maclen = 0;
 
-    if (token && !EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, secret, len,
-                            (unsigned char *)token, strlen(token), mac, sizeof(mac), &maclen)) {
+    if (token && !EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, secret, len, (unsigned char *)token,
+                            strlen(token), mac, sizeof(mac), &maclen)) {
         free(token);
         return NULL;
     }

@@ -281,7 +281,8 @@ static void test_alg_must_match_key_type(void)
 static void test_issuer_algorithms_are_honoured(void)
 {
     static const char *const auds[] = {"aud-a"};
-    struct hf_jwt_issuer iss = {.issuer = ISS, .jwks = jwks_path, .audiences = auds, .naudiences = 1};
+    struct hf_jwt_issuer iss = {
+        .issuer = ISS, .jwks = jwks_path, .audiences = auds, .naudiences = 1};
     struct hf_jwt_verifier *v = hf_jwt_verifier_new();
     char err[128];
 
@@ -300,14 +301,16 @@ static void test_wrong_iss_and_aud_are_refused(void)
 
     write_default_jwks();
     v = verifier(0);
-    snprintf(c, sizeof(c), "{\"iss\":\"https://other.test\",\"aud\":\"aud-a\",\"email\":\"e\","
-                           "\"exp\":%d}", NOW + 60);
+    snprintf(c, sizeof(c),
+             "{\"iss\":\"https://other.test\",\"aud\":\"aud-a\",\"email\":\"e\","
+             "\"exp\":%d}",
+             NOW + 60);
     tok = mint(rsa, "RS256", "rsa", c);
     CU_ASSERT_EQUAL(verify_str(v, tok, "iss"), HF_STATUS_UNAUTHENTICATED);
     free(tok);
-    const char *auds[][2] = {{"\"aud-c\"", "aud"},     {"[\"aud-c\",\"x\"]", "aud"},
-                             {"[]", "aud"},            {"7", "aud"},
-                             {"[\"x\",\"aud-b\"]", NULL}, {"\"aud-b\"", NULL}};
+    const char *auds[][2] = {
+        {"\"aud-c\"", "aud"}, {"[\"aud-c\",\"x\"]", "aud"}, {"[]", "aud"},
+        {"7", "aud"},         {"[\"x\",\"aud-b\"]", NULL},  {"\"aud-b\"", NULL}};
     for (size_t i = 0; i < sizeof(auds) / sizeof(auds[0]); i++) {
         snprintf(c, sizeof(c), "{\"iss\":\"" ISS "\",\"aud\":%s,\"email\":\"e\",\"exp\":%d}",
                  auds[i][0], NOW + 60);
@@ -341,8 +344,8 @@ static void test_times_and_skew(void)
     char t[128];
 
     write_default_jwks();
-    v = verifier(0);       /* skew 60 s */
-    tight = verifier(5);   /* skew 5 s */
+    v = verifier(0);     /* skew 60 s */
+    tight = verifier(5); /* skew 5 s */
     snprintf(t, sizeof(t), ",\"exp\":%d", NOW - 120);
     CU_ASSERT_EQUAL(check_times(v, t, "expired"), HF_STATUS_UNAUTHENTICATED);
     snprintf(t, sizeof(t), ",\"exp\":%d", NOW - 30); /* within the skew */
@@ -434,10 +437,16 @@ static enum hf_status check_raw(struct hf_jwt_verifier *v, const char *header, c
 
 static void test_malformed_tokens_are_refused(void)
 {
-    static const char *const bad[] = {
-        "", "abc", "a.b", "a.b.c.d", "..", "eyJhbGciOiJSUzI1NiJ9..",
-        "eyJh bGciOiJSUzI1NiJ9.e30.c2ln", "eyJhbGciOiJSUzI1NiJ9=.e30.c2ln",
-        "eyJhbGciOiJSUzI1NiJ9.e30.c2ln+/", "A.e30.c2ln"};
+    static const char *const bad[] = {"",
+                                      "abc",
+                                      "a.b",
+                                      "a.b.c.d",
+                                      "..",
+                                      "eyJhbGciOiJSUzI1NiJ9..",
+                                      "eyJh bGciOiJSUzI1NiJ9.e30.c2ln",
+                                      "eyJhbGciOiJSUzI1NiJ9=.e30.c2ln",
+                                      "eyJhbGciOiJSUzI1NiJ9.e30.c2ln+/",
+                                      "A.e30.c2ln"};
     struct hf_jwt_verifier *v;
     char c[256];
 
@@ -450,9 +459,9 @@ static void test_malformed_tokens_are_refused(void)
     CU_ASSERT_EQUAL(check_raw(v, "[\"RS256\"]", c, "object"), HF_STATUS_UNAUTHENTICATED);
     CU_ASSERT_EQUAL(check_raw(v, "{\"alg\":\"RS256\",\"kid\":\"rsa\",\"kid\":\"ec\"}", c, "header"),
                     HF_STATUS_UNAUTHENTICATED);
-    CU_ASSERT_EQUAL(check_raw(v, "{\"alg\":\"RS256\",\"kid\":\"rsa\",\"crit\":[\"exp\"]}", c,
-                              "crit"),
-                    HF_STATUS_UNAUTHENTICATED);
+    CU_ASSERT_EQUAL(
+        check_raw(v, "{\"alg\":\"RS256\",\"kid\":\"rsa\",\"crit\":[\"exp\"]}", c, "crit"),
+        HF_STATUS_UNAUTHENTICATED);
     CU_ASSERT_EQUAL(check_raw(v, "{\"alg\":\"RS256\"}", c, "kid"), HF_STATUS_UNAUTHENTICATED);
     CU_ASSERT_EQUAL(check_raw(v, "{\"alg\":\"RS512\",\"kid\":\"rsa\"}", c, "alg"),
                     HF_STATUS_UNAUTHENTICATED);
@@ -617,8 +626,9 @@ static void test_jwks_rules(void)
      * array, duplicate members. */
     snprintf(doc, sizeof(doc), "{\"keys\":[%s,%s]}", jwk_rsa, jwk_rsa);
     CU_ASSERT_FALSE(jwks_parses(doc, NULL));
-    snprintf(doc, sizeof(doc), "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB=\",\"e\":"
-                               "\"AQAB\"}]}");
+    snprintf(doc, sizeof(doc),
+             "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"r\",\"n\":\"AQAB=\",\"e\":"
+             "\"AQAB\"}]}");
     CU_ASSERT_FALSE(jwks_parses(doc, NULL));
     small = hf_test_jwk(k1024, "small");
     snprintf(doc, sizeof(doc), "{\"keys\":[%s]}", small);
@@ -655,8 +665,8 @@ static void test_verifier_config_is_checked(void)
 {
     static const char *const auds[] = {"a"};
     struct hf_jwt_verifier *v = hf_jwt_verifier_new();
-    struct hf_jwt_issuer iss = {.issuer = ISS, .jwks = "/nonexistent/jwks.json",
-                                .audiences = auds, .naudiences = 1};
+    struct hf_jwt_issuer iss = {
+        .issuer = ISS, .jwks = "/nonexistent/jwks.json", .audiences = auds, .naudiences = 1};
     char err[256] = "";
 
     CU_ASSERT_FALSE(hf_jwt_verifier_add(v, &iss, err, sizeof(err)));

@@ -83,7 +83,8 @@ static bool make_certs(void)
 
 static bool server_is_up(int port)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 
     for (int i = 0; i < 200; i++) {
@@ -138,8 +139,8 @@ static enum hf_status get(const struct hf_outbound_policy *p, const char *url, l
                           char **body, size_t *len)
 {
     char why[256] = "";
-    enum hf_status st = hf_https_request(p, "GET", url, NULL, 0, NULL, 0, status, body, len, why,
-                                         sizeof(why));
+    enum hf_status st =
+        hf_https_request(p, "GET", url, NULL, 0, NULL, 0, status, body, len, why, sizeof(why));
 
     if (st != HF_STATUS_OK) {
         CU_ASSERT(why[0] != '\0');
@@ -231,8 +232,7 @@ static void test_size_cap(void)
 
     /* The default cap (64 KiB) and a set one, both under the 100000-byte reply. */
     CU_ASSERT_EQUAL(get(&p, url(NULL, "/big"), &status, &body, &len), HF_STATUS_TOO_LARGE);
-    CU_ASSERT_EQUAL(get(&p, url(NULL, "/big-unsized"), &status, &body, &len),
-                    HF_STATUS_TOO_LARGE);
+    CU_ASSERT_EQUAL(get(&p, url(NULL, "/big-unsized"), &status, &body, &len), HF_STATUS_TOO_LARGE);
     p.max_response = 4;
     CU_ASSERT_EQUAL(get(&p, url(NULL, "/hello"), &status, &body, &len), HF_STATUS_TOO_LARGE);
     p.max_response = 200000;
@@ -243,8 +243,8 @@ static void test_size_cap(void)
 
 static void test_timeout(void)
 {
-    struct hf_outbound_policy p = {.ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2,
-                                   .total_timeout_ms = 400};
+    struct hf_outbound_policy p = {
+        .ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2, .total_timeout_ms = 400};
     struct timespec t0, t1;
     char host[64], *body = NULL;
     size_t len;
@@ -283,10 +283,10 @@ static void test_jwks_over_https(void)
     long max_age = 0;
 
     snprintf(doc, sizeof(doc), "{\"keys\":[%s]}", jwk);
-    CU_ASSERT_TRUE_FATAL(write_file("jwks", "Cache-Control: public, max-age=19523, must-revalidate\r\n",
-                                    doc, strlen(doc)));
-    CU_ASSERT_TRUE_FATAL(write_file("jwks-nostore", "Cache-Control: no-store\r\n", doc,
-                                    strlen(doc)));
+    CU_ASSERT_TRUE_FATAL(write_file(
+        "jwks", "Cache-Control: public, max-age=19523, must-revalidate\r\n", doc, strlen(doc)));
+    CU_ASSERT_TRUE_FATAL(
+        write_file("jwks-nostore", "Cache-Control: no-store\r\n", doc, strlen(doc)));
     CU_ASSERT_TRUE(hf_jwks_load(url(NULL, "/jwks"), &p, &set, &max_age, why, sizeof(why)));
     CU_ASSERT_EQUAL(max_age, 19523);
     CU_ASSERT_PTR_NOT_NULL(hf_jwks_find(set, "k1"));
@@ -297,13 +297,13 @@ static void test_jwks_over_https(void)
     CU_ASSERT_TRUE(hf_jwks_load(url(NULL, "/hello"), &p, &set, &max_age, why, sizeof(why)) ==
                    false);
     /* A source over https: loaded at once; one whose URL fails starts empty, not refused. */
-    CU_ASSERT_PTR_NOT_NULL_FATAL(src = hf_jwks_source_new(url(NULL, "/jwks"), &p, 3600, why,
-                                                          sizeof(why)));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(
+        src = hf_jwks_source_new(url(NULL, "/jwks"), &p, 3600, why, sizeof(why)));
     CU_ASSERT_EQUAL(hf_jwks_source_loads(src), 1);
     hf_jwks_source_free(src);
     p.nallow_cidrs = 0;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(src = hf_jwks_source_new(url(NULL, "/jwks"), &p, 3600, why,
-                                                          sizeof(why)));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(
+        src = hf_jwks_source_new(url(NULL, "/jwks"), &p, 3600, why, sizeof(why)));
     CU_ASSERT_EQUAL(hf_jwks_source_loads(src), 0);
     CU_ASSERT_PTR_NULL(hf_jwks_source_get(src));
     hf_jwks_source_free(src);
