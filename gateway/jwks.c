@@ -6,9 +6,9 @@
 #include "gateway/b64url.h"
 #include "gateway/jwks.h"
 #include "gateway/outbound.h"
+#include "gateway/why.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +28,6 @@ struct hf_jwks {
     size_t n;
     struct hf_jwk keys[HF_JWKS_MAX_KEYS];
 };
-
-static void say(char *why, size_t whylen, const char *fmt, ...) HF_PRINTF(3, 4);
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!why || whylen == 0) return;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 static const char *member_string(struct json_object *o, const char *name)
 {
@@ -83,23 +72,23 @@ static EVP_PKEY *rsa_key(struct json_object *o, char *why, size_t whylen)
 
     if (!(n = member_bytes(o, "n", RSA_MAX_BYTES + 1, &nlen)) ||
         !(e = member_bytes(o, "e", RSA_MAX_E_BYTES, &elen))) {
-        say(why, whylen, "RSA key without valid base64url n and e");
+        hf_why(why, whylen, "RSA key without valid base64url n and e");
         goto done;
     }
     /* RFC 7518 section 6.3.1.1: no leading zero octet, so the length is the size. */
     if (nlen < RSA_MIN_BYTES || nlen > RSA_MAX_BYTES || n[0] == 0) {
-        say(why, whylen, "RSA modulus of %zu bytes (2048 to 8192 bits taken)", nlen);
+        hf_why(why, whylen, "RSA modulus of %zu bytes (2048 to 8192 bits taken)", nlen);
         goto done;
     }
     if (elen == 0 || !(e[elen - 1] & 1) || (elen == 1 && e[0] < 3)) {
-        say(why, whylen, "RSA public exponent is not an odd number of at least 3");
+        hf_why(why, whylen, "RSA public exponent is not an odd number of at least 3");
         goto done;
     }
     if (!(bn = BN_bin2bn(n, (int)nlen, NULL)) || !(be = BN_bin2bn(e, (int)elen, NULL)) ||
         !(bld = OSSL_PARAM_BLD_new()) || !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn) ||
         !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) ||
         !(pkey = pkey_from_params("RSA", bld)))
-        say(why, whylen, "RSA key refused by OpenSSL");
+        hf_why(why, whylen, "RSA key refused by OpenSSL");
 done:
     BN_free(bn);
     BN_free(be);
@@ -120,7 +109,7 @@ static EVP_PKEY *p256_key(struct json_object *o, char *why, size_t whylen)
     if (!(x = member_bytes(o, "x", P256_COORD_BYTES, &xlen)) ||
         !(y = member_bytes(o, "y", P256_COORD_BYTES, &ylen)) || xlen != P256_COORD_BYTES ||
         ylen != P256_COORD_BYTES) {
-        say(why, whylen, "P-256 key without 32-byte base64url x and y");
+        hf_why(why, whylen, "P-256 key without 32-byte base64url x and y");
         goto done;
     }
     point[0] = 4; /* uncompressed (SEC 1 section 2.3.3) */
@@ -131,7 +120,7 @@ static EVP_PKEY *p256_key(struct json_object *o, char *why, size_t whylen)
         !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof(point)) ||
         !(pkey = pkey_from_params("EC", bld)) || !(check = EVP_PKEY_CTX_new(pkey, NULL)) ||
         EVP_PKEY_public_check(check) != 1) {
-        say(why, whylen, "P-256 point refused by OpenSSL");
+        hf_why(why, whylen, "P-256 point refused by OpenSSL");
         EVP_PKEY_free(pkey);
         pkey = NULL;
     }
@@ -172,24 +161,24 @@ static bool add_key(struct hf_jwks *set, struct json_object *o, size_t index, ch
 
     if (alg == 0) return true;
     if (!kid || kid[0] == '\0' || strlen(kid) > HF_JWKS_MAX_KID) {
-        say(why, whylen, "key %zu: no kid, or one over %u bytes", index, HF_JWKS_MAX_KID);
+        hf_why(why, whylen, "key %zu: no kid, or one over %u bytes", index, HF_JWKS_MAX_KID);
         return false;
     }
     if (hf_jwks_find(set, kid)) {
-        say(why, whylen, "key %zu: a second key with the same kid", index);
+        hf_why(why, whylen, "key %zu: a second key with the same kid", index);
         return false;
     }
     k = &set->keys[set->n];
     k->pkey = alg == HF_JWT_RS256 ? rsa_key(o, reason, sizeof(reason))
                                   : p256_key(o, reason, sizeof(reason));
     if (!k->pkey) {
-        say(why, whylen, "key %zu: %s", index, reason);
+        hf_why(why, whylen, "key %zu: %s", index, reason);
         return false;
     }
     /* kid points into the parsed document, which the set does not keep: copy it. */
     if (!(k->kid = strdup(kid))) {
         EVP_PKEY_free(k->pkey);
-        say(why, whylen, "out of memory");
+        hf_why(why, whylen, "out of memory");
         return false;
     }
     k->alg = alg;
@@ -208,21 +197,21 @@ bool hf_jwks_parse(const char *text, size_t len, struct hf_jwks **out, char *why
     *out = NULL;
     if (hf_json_parse(text, len, HF_JWKS_MAX_BYTES, 8, &doc, reason, sizeof(reason)) !=
         HF_STATUS_OK) {
-        say(why, whylen, "JWKS: %s", reason);
+        hf_why(why, whylen, "JWKS: %s", reason);
         goto done;
     }
     if (!json_object_is_type(doc, json_type_object) ||
         !json_object_object_get_ex(doc, "keys", &keys) ||
         !json_object_is_type(keys, json_type_array)) {
-        say(why, whylen, "JWKS: no \"keys\" array");
+        hf_why(why, whylen, "JWKS: no \"keys\" array");
         goto done;
     }
     if ((nkeys = json_object_array_length(keys)) > HF_JWKS_MAX_KEYS) {
-        say(why, whylen, "JWKS: %zu keys, over %u", nkeys, HF_JWKS_MAX_KEYS);
+        hf_why(why, whylen, "JWKS: %zu keys, over %u", nkeys, HF_JWKS_MAX_KEYS);
         goto done;
     }
     if (!(set = calloc(1, sizeof(*set)))) {
-        say(why, whylen, "out of memory");
+        hf_why(why, whylen, "out of memory");
         goto done;
     }
     atomic_init(&set->refs, 1);
@@ -230,7 +219,7 @@ bool hf_jwks_parse(const char *text, size_t len, struct hf_jwks **out, char *why
         struct json_object *k = json_object_array_get_idx(keys, i);
 
         if (!json_object_is_type(k, json_type_object)) {
-            say(why, whylen, "JWKS: key %zu is not an object", i);
+            hf_why(why, whylen, "JWKS: key %zu is not an object", i);
             goto done;
         }
         if (!add_key(set, k, i, why, whylen)) goto done;
@@ -281,16 +270,16 @@ static bool read_file(const char *path, char **text, size_t *len, char *why, siz
     bool ok = false;
 
     if (!f) {
-        say(why, whylen, "%s: %s", path, strerror(errno));
+        hf_why(why, whylen, "%s: %s", path, strerror(errno));
         return false;
     }
     if (!(buf = malloc(HF_JWKS_MAX_BYTES + 1))) {
-        say(why, whylen, "out of memory");
+        hf_why(why, whylen, "out of memory");
         goto done;
     }
     n = fread(buf, 1, HF_JWKS_MAX_BYTES + 1, f);
     if (ferror(f) || n > HF_JWKS_MAX_BYTES) {
-        say(why, whylen, "%s: %s", path, ferror(f) ? "read error" : "over 256 KiB");
+        hf_why(why, whylen, "%s: %s", path, ferror(f) ? "read error" : "over 256 KiB");
         goto done;
     }
     *text = buf;
@@ -320,11 +309,11 @@ bool hf_jwks_load(const char *location, const struct hf_outbound_policy *policy,
         if (!p.max_response) p.max_response = HF_JWKS_MAX_BYTES;
         if (hf_https_fetch(&p, "GET", location, NULL, 0, NULL, 0, &status, &text, &len, max_age_s,
                            reason, sizeof(reason)) != HF_STATUS_OK) {
-            say(why, whylen, "%s: %s", location, reason);
+            hf_why(why, whylen, "%s: %s", location, reason);
             return false;
         }
         if (status != 200) {
-            say(why, whylen, "%s: HTTP status %ld", location, status);
+            hf_why(why, whylen, "%s: HTTP status %ld", location, status);
             goto done;
         }
     }

@@ -7,8 +7,8 @@
 #include "gateway/b64url.h"
 #include "gateway/jwks.h"
 #include "gateway/jwt.h"
+#include "gateway/why.h"
 
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,17 +45,6 @@ struct hf_jwt_verifier {
     int64_t (*wall_s)(void);
 };
 
-static void say(char *why, size_t whylen, const char *fmt, ...) HF_PRINTF(3, 4);
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!why || whylen == 0) return;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
-
 static const char *member_string(const struct json_object *o, const char *name)
 {
     struct json_object *v;
@@ -71,17 +60,17 @@ static const char *member_string(const struct json_object *o, const char *name)
 static unsigned alg_of(const char *alg, char *why, size_t whylen)
 {
     if (!alg) {
-        say(why, whylen, "token header has no alg");
+        hf_why(why, whylen, "token header has no alg");
         return 0;
     }
     if (strcmp(alg, "RS256") == 0) return HF_JWT_RS256;
     if (strcmp(alg, "ES256") == 0) return HF_JWT_ES256;
     if (strcasecmp(alg, "none") == 0)
-        say(why, whylen, "unsigned token (alg none) refused");
+        hf_why(why, whylen, "unsigned token (alg none) refused");
     else if (strncmp(alg, "HS", 2) == 0)
-        say(why, whylen, "HMAC token (alg HS*) refused");
+        hf_why(why, whylen, "HMAC token (alg HS*) refused");
     else
-        say(why, whylen, "token alg not supported");
+        hf_why(why, whylen, "token alg not supported");
     return 0;
 }
 
@@ -94,15 +83,15 @@ static bool segment_json(const char *seg, size_t len, size_t max, int depth, con
     bool ok = false;
 
     if (!hf_b64url_decode(seg, len, max, &text, &n)) {
-        say(why, whylen, "token %s is not base64url", what);
+        hf_why(why, whylen, "token %s is not base64url", what);
         goto done;
     }
     if (hf_json_parse(text, n, max, depth, out, reason, sizeof(reason)) != HF_STATUS_OK) {
-        say(why, whylen, "token %s: %s", what, reason);
+        hf_why(why, whylen, "token %s: %s", what, reason);
         goto done;
     }
     if (!json_object_is_type(*out, json_type_object)) {
-        say(why, whylen, "token %s is not a JSON object", what);
+        hf_why(why, whylen, "token %s is not a JSON object", what);
         json_object_put(*out);
         *out = NULL;
         goto done;
@@ -119,12 +108,12 @@ static bool header_is_acceptable(struct hf_jws *jws, char *why, size_t whylen)
 
     if (json_object_object_get_ex(jws->header, "crit", &crit)) {
         /* RFC 7515 section 4.1.11: we understand no extension, so none may be critical. */
-        say(why, whylen, "token header has crit");
+        hf_why(why, whylen, "token header has crit");
         return false;
     }
     if (!(jws->alg = alg_of(member_string(jws->header, "alg"), why, whylen))) return false;
     if (!(jws->kid = member_string(jws->header, "kid"))) {
-        say(why, whylen, "token header has no kid");
+        hf_why(why, whylen, "token header has no kid");
         return false;
     }
     return true;
@@ -137,13 +126,13 @@ enum hf_status hf_jws_parse(const char *token, size_t len, struct hf_jws *out, c
 
     memset(out, 0, sizeof(*out));
     if (!token || len == 0 || len > HF_JWT_MAX_LEN) {
-        say(why, whylen, "token empty or over 8 KiB");
+        hf_why(why, whylen, "token empty or over 8 KiB");
         return HF_STATUS_UNAUTHENTICATED;
     }
     if (!(dot1 = memchr(token, '.', len)) ||
         !(dot2 = memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - token))) ||
         memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - token))) {
-        say(why, whylen, "token is not three dot-separated segments");
+        hf_why(why, whylen, "token is not three dot-separated segments");
         return HF_STATUS_UNAUTHENTICATED;
     }
     payload = dot1 + 1;
@@ -156,12 +145,12 @@ enum hf_status hf_jws_parse(const char *token, size_t len, struct hf_jws *out, c
                       "claims", &out->claims, why, whylen))
         goto fail;
     if (!(out->iss = member_string(out->claims, "iss"))) {
-        say(why, whylen, "token has no string iss");
+        hf_why(why, whylen, "token has no string iss");
         goto fail;
     }
     if (!hf_b64url_decode(sig, len - (size_t)(sig - token), MAX_SIG, &out->sig, &out->siglen) ||
         out->siglen == 0) {
-        say(why, whylen, "token signature is empty or not base64url");
+        hf_why(why, whylen, "token signature is empty or not base64url");
         goto fail;
     }
     return HF_STATUS_OK;
@@ -241,19 +230,19 @@ static bool times_are_valid(const struct hf_jwt_issuer *iss, const struct json_o
     if (!numeric_date(claims, "exp", &has_exp, &exp) || !has_exp ||
         !numeric_date(claims, "nbf", &has_nbf, &nbf) ||
         !numeric_date(claims, "iat", &has_iat, &iat)) {
-        say(why, whylen, "token exp missing, or exp, nbf or iat not a number");
+        hf_why(why, whylen, "token exp missing, or exp, nbf or iat not a number");
         return false;
     }
     if (now >= exp + skew) {
-        say(why, whylen, "token expired");
+        hf_why(why, whylen, "token expired");
         return false;
     }
     if (has_nbf && nbf > now + skew) {
-        say(why, whylen, "token not yet valid (nbf)");
+        hf_why(why, whylen, "token not yet valid (nbf)");
         return false;
     }
     if (has_iat && iat > now + skew) {
-        say(why, whylen, "token issued in the future (iat)");
+        hf_why(why, whylen, "token issued in the future (iat)");
         return false;
     }
     return true;
@@ -265,17 +254,17 @@ bool hf_jwt_claims_are_valid(const struct hf_jwt_issuer *iss, const struct json_
     const char *got = member_string(claims, "iss");
 
     if (!got || strcmp(got, iss->issuer) != 0) {
-        say(why, whylen, "token iss is not the issuer's");
+        hf_why(why, whylen, "token iss is not the issuer's");
         return false;
     }
     if (!aud_is_valid(iss, claims)) {
-        say(why, whylen, "token aud holds none of the accepted audiences");
+        hf_why(why, whylen, "token aud holds none of the accepted audiences");
         return false;
     }
     if (!times_are_valid(iss, claims, now, why, whylen)) return false;
     for (size_t i = 0; i < iss->nrequired; i++)
         if (!json_object_object_get_ex((struct json_object *)claims, iss->required[i], NULL)) {
-            say(why, whylen, "token lacks a required claim");
+            hf_why(why, whylen, "token lacks a required claim");
             return false;
         }
     return true;
@@ -394,15 +383,15 @@ static void issuer_clear(struct issuer *is)
 static bool issuer_config_is_usable(const struct hf_jwt_issuer *iss, char *err, size_t errlen)
 {
     if (!iss || !iss->issuer || !iss->issuer[0] || !iss->jwks || !iss->jwks[0]) {
-        say(err, errlen, "an issuer needs its iss and a JWKS");
+        hf_why(err, errlen, "an issuer needs its iss and a JWKS");
         return false;
     }
     if (iss->naudiences == 0 || !iss->audiences) {
-        say(err, errlen, "issuer %s: no accepted audience", iss->issuer);
+        hf_why(err, errlen, "issuer %s: no accepted audience", iss->issuer);
         return false;
     }
     if (iss->algs & ~(HF_JWT_RS256 | HF_JWT_ES256)) {
-        say(err, errlen, "issuer %s: algorithms other than RS256 and ES256", iss->issuer);
+        hf_why(err, errlen, "issuer %s: algorithms other than RS256 and ES256", iss->issuer);
         return false;
     }
     return true;
@@ -426,14 +415,14 @@ HF_PLUGIN_EXPORT bool hf_jwt_verifier_add(struct hf_jwt_verifier *v,
     if (!(is->keys = hf_jwks_source_new(is->cfg.jwks, iss->fetch,
                                         iss->refresh_max_s ? iss->refresh_max_s : 3600, why,
                                         sizeof(why)))) {
-        say(err, errlen, "issuer %s: %s", iss->issuer, why);
+        hf_why(err, errlen, "issuer %s: %s", iss->issuer, why);
         issuer_clear(is);
         return false;
     }
     v->nissuers++;
     return true;
 oom:
-    say(err, errlen, "out of memory");
+    hf_why(err, errlen, "out of memory");
     return false;
 }
 
@@ -467,17 +456,17 @@ static bool issuer_accepts(struct issuer *is, const struct hf_jws *jws, const ch
     bool ok = false;
 
     if (!(is->cfg.algs & jws->alg)) {
-        say(why, whylen, "token alg not allowed for its issuer");
+        hf_why(why, whylen, "token alg not allowed for its issuer");
         return false;
     }
     set = hf_jwks_source_get(is->keys);
     if (!(k = hf_jwks_find(set, jws->kid))) {
         hf_jwks_source_refetch(is->keys); /* a rotated key: the thread fetches, we fail now */
-        say(why, whylen, "token kid unknown to its issuer");
+        hf_why(why, whylen, "token kid unknown to its issuer");
     } else if (k->alg != jws->alg) {
-        say(why, whylen, "token alg does not match its key's type");
+        hf_why(why, whylen, "token alg does not match its key's type");
     } else if (!signature_is_valid(k, jws, token)) {
-        say(why, whylen, "token signature does not verify");
+        hf_why(why, whylen, "token signature does not verify");
     } else {
         ok = hf_jwt_claims_are_valid(&is->cfg, jws->claims, now, why, whylen);
     }
@@ -511,7 +500,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_jwt_verify(struct hf_jwt_verifier *v, const c
     if (out) *out = NULL;
     if (!v || !out) return HF_STATUS_INTERNAL;
     if (!token || len == 0 || len > HF_JWT_MAX_LEN) {
-        say(why, whylen, "token empty or over 8 KiB");
+        hf_why(why, whylen, "token empty or over 8 KiB");
         return HF_STATUS_UNAUTHENTICATED;
     }
     now = v->wall_s();
@@ -527,7 +516,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_jwt_verify(struct hf_jwt_verifier *v, const c
         hf_jwt_cache_put(v->cache, key, t, t->exp, now);
         *out = t;
     }
-    if (!known) say(why, whylen, "token iss is no configured issuer");
+    if (!known) hf_why(why, whylen, "token iss is no configured issuer");
     hf_jws_clear(&jws);
     return *out ? HF_STATUS_OK : HF_STATUS_UNAUTHENTICATED;
 }

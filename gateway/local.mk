@@ -6,6 +6,7 @@ GATEWAY_SOURCES = \
 	gateway/json.c gateway/json.h \
 	gateway/random.c \
 	gateway/clock.c \
+	gateway/why.c gateway/why.h \
 	gateway/b64url.c gateway/b64url.h \
 	gateway/ssrf.c gateway/ssrf.h \
 	gateway/outbound.c gateway/outbound.h \

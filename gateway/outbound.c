@@ -7,9 +7,9 @@
 
 #include "gateway/outbound.h"
 #include "gateway/ssrf.h"
+#include "gateway/why.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,17 +46,6 @@ bool hf_outbound_global_init(void)
 void hf_outbound_global_cleanup(void)
 {
     curl_global_cleanup();
-}
-
-static void say(char *why, size_t whylen, const char *fmt, ...) HF_PRINTF(3, 4);
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!why || whylen == 0) return;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
 }
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -113,12 +102,12 @@ static bool allow_list_parse(const struct hf_outbound_policy *p, struct transfer
                              size_t whylen)
 {
     if (p->nallow_cidrs > MAX_ALLOW_CIDRS) {
-        say(why, whylen, "more than %u allowed CIDRs", MAX_ALLOW_CIDRS);
+        hf_why(why, whylen, "more than %u allowed CIDRs", MAX_ALLOW_CIDRS);
         return false;
     }
     for (size_t i = 0; i < p->nallow_cidrs; i++)
         if (!hf_cidr_parse(p->allow_cidrs[i], &t->allow[i])) {
-            say(why, whylen, "allowed CIDR %zu is not an address or a CIDR", i + 1);
+            hf_why(why, whylen, "allowed CIDR %zu is not an address or a CIDR", i + 1);
             return false;
         }
     t->nallow = p->nallow_cidrs;
@@ -202,14 +191,14 @@ static enum hf_status status_from_curl(CURLcode rc, const struct transfer *t, co
                                        char *why, size_t whylen)
 {
     if (t->guard_refused) {
-        say(why, whylen, "address %s refused by the SSRF guard", t->refused_addr);
+        hf_why(why, whylen, "address %s refused by the SSRF guard", t->refused_addr);
         return HF_STATUS_DENIED;
     }
     if (t->too_large || rc == CURLE_FILESIZE_EXCEEDED) {
-        say(why, whylen, "reply over %zu bytes", t->max_response);
+        hf_why(why, whylen, "reply over %zu bytes", t->max_response);
         return HF_STATUS_TOO_LARGE;
     }
-    say(why, whylen, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+    hf_why(why, whylen, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
         return HF_STATUS_TIMEOUT;
@@ -237,7 +226,7 @@ enum hf_status hf_https_fetch(const struct hf_outbound_policy *policy, const cha
 
     if (why && whylen) why[0] = '\0';
     if (!method || !url || !http_status || !body || !body_len) {
-        say(why, whylen, "bad arguments");
+        hf_why(why, whylen, "bad arguments");
         return HF_STATUS_INTERNAL;
     }
     *body = NULL;
@@ -245,7 +234,7 @@ enum hf_status hf_https_fetch(const struct hf_outbound_policy *policy, const cha
     if (max_age_s) *max_age_s = -1;
     if (!policy) policy = &defaults;
     if (!url_is_https(url)) {
-        say(why, whylen, "not an https URL");
+        hf_why(why, whylen, "not an https URL");
         return HF_STATUS_DENIED;
     }
     if (!(t = calloc(1, sizeof(*t)))) goto done;
@@ -258,7 +247,7 @@ enum hf_status hf_https_fetch(const struct hf_outbound_policy *policy, const cha
     if (!(c = curl_easy_init())) goto done;
     if (!set_options(c, policy, method, url, hdrs, req_body, req_len, t) ||
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK) {
-        say(why, whylen, "libcurl refused an option");
+        hf_why(why, whylen, "libcurl refused an option");
         goto done;
     }
     if ((rc = curl_easy_perform(c)) != CURLE_OK) {
@@ -273,7 +262,7 @@ enum hf_status hf_https_fetch(const struct hf_outbound_policy *policy, const cha
     t->body = NULL;
     st = HF_STATUS_OK;
 done:
-    if (st == HF_STATUS_INTERNAL && why && whylen && !why[0]) say(why, whylen, "out of memory");
+    if (st == HF_STATUS_INTERNAL && why && whylen && !why[0]) hf_why(why, whylen, "out of memory");
     curl_easy_cleanup(c);
     curl_slist_free_all(hdrs);
     if (t) OPENSSL_clear_free(t->body, t->cap);
