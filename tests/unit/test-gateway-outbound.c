@@ -21,6 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Under valgrind a TLS handshake alone can take seconds: only the timeout case keeps a short
+ * limit. */
+#define RUN_MS 60000u
+
 static char dir[64], ca[128], base[64];
 static pid_t server = -1;
 static int silent_fd = -1, silent_port;
@@ -159,7 +163,8 @@ static char *url(const char *host, const char *path)
 
 static void test_verified_with_ca_file(void)
 {
-    struct hf_outbound_policy p = {.ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2};
+    struct hf_outbound_policy p = {
+        .ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2, .total_timeout_ms = RUN_MS};
     const char *hdr[] = {"Accept: text/plain"};
     char *body = NULL, why[128];
     size_t len = 0;
@@ -179,7 +184,8 @@ static void test_verified_with_ca_file(void)
 
 static void test_refused_without_trust(void)
 {
-    struct hf_outbound_policy p = {.allow_cidrs = loopback, .nallow_cidrs = 2};
+    struct hf_outbound_policy p = {
+        .allow_cidrs = loopback, .nallow_cidrs = 2, .total_timeout_ms = RUN_MS};
     char *body = NULL, other[192];
     size_t len;
     long status;
@@ -194,7 +200,8 @@ static void test_refused_without_trust(void)
 
 static void test_host_name_is_verified(void)
 {
-    struct hf_outbound_policy p = {.ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2};
+    struct hf_outbound_policy p = {
+        .ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2, .total_timeout_ms = RUN_MS};
     char host[64], *body = NULL;
     size_t len;
     long status;
@@ -207,7 +214,7 @@ static void test_host_name_is_verified(void)
 static void test_loopback_needs_allow_cidrs(void)
 {
     static const char *const v6only[] = {"::1/128"}, *const garbage[] = {"not-a-cidr"};
-    struct hf_outbound_policy p = {.ca_file = ca};
+    struct hf_outbound_policy p = {.ca_file = ca, .total_timeout_ms = RUN_MS};
     char *body = NULL, why[256] = "";
     size_t len;
     long status;
@@ -225,7 +232,8 @@ static void test_loopback_needs_allow_cidrs(void)
 
 static void test_size_cap(void)
 {
-    struct hf_outbound_policy p = {.ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2};
+    struct hf_outbound_policy p = {
+        .ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2, .total_timeout_ms = RUN_MS};
     char *body = NULL;
     size_t len;
     long status;
@@ -261,7 +269,8 @@ static void test_timeout(void)
 
 static void test_only_https(void)
 {
-    struct hf_outbound_policy p = {.ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2};
+    struct hf_outbound_policy p = {
+        .ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2, .total_timeout_ms = RUN_MS};
     char plain[64], *body = NULL;
     size_t len;
     long status;
@@ -275,7 +284,8 @@ static void test_only_https(void)
 
 static void test_jwks_over_https(void)
 {
-    struct hf_outbound_policy p = {.ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2};
+    struct hf_outbound_policy p = {
+        .ca_file = ca, .allow_cidrs = loopback, .nallow_cidrs = 2, .total_timeout_ms = RUN_MS};
     EVP_PKEY *k = hf_test_key_p256();
     char *jwk = hf_test_jwk(k, "k1"), doc[1024], why[256] = "";
     struct hf_jwks_source *src;
