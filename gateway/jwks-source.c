@@ -42,6 +42,14 @@ static struct timespec deadline_in(unsigned seconds)
     return ts;
 }
 
+unsigned hf_jwks_next_refresh_s(bool loaded, bool have_set, long max_age_s, unsigned refresh_max_s)
+{
+    if (!loaded) return have_set ? HF_JWKS_REFRESH_MIN_S : FIRST_RETRY_S;
+    if (max_age_s < 0) return refresh_max_s;
+    if (max_age_s < (long)HF_JWKS_REFRESH_MIN_S) return HF_JWKS_REFRESH_MIN_S;
+    return max_age_s > (long)refresh_max_s ? refresh_max_s : (unsigned)max_age_s;
+}
+
 /* One load; on success the new set replaces the current one. Returns the seconds until the
  * next refresh. */
 static unsigned refresh(struct hf_jwks_source *s, bool *loaded, char *why, size_t whylen)
@@ -61,10 +69,7 @@ static unsigned refresh(struct hf_jwks_source *s, bool *loaded, char *why, size_
     have = s->current != NULL;
     pthread_mutex_unlock(&s->lock);
     hf_jwks_unref(set);
-    if (!*loaded) return have ? HF_JWKS_REFRESH_MIN_S : FIRST_RETRY_S;
-    if (max_age < (long)HF_JWKS_REFRESH_MIN_S)
-        return max_age < 0 ? s->refresh_max_s : HF_JWKS_REFRESH_MIN_S;
-    return max_age > (long)s->refresh_max_s ? s->refresh_max_s : (unsigned)max_age;
+    return hf_jwks_next_refresh_s(*loaded, have, max_age, s->refresh_max_s);
 }
 
 static void *refresher(void *arg)

@@ -64,5 +64,9 @@ void hf_jwks_source_refetch(struct hf_jwks_source *src);
 /* How many times a set was loaded: tests wait on it rather than on time. */
 uint64_t hf_jwks_source_loads(struct hf_jwks_source *src);
 void hf_jwks_source_free(struct hf_jwks_source *src);
+/* Seconds until the next refresh: after a load, Cache-Control's max-age bounded to
+ * [HF_JWKS_REFRESH_MIN_S, refresh_max_s] (none: refresh_max_s); after a failure,
+ * HF_JWKS_REFRESH_MIN_S while a set is held, a few seconds while none ever was. */
+unsigned hf_jwks_next_refresh_s(bool loaded, bool have_set, long max_age_s, unsigned refresh_max_s);
 
 #endif /* HF_GATEWAY_JWKS_H */

@@ -661,6 +661,18 @@ static void test_jwks_size_limits(void)
     free(doc);
 }
 
+static void test_refresh_follows_cache_control(void)
+{
+    CU_ASSERT_EQUAL(hf_jwks_next_refresh_s(true, true, 19523, 3600), 3600);
+    CU_ASSERT_EQUAL(hf_jwks_next_refresh_s(true, true, 600, 3600), 600);
+    CU_ASSERT_EQUAL(hf_jwks_next_refresh_s(true, true, 5, 3600), HF_JWKS_REFRESH_MIN_S);
+    CU_ASSERT_EQUAL(hf_jwks_next_refresh_s(true, true, 0, 3600), HF_JWKS_REFRESH_MIN_S);
+    CU_ASSERT_EQUAL(hf_jwks_next_refresh_s(true, true, -1, 3600), 3600);
+    /* A failure keeps the last set and retries; with no set yet, sooner. */
+    CU_ASSERT_EQUAL(hf_jwks_next_refresh_s(false, true, -1, 3600), HF_JWKS_REFRESH_MIN_S);
+    CU_ASSERT(hf_jwks_next_refresh_s(false, false, -1, 3600) < HF_JWKS_REFRESH_MIN_S);
+}
+
 static void test_verifier_config_is_checked(void)
 {
     static const char *const auds[] = {"a"};
@@ -702,6 +714,8 @@ static CU_TestInfo jwt_tests[] = {
     {"the cache stays bounded and expires entries", test_cache_stays_bounded},
     {"JWKS: keys taken, skipped and refused", test_jwks_rules},
     {"JWKS: too many keys are refused", test_jwks_size_limits},
+    {"refreshes follow Cache-Control max-age within [60 s, refresh_max_s]",
+     test_refresh_follows_cache_control},
     {"an issuer with no key set, no audience or unknown algs is refused",
      test_verifier_config_is_checked},
     CU_TEST_INFO_NULL,
