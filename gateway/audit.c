@@ -7,11 +7,12 @@
 #include "gateway/preauth.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LONG *seq)
 {
     const HF_FUNCTION_LIST *v = hf_p11_vendor();
-    char detail[512];
+    char detail[512], *fields;
     CK_ULONG_LONG now = 0;
     HF_REQUEST_CONTEXT ctx;
     CK_RV rv;
@@ -51,8 +52,10 @@ bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LO
         .detail = req->failed ? detail : NULL,
         .received_us = req->received_us,
     };
-    rv = hf_gw_p11_audit_request(&ctx, req->failed ? hf_gw_ckr_from_status(req->status) : CKR_OK,
-                                 seq);
+    fields = hf_gw_audit_fields_json(req);
+    rv = hf_gw_p11_audit_request(&ctx, fields,
+                                 req->failed ? hf_gw_ckr_from_status(req->status) : CKR_OK, seq);
+    free(fields);
     if (rv != CKR_OK) {
         hf_gw_log_error("audit: cannot record request %s: 0x%lx", req->id, (unsigned long)rv);
         *seq = 0;

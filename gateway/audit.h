@@ -13,4 +13,10 @@
  * record could not be written: the request must then not succeed. */
 bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LONG *seq);
 
+/* audit-fields.c: the plugin's fields (hf_request_set_audit_field) as the compact JSON object
+ * HF_SetRequestFields takes; NULL when there are none (or out of memory). Caller frees. */
+char *hf_gw_audit_fields_json(const struct hf_request *req);
+/* Frees them (hf_request_free). */
+void hf_gw_audit_fields_clear(struct hf_request *req);
+
 #endif /* HF_GATEWAY_AUDIT_H */

@@ -1,5 +1,7 @@
-/* plugin.h's clock. Stand-in until the seam branch's clock lands: on that merge, keep the
- * seam's file and drop this one (same two functions, same meaning). */
+/* The one clock of the gateway and its plugins (plugin.h, "clock, deadline, rate limit"):
+ * CLOCK_MONOTONIC, so a wall-clock step (NTP, an operator) neither stretches nor shortens a
+ * deadline, a cache age or a rate; the wall clock only where a protocol names epoch seconds.
+ * Pure libc: hf-load (tests/load) links this file too. */
 #include "hf-build.h"
 
 #include "gateway/plugin.h"
@@ -16,5 +18,8 @@ HF_PLUGIN_EXPORT uint64_t hf_now_us(void)
 
 HF_PLUGIN_EXPORT int64_t hf_wall_s(void)
 {
-    return (int64_t)time(NULL);
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
 }

@@ -5,7 +5,10 @@
 #include "hf-build.h"
 
 #include "gateway/config.h"
+#include "gateway/conf-value.h"
+#include "gateway/config-internal.h"
 #include "gateway/log.h"
+#include "gateway/plugin.h"
 
 #include "pkcs11/common/secret-file.h"
 
@@ -22,24 +25,7 @@
 
 #define DEFAULT_MODULE HF_P11MODULEDIR "/holdfast-pkcs11.so"
 
-struct parse_ctx {
-    struct hf_gw_config *cfg;
-    const char *name; /* file name for messages */
-    const char *dir;  /* the file's directory, for relative paths ("" for none) */
-    const char *text; /* the whole file */
-    size_t len, pos;
-    unsigned line;
-    bool line_done;
-    bool failed;
-    unsigned err_line;
-    char err[256];
-    bool oom;
-};
-
-static void ctx_fail(struct parse_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void ctx_fail(struct parse_ctx *ctx, const char *fmt, ...)
+void hf_gw_cfg_fail(struct hf_gw_parse *ctx, const char *fmt, ...)
 {
     va_list ap;
 
@@ -54,7 +40,7 @@ static void ctx_fail(struct parse_ctx *ctx, const char *fmt, ...)
 /* libinih's reader: one line (or up to num - 1 bytes of one) per call. */
 static char *reader(char *str, int num, void *stream)
 {
-    struct parse_ctx *ctx = stream;
+    struct hf_gw_parse *ctx = stream;
     size_t n = 0, max = num > 1 ? (size_t)num - 1 : 0;
 
     if (ctx->pos >= ctx->len) return NULL;
@@ -68,72 +54,48 @@ static char *reader(char *str, int num, void *stream)
     ctx->line_done = n > 0 && str[n - 1] == '\n';
     /* libinih would take the rest of an over-long line as a line of its own. */
     if (!ctx->line_done && ctx->pos < ctx->len) {
-        ctx_fail(ctx, "line too long (at most %d characters)", num - 2);
+        hf_gw_cfg_fail(ctx, "line too long (at most %d characters)", num - 2);
         while (ctx->pos < ctx->len && ctx->text[ctx->pos] != '\n')
             ctx->pos++;
     }
     return str;
 }
 
-static bool parse_bool(const char *v, bool *out)
+/* The shared parsers (plugin.h); the gateway's keys keep their own messages, which name the key
+ * and the range in the file's own terms. */
+bool hf_gw_cfg_bool(const char *v, bool *out)
 {
-    static const char *const yes[] = {"true", "yes", "on", "1"};
-    static const char *const no[] = {"false", "no", "off", "0"};
-
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0) return *out = true, true;
-        if (strcasecmp(v, no[i]) == 0) return *out = false, true;
-    }
-    return false;
+    return hf_conf_bool(v, out, NULL, 0);
 }
 
 static bool parse_ulong(const char *v, unsigned long min, unsigned long max, unsigned long *out)
 {
-    char *end;
-    unsigned long n;
+    uint64_t n;
 
-    if (!isdigit((unsigned char)v[0])) return false;
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (errno || *end != '\0' || n < min || n > max) return false;
-    *out = n;
+    if (!hf_conf_uint(v, min, max, &n, NULL, 0)) return false;
+    *out = (unsigned long)n;
     return true;
 }
 
 /* A size with an optional k/m suffix (KiB, MiB). */
 static bool parse_size(const char *v, size_t min, size_t max, size_t *out)
 {
-    char buf[32];
-    size_t len = strlen(v), mult = 1;
-    unsigned long n;
+    uint64_t n;
 
-    if (len == 0 || len >= sizeof(buf)) return false;
-    memcpy(buf, v, len + 1);
-    if (buf[len - 1] == 'k' || buf[len - 1] == 'K') mult = 1024;
-    if (buf[len - 1] == 'm' || buf[len - 1] == 'M') mult = 1024 * 1024;
-    if (mult != 1) buf[len - 1] = '\0';
-    if (!parse_ulong(buf, 0, ULONG_MAX / mult, &n)) return false;
-    if (n * mult < min || n * mult > max) return false;
-    *out = n * mult;
+    if (!hf_conf_size(v, min, max, &n, NULL, 0)) return false;
+    *out = (size_t)n;
     return true;
 }
 
-static char *path_resolve(struct parse_ctx *ctx, const char *v)
+static char *path_resolve(struct hf_gw_parse *ctx, const char *v)
 {
-    char *out;
-    size_t need;
+    char *out = hf_gw_conf_path_in(ctx->dir, v);
 
-    if (v[0] == '/' || ctx->dir[0] == '\0') {
-        out = strdup(v);
-    } else {
-        need = strlen(ctx->dir) + 1 + strlen(v) + 1;
-        if ((out = malloc(need))) snprintf(out, need, "%s/%s", ctx->dir, v);
-    }
     if (!out) ctx->oom = true;
     return out;
 }
 
-static bool str_set(struct parse_ctx *ctx, char **field, const char *v, bool is_path)
+bool hf_gw_cfg_str_set(struct hf_gw_parse *ctx, char **field, const char *v, bool is_path)
 {
     char *copy = is_path ? path_resolve(ctx, v) : strdup(v);
 
@@ -147,7 +109,7 @@ static bool str_set(struct parse_ctx *ctx, char **field, const char *v, bool is_
 }
 
 /* Appends one element of size elem to *arr (n elements). */
-static void *array_push(struct parse_ctx *ctx, void **arr, size_t *n, size_t elem)
+void *hf_gw_cfg_push(struct hf_gw_parse *ctx, void **arr, size_t *n, size_t elem)
 {
     char *grown;
 
@@ -160,9 +122,9 @@ static void *array_push(struct parse_ctx *ctx, void **arr, size_t *n, size_t ele
     return grown + (*n)++ * elem;
 }
 
-static bool strings_push(struct parse_ctx *ctx, char ***arr, size_t *n, const char *v)
+bool hf_gw_cfg_strings_push(struct hf_gw_parse *ctx, char ***arr, size_t *n, const char *v)
 {
-    char **slot = array_push(ctx, (void **)arr, n, sizeof(char *));
+    char **slot = hf_gw_cfg_push(ctx, (void **)arr, n, sizeof(char *));
 
     if (!slot) return false;
     if (!(*slot = strdup(v))) {
@@ -175,73 +137,89 @@ static bool strings_push(struct parse_ctx *ctx, char ***arr, size_t *n, const ch
 
 /* Plain HTTP carries decrypt answers, which are plaintext keys: without TLS only loopback
  * (a local balancer or sidecar terminating TLS) is safe, anything else must say "insecure". */
-static bool host_is_loopback(const char *host)
+bool hf_gw_cfg_host_is_loopback(const char *host)
 {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
            strcmp(host, "localhost") == 0;
 }
 
-/* "host:port [tls|insecure]", "[v6]:port [tls]", "*:port" (every address). */
-static bool listen_add(struct parse_ctx *ctx, const char *v)
+bool hf_gw_cfg_plain_is_allowed(struct hf_gw_parse *ctx, const char *host, bool insecure)
 {
-    char buf[256], *addr, *opt, *colon, *host;
-    struct hf_gw_listen *l;
-    unsigned long port;
-    bool tls = false, insecure = false;
+    if (insecure || hf_gw_cfg_host_is_loopback(host)) return true;
+    hf_gw_cfg_fail(ctx,
+                   "listen: plain HTTP on %s, which is not loopback: decrypt answers carry "
+                   "plaintext keys; add \"tls\", or \"insecure\" if the network is trusted",
+                   host[0] ? host : "every address");
+    return false;
+}
+
+bool hf_gw_cfg_address_parse(struct hf_gw_parse *ctx, const char *v, char **host, char **port)
+{
+    char buf[256], *colon, *h = buf;
+    unsigned long n;
 
     if (strlen(v) >= sizeof(buf)) goto bad;
     memcpy(buf, v, strlen(v) + 1);
-    addr = strtok(buf, " \t");
-    if (!addr) goto bad;
+    if (!(colon = strrchr(buf, ':'))) goto bad;
+    *colon = '\0';
+    if (!parse_ulong(colon + 1, 1, 65535, &n)) goto bad;
+    if (h[0] == '[') {
+        size_t hl = strlen(h);
+        if (hl < 3 || h[hl - 1] != ']') goto bad;
+        h[hl - 1] = '\0';
+        h++;
+    } else if (strchr(h, ':')) {
+        goto bad; /* an IPv6 address needs brackets */
+    }
+    if (strcmp(h, "*") == 0) h = "";
+    *host = strdup(h);
+    *port = strdup(colon + 1);
+    if (!*host || !*port) ctx->oom = true;
+    return !ctx->oom;
+bad:
+    hf_gw_cfg_fail(ctx, "listen: expected host:port [tls], e.g. 127.0.0.1:8443 tls, got \"%s\"", v);
+    return false;
+}
+
+/* [gateway] "listen = host:port [tls|insecure]": a listener with [tls]'s policy serving every
+ * plugin. */
+static bool listen_add(struct hf_gw_parse *ctx, const char *v)
+{
+    char buf[256], *addr, *opt;
+    struct hf_gw_listen *l;
+    bool tls = false, insecure = false;
+
+    if (strlen(v) >= sizeof(buf) || (memcpy(buf, v, strlen(v) + 1), !(addr = strtok(buf, " \t")))) {
+        hf_gw_cfg_fail(ctx, "listen: expected host:port [tls], e.g. 127.0.0.1:8443 tls, got \"%s\"",
+                       v);
+        return false;
+    }
     while ((opt = strtok(NULL, " \t"))) {
         if (strcmp(opt, "tls") == 0) {
             tls = true;
         } else if (strcmp(opt, "insecure") == 0) {
             insecure = true;
         } else {
-            ctx_fail(ctx, "listen: unknown option \"%s\" (\"tls\" or \"insecure\")", opt);
+            hf_gw_cfg_fail(ctx, "listen: unknown option \"%s\" (\"tls\" or \"insecure\")", opt);
             return false;
         }
     }
-    if (!(colon = strrchr(addr, ':'))) goto bad;
-    *colon = '\0';
-    if (!parse_ulong(colon + 1, 1, 65535, &port)) goto bad;
-    host = addr;
-    if (host[0] == '[') {
-        size_t hl = strlen(host);
-        if (hl < 3 || host[hl - 1] != ']') goto bad;
-        host[hl - 1] = '\0';
-        host++;
-    } else if (strchr(host, ':')) {
-        goto bad; /* an IPv6 address needs brackets */
-    }
-    if (strcmp(host, "*") == 0) host = "";
+    if (!(l = hf_gw_cfg_push(ctx, (void **)&ctx->cfg->listens, &ctx->cfg->nlistens, sizeof(*l))))
+        return false;
+    l->line = ctx->line;
+    if (!hf_gw_cfg_address_parse(ctx, addr, &l->host, &l->port)) return false;
     if (tls && insecure) {
-        ctx_fail(ctx, "listen: \"insecure\" is for plain HTTP, not with \"tls\"");
+        hf_gw_cfg_fail(ctx, "listen: \"insecure\" is for plain HTTP, not with \"tls\"");
         return false;
     }
-    if (!tls && !insecure && !host_is_loopback(host)) {
-        ctx_fail(ctx,
-                 "listen: plain HTTP on %s, which is not loopback: decrypt answers carry "
-                 "plaintext keys; add \"tls\", or \"insecure\" if the network is trusted",
-                 host[0] ? host : "every address");
-        return false;
-    }
-    if (!(l = array_push(ctx, (void **)&ctx->cfg->listens, &ctx->cfg->nlistens, sizeof(*l))))
-        return false;
+    if (!tls && !hf_gw_cfg_plain_is_allowed(ctx, l->host, insecure)) return false;
     l->tls = tls;
     l->insecure = insecure;
-    l->line = ctx->line;
-    l->host = strdup(host);
-    l->port = strdup(colon + 1);
-    if (!l->host || !l->port) ctx->oom = true;
+    if (!(l->name = strdup(addr))) ctx->oom = true;
     return !ctx->oom;
-bad:
-    ctx_fail(ctx, "listen: expected host:port [tls], e.g. 127.0.0.1:8443 tls, got \"%s\"", v);
-    return false;
 }
 
-static bool plugin_name_is_valid(const char *s, size_t len)
+bool hf_gw_cfg_name_is_valid(const char *s, size_t len)
 {
     if (len == 0 || len > 64) return false;
     for (size_t i = 0; i < len; i++)
@@ -259,16 +237,16 @@ static struct hf_gw_plugin_conf *plugin_find(struct hf_gw_config *cfg, const cha
     return NULL;
 }
 
-static struct hf_gw_plugin_conf *plugin_add(struct parse_ctx *ctx, const char *name, size_t len)
+static struct hf_gw_plugin_conf *plugin_add(struct hf_gw_parse *ctx, const char *name, size_t len)
 {
     struct hf_gw_plugin_conf *p = plugin_find(ctx->cfg, name, len);
 
     if (p) return p;
-    if (!plugin_name_is_valid(name, len)) {
-        ctx_fail(ctx, "bad plugin name \"%.*s\" (a-z, 0-9, '-', '_')", (int)len, name);
+    if (!hf_gw_cfg_name_is_valid(name, len)) {
+        hf_gw_cfg_fail(ctx, "bad plugin name \"%.*s\" (a-z, 0-9, '-', '_')", (int)len, name);
         return NULL;
     }
-    if (!(p = array_push(ctx, (void **)&ctx->cfg->plugins, &ctx->cfg->nplugins, sizeof(*p))))
+    if (!(p = hf_gw_cfg_push(ctx, (void **)&ctx->cfg->plugins, &ctx->cfg->nplugins, sizeof(*p))))
         return NULL;
     p->line = ctx->line;
     if (!(p->name = strndup(name, len))) ctx->oom = true;
@@ -276,7 +254,7 @@ static struct hf_gw_plugin_conf *plugin_add(struct parse_ctx *ctx, const char *n
 }
 
 /* "a, b c": names separated by commas or blanks. */
-static bool plugins_list(struct parse_ctx *ctx, const char *v)
+static bool plugins_list(struct hf_gw_parse *ctx, const char *v)
 {
     const char *p = v;
 
@@ -292,7 +270,7 @@ static bool plugins_list(struct parse_ctx *ctx, const char *v)
     return true;
 }
 
-static bool gateway_key(struct parse_ctx *ctx, const char *name, const char *v)
+static bool gateway_key(struct hf_gw_parse *ctx, const char *name, const char *v)
 {
     struct hf_gw_config *cfg = ctx->cfg;
     unsigned long n;
@@ -305,7 +283,7 @@ static bool gateway_key(struct parse_ctx *ctx, const char *name, const char *v)
     }
     if (strcmp(name, "max_body") == 0) {
         if (!parse_size(v, 1024, 64 * 1024 * 1024, &cfg->max_body)) {
-            ctx_fail(ctx, "max_body: a size from 1k to 64m, got \"%s\"", v);
+            hf_gw_cfg_fail(ctx, "max_body: a size from 1k to 64m, got \"%s\"", v);
             return false;
         }
         return true;
@@ -332,48 +310,57 @@ static bool gateway_key(struct parse_ctx *ctx, const char *name, const char *v)
     }
     if (strcmp(name, "body_min_rate") == 0) {
         if (!parse_size(v, 0, 64 * 1024 * 1024, &cfg->body_min_rate)) {
-            ctx_fail(ctx, "body_min_rate: bytes per second from 0 (off) to 64m, got \"%s\"", v);
+            hf_gw_cfg_fail(ctx, "body_min_rate: bytes per second from 0 (off) to 64m, got \"%s\"",
+                           v);
             return false;
         }
         return true;
     }
-    if (strcmp(name, "module") == 0) return str_set(ctx, &cfg->module, v, true);
-    if (strcmp(name, "token") == 0) return str_set(ctx, &cfg->token_label, v, false);
+    if (strcmp(name, "module") == 0) return hf_gw_cfg_str_set(ctx, &cfg->module, v, true);
+    if (strcmp(name, "token") == 0) return hf_gw_cfg_str_set(ctx, &cfg->token_label, v, false);
     if (strcmp(name, "pin") == 0) {
         if (cfg->pin) OPENSSL_clear_free(cfg->pin, strlen(cfg->pin));
         cfg->pin = NULL;
-        return str_set(ctx, &cfg->pin, v, false);
+        return hf_gw_cfg_str_set(ctx, &cfg->pin, v, false);
     }
-    if (strcmp(name, "pin_file") == 0) return str_set(ctx, &cfg->pin_file, v, true);
-    if (strcmp(name, "plugin_dir") == 0) return str_set(ctx, &cfg->plugin_dir, v, true);
+    if (strcmp(name, "pin_file") == 0) return hf_gw_cfg_str_set(ctx, &cfg->pin_file, v, true);
+    if (strcmp(name, "plugin_dir") == 0) return hf_gw_cfg_str_set(ctx, &cfg->plugin_dir, v, true);
     if (strcmp(name, "plugins") == 0) return plugins_list(ctx, v);
     if (strcmp(name, "log") == 0)
-        return str_set(ctx, &cfg->log_path, v, strcmp(v, "-") != 0 && strcmp(v, "stderr") != 0);
-    if (strcmp(name, "pidfile") == 0) return str_set(ctx, &cfg->pidfile, v, true);
-    ctx_fail(ctx, "unknown key \"%s\" in [gateway]", name);
+        return hf_gw_cfg_str_set(ctx, &cfg->log_path, v,
+                                 strcmp(v, "-") != 0 && strcmp(v, "stderr") != 0);
+    if (strcmp(name, "pidfile") == 0) return hf_gw_cfg_str_set(ctx, &cfg->pidfile, v, true);
+    hf_gw_cfg_fail(ctx, "unknown key \"%s\" in [gateway]", name);
     return false;
 bad_number:
-    ctx_fail(ctx, "%s: not a number in range: \"%s\"", name, v);
+    hf_gw_cfg_fail(ctx, "%s: not a number in range: \"%s\"", name, v);
     return false;
 }
 
-static bool tls_key(struct parse_ctx *ctx, const char *name, const char *v)
+bool hf_gw_cfg_tls_field(struct hf_gw_parse *ctx, struct hf_gw_tls_conf *t, const char *name,
+                         const char *v, bool *known)
 {
-    struct hf_gw_config *cfg = ctx->cfg;
-
-    if (strcmp(name, "cert") == 0) return str_set(ctx, &cfg->tls.cert, v, true);
-    if (strcmp(name, "key") == 0) return str_set(ctx, &cfg->tls.key, v, true);
-    if (strcmp(name, "client_ca") == 0) return str_set(ctx, &cfg->tls.client_ca, v, true);
-    if (strcmp(name, "priority") == 0) return str_set(ctx, &cfg->tls.priority, v, false);
+    *known = true;
+    if (strcmp(name, "cert") == 0) return hf_gw_cfg_str_set(ctx, &t->cert, v, true);
+    if (strcmp(name, "key") == 0) return hf_gw_cfg_str_set(ctx, &t->key, v, true);
+    if (strcmp(name, "client_ca") == 0) return hf_gw_cfg_str_set(ctx, &t->client_ca, v, true);
+    if (strcmp(name, "priority") == 0) return hf_gw_cfg_str_set(ctx, &t->priority, v, false);
     if (strcmp(name, "client_subject") == 0)
-        return strings_push(ctx, &cfg->tls.subjects, &cfg->tls.nsubjects, v);
-    if (strcmp(name, "client_san") == 0)
-        return strings_push(ctx, &cfg->tls.sans, &cfg->tls.nsans, v);
-    ctx_fail(ctx, "unknown key \"%s\" in [tls]", name);
+        return hf_gw_cfg_strings_push(ctx, &t->subjects, &t->nsubjects, v);
+    if (strcmp(name, "client_san") == 0) return hf_gw_cfg_strings_push(ctx, &t->sans, &t->nsans, v);
+    *known = false;
     return false;
 }
 
-static bool audit_key(struct parse_ctx *ctx, const char *name, const char *v)
+static bool tls_key(struct hf_gw_parse *ctx, const char *name, const char *v)
+{
+    bool known, ok = hf_gw_cfg_tls_field(ctx, &ctx->cfg->tls, name, v, &known);
+
+    if (!known) hf_gw_cfg_fail(ctx, "unknown key \"%s\" in [tls]", name);
+    return ok;
+}
+
+static bool audit_key(struct hf_gw_parse *ctx, const char *name, const char *v)
 {
     struct hf_gw_config *cfg = ctx->cfg;
     struct hf_gw_api_flag *f;
@@ -384,37 +371,38 @@ static bool audit_key(struct parse_ctx *ctx, const char *name, const char *v)
     if (strcmp(name, "preauth_interval_ms") == 0 || strcmp(name, "preauth_sources") == 0) {
         bool interval = name[8] == 'i';
         if (!parse_ulong(v, interval ? 100 : 16, interval ? 3600000 : 1000000, &n)) {
-            ctx_fail(ctx, "%s: not a number in range (%s): \"%s\"", name,
-                     interval ? "100 to 3600000" : "16 to 1000000", v);
+            hf_gw_cfg_fail(ctx, "%s: not a number in range (%s): \"%s\"", name,
+                           interval ? "100 to 3600000" : "16 to 1000000", v);
             return false;
         }
         *(interval ? &cfg->preauth_interval_ms : &cfg->preauth_sources) = (unsigned)n;
         return true;
     }
     if (strncmp(name, "success_events", 14) != 0 || (name[14] != '\0' && name[14] != '.')) {
-        ctx_fail(ctx, "unknown key \"%s\" in [audit]", name);
+        hf_gw_cfg_fail(ctx, "unknown key \"%s\" in [audit]", name);
         return false;
     }
-    if (!parse_bool(v, &on)) {
-        ctx_fail(ctx, "%s: expected yes or no, got \"%s\"", name, v);
+    if (!hf_gw_cfg_bool(v, &on)) {
+        hf_gw_cfg_fail(ctx, "%s: expected yes or no, got \"%s\"", name, v);
         return false;
     }
     if (name[14] == '\0') {
         cfg->success_events = on;
         return true;
     }
-    if (!plugin_name_is_valid(name + 15, strlen(name + 15))) {
-        ctx_fail(ctx, "%s: bad API name", name);
+    if (!hf_gw_cfg_name_is_valid(name + 15, strlen(name + 15))) {
+        hf_gw_cfg_fail(ctx, "%s: bad API name", name);
         return false;
     }
-    if (!(f = array_push(ctx, (void **)&cfg->success_by_api, &cfg->nsuccess_by_api, sizeof(*f))))
+    if (!(f = hf_gw_cfg_push(ctx, (void **)&cfg->success_by_api, &cfg->nsuccess_by_api,
+                             sizeof(*f))))
         return false;
     f->on = on;
     if (!(f->api = strdup(name + 15))) ctx->oom = true;
     return f->api != NULL;
 }
 
-static bool plugin_section_key(struct parse_ctx *ctx, const char *section, const char *name,
+static bool plugin_section_key(struct hf_gw_parse *ctx, const char *section, const char *name,
                                const char *v)
 {
     const char *pname = section + 7; /* after "plugin:" */
@@ -425,22 +413,24 @@ static bool plugin_section_key(struct parse_ctx *ctx, const char *section, const
         free(p->path);
         return (p->path = path_resolve(ctx, v)) != NULL;
     }
-    ctx_fail(ctx, "unknown key \"%s\" in [%s] (only path)", name, section);
+    hf_gw_cfg_fail(ctx, "unknown key \"%s\" in [%s] (only path)", name, section);
     return false;
 }
 
-static bool setting_keep(struct parse_ctx *ctx, const char *section, const char *name,
+static bool setting_keep(struct hf_gw_parse *ctx, const char *section, const char *name,
                          const char *v)
 {
     struct hf_gw_config *cfg = ctx->cfg;
     struct hf_gw_setting *s;
     size_t plen = strcspn(section, ":");
 
-    if (!plugin_name_is_valid(section, plen) || (section[plen] == ':' && section[plen + 1] == 0)) {
-        ctx_fail(ctx, "unknown section [%s]", section);
+    if (!hf_gw_cfg_name_is_valid(section, plen) ||
+        (section[plen] == ':' && section[plen + 1] == 0)) {
+        hf_gw_cfg_fail(ctx, "unknown section [%s]", section);
         return false;
     }
-    if (!(s = array_push(ctx, (void **)&cfg->settings, &cfg->nsettings, sizeof(*s)))) return false;
+    if (!(s = hf_gw_cfg_push(ctx, (void **)&cfg->settings, &cfg->nsettings, sizeof(*s))))
+        return false;
     s->line = ctx->line;
     s->section = strdup(section);
     s->name = strdup(name);
@@ -452,12 +442,13 @@ static bool setting_keep(struct parse_ctx *ctx, const char *section, const char 
 bool hf_gw_config_section_is_own(const char *section)
 {
     return strcmp(section, "gateway") == 0 || strcmp(section, "tls") == 0 ||
-           strcmp(section, "audit") == 0 || strncmp(section, "plugin:", 7) == 0;
+           strcmp(section, "audit") == 0 || strncmp(section, "plugin:", 7) == 0 ||
+           strncmp(section, "listener:", 9) == 0;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
-    struct parse_ctx *ctx = user;
+    struct hf_gw_parse *ctx = user;
     bool ok;
 
     if (ctx->failed || ctx->oom) return 1; /* keep only the first error */
@@ -469,50 +460,53 @@ static int handler(void *user, const char *section, const char *name, const char
         ok = audit_key(ctx, name, value);
     else if (strncmp(section, "plugin:", 7) == 0)
         ok = plugin_section_key(ctx, section, name, value);
+    else if (strncmp(section, "listener:", 9) == 0)
+        ok = hf_gw_cfg_listener_key(ctx, section, name, value);
     else if (section[0] == '\0') {
-        ctx_fail(ctx, "\"%s\" outside any section", name);
+        hf_gw_cfg_fail(ctx, "\"%s\" outside any section", name);
         ok = false;
     } else
         ok = setting_keep(ctx, section, name, value);
-    if (!ok && ctx->oom) ctx_fail(ctx, "out of memory");
+    if (!ok && ctx->oom) hf_gw_cfg_fail(ctx, "out of memory");
     return ok ? 1 : 0;
 }
 
 /* What only the whole file can tell. */
-static bool config_check(struct parse_ctx *ctx)
+static bool config_check(struct hf_gw_parse *ctx)
 {
     struct hf_gw_config *cfg = ctx->cfg;
     bool any_tls = false;
 
     if (cfg->nlistens == 0) {
-        ctx_fail(ctx, "no listen line in [gateway]");
+        hf_gw_cfg_fail(ctx, "no listen line in [gateway] and no [listener:NAME]");
         return false;
     }
+    cfg->tls.client_cert = cfg->tls.client_ca ? HF_GW_CLIENT_CERT_REQUIRED : HF_GW_CLIENT_CERT_OFF;
     for (size_t i = 0; i < cfg->nlistens; i++)
-        if (cfg->listens[i].tls) {
+        if (cfg->listens[i].tls && !cfg->listens[i].own_tls) {
             any_tls = true;
             if (!cfg->tls.cert || !cfg->tls.key) {
                 ctx->line = cfg->listens[i].line;
-                ctx_fail(ctx, "a tls listener needs [tls] cert and key");
+                hf_gw_cfg_fail(ctx, "a tls listener needs [tls] cert and key");
                 return false;
             }
         }
     if (!any_tls && (cfg->tls.client_ca || cfg->tls.nsubjects || cfg->tls.nsans)) {
-        ctx_fail(ctx, "[tls] client checks without a tls listener");
+        hf_gw_cfg_fail(ctx, "[tls] client checks without a tls listener");
         return false;
     }
     if ((cfg->tls.nsubjects || cfg->tls.nsans) && !cfg->tls.client_ca) {
-        ctx_fail(ctx, "[tls] client_subject and client_san need client_ca");
+        hf_gw_cfg_fail(ctx, "[tls] client_subject and client_san need client_ca");
         return false;
     }
     if (cfg->pin && cfg->pin_file) {
-        ctx_fail(ctx, "[gateway] pin and pin_file are exclusive");
+        hf_gw_cfg_fail(ctx, "[gateway] pin and pin_file are exclusive");
         return false;
     }
-    return true;
+    return hf_gw_cfg_listeners_check(ctx);
 }
 
-static bool defaults_set(struct parse_ctx *ctx)
+static bool defaults_set(struct hf_gw_parse *ctx)
 {
     struct hf_gw_config *cfg = ctx->cfg;
 
@@ -524,7 +518,7 @@ static bool defaults_set(struct parse_ctx *ctx)
 static struct hf_gw_config *config_parse(const char *text, size_t len, const char *name,
                                          const char *dir, char *err, size_t errlen)
 {
-    struct parse_ctx ctx = {.name = name, .dir = dir, .text = text, .len = len};
+    struct hf_gw_parse ctx = {.name = name, .dir = dir, .text = text, .len = len};
     struct hf_gw_config *cfg = calloc(1, sizeof(*cfg));
     int ini_line;
 
@@ -657,6 +651,10 @@ struct hf_gw_config *hf_gw_config_load(const char *path, char *err, size_t errle
     else
         dir[0] = '\0';
     cfg = config_parse(text ? text : "", len, path, dir, err, errlen);
+    if (cfg) {
+        cfg->dir = dir; /* plugins' relative paths (hf_conf_path) start there too */
+        dir = NULL;
+    }
     if (cfg && config_holds_secret(cfg) &&
         !hf_gw_secret_file_is_usable(fileno(fp), "config file (it holds a PIN or credential)", path,
                                      err, errlen)) {
@@ -670,20 +668,11 @@ done:
     return cfg;
 }
 
-static void strings_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 void hf_gw_config_free(struct hf_gw_config *cfg)
 {
     if (!cfg) return;
-    for (size_t i = 0; i < cfg->nlistens; i++) {
-        free(cfg->listens[i].host);
-        free(cfg->listens[i].port);
-    }
+    for (size_t i = 0; i < cfg->nlistens; i++)
+        hf_gw_cfg_listen_free(&cfg->listens[i]);
     free(cfg->listens);
     for (size_t i = 0; i < cfg->nplugins; i++) {
         free(cfg->plugins[i].name);
@@ -699,12 +688,7 @@ void hf_gw_config_free(struct hf_gw_config *cfg)
     for (size_t i = 0; i < cfg->nsuccess_by_api; i++)
         free(cfg->success_by_api[i].api);
     free(cfg->success_by_api);
-    strings_free(cfg->tls.subjects, cfg->tls.nsubjects);
-    strings_free(cfg->tls.sans, cfg->tls.nsans);
-    free(cfg->tls.cert);
-    free(cfg->tls.key);
-    free(cfg->tls.client_ca);
-    free(cfg->tls.priority);
+    hf_gw_cfg_tls_conf_free(&cfg->tls);
     /* A PIN is a secret: cleared before its memory goes back. */
     if (cfg->pin) OPENSSL_clear_free(cfg->pin, strlen(cfg->pin));
     free(cfg->pin_file);
@@ -714,6 +698,7 @@ void hf_gw_config_free(struct hf_gw_config *cfg)
     free(cfg->log_path);
     free(cfg->pidfile);
     free(cfg->path);
+    free(cfg->dir);
     free(cfg);
 }
 

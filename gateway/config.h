@@ -1,9 +1,10 @@
 /* holdfastd's one config file (conf/holdfastd.conf.sample documents every key).
  *
  * [gateway] listeners, threads, limits, the PKCS#11 module and its login, plugins, log; [tls];
- * [audit]; [plugin:NAME] (where a plugin's shared object is); every other section belongs to the
- * plugin it is named after ("NAME" or "NAME:instance") and is handed, line by line, to that
- * plugin's configure() once the plugins are loaded (plugins.c). */
+ * [listener:NAME] (a listener with its own TLS policy and plugins, config-listener.c); [audit];
+ * [plugin:NAME] (where a plugin's shared object is); every other section belongs to the plugin
+ * it is named after ("NAME" or "NAME:instance") and is handed, line by line, to that plugin's
+ * configure() once the plugins are loaded (plugins.c). */
 #ifndef HF_GATEWAY_CONFIG_H
 #define HF_GATEWAY_CONFIG_H
 
@@ -21,12 +22,41 @@
 #define HF_GW_DEFAULT_HEADER_TIMEOUT 10  /* seconds for the request line and headers */
 #define HF_GW_DEFAULT_BODY_MIN_RATE 1024 /* bytes per second, averaged over the upload */
 
+/* Listeners at most (one libmicrohttpd daemon each). */
+#define HF_GW_MAX_LISTENERS 16
+
+enum hf_gw_client_cert {
+    HF_GW_CLIENT_CERT_OFF,      /* none asked for */
+    HF_GW_CLIENT_CERT_OPTIONAL, /* asked for; none is fine, a presented one must verify */
+    HF_GW_CLIENT_CERT_REQUIRED  /* the handshake fails without one that verifies */
+};
+
+/* One listener's TLS policy: [tls] for the [gateway] listen lines, its own for a
+ * [listener:NAME]. */
+struct hf_gw_tls_conf {
+    char *cert, *key, *client_ca, *priority;
+    char **subjects; /* accepted client subject DNs (any of), RFC 4514 */
+    size_t nsubjects;
+    char **sans; /* accepted client subjectAltName values (any of) */
+    size_t nsans;
+    enum hf_gw_client_cert client_cert; /* by default REQUIRED when client_ca is set, else OFF */
+    unsigned client_cert_line;          /* where client_certificate was given; 0: not given */
+};
+
 struct hf_gw_listen {
+    char *name; /* [listener:NAME]'s NAME; for a [gateway] listen line "host:port" */
     char *host; /* numeric address or name; "[::1]" is stored as "::1" */
     char *port;
     bool tls;
     bool insecure; /* plain HTTP on an address that is not loopback, on purpose */
-    unsigned line;
+    unsigned line; /* the listen line */
+    /* A [listener:NAME] section's own TLS policy; a [gateway] listen line uses [tls]
+     * (hf_gw_config_listen_tls gives the one that applies). */
+    bool own_tls;
+    struct hf_gw_tls_conf tls_conf;
+    char **plugins; /* the plugins it serves; none listed: every loaded plugin */
+    size_t nplugins;
+    unsigned plugins_line;
 };
 
 struct hf_gw_plugin_conf {
@@ -50,6 +80,7 @@ struct hf_gw_api_flag {
 
 struct hf_gw_config {
     char *path; /* for messages: "path:line: ..." */
+    char *dir;  /* the file's directory, for relative paths; NULL when parsed from memory */
 
     struct hf_gw_listen *listens;
     size_t nlistens;
@@ -73,13 +104,7 @@ struct hf_gw_config {
     char *log_path; /* NULL or "-": stderr */
     char *pidfile;
 
-    struct {
-        char *cert, *key, *client_ca, *priority;
-        char **subjects; /* accepted client subject DNs (any of), RFC 4514 */
-        size_t nsubjects;
-        char **sans; /* accepted client subjectAltName values (any of) */
-        size_t nsans;
-    } tls;
+    struct hf_gw_tls_conf tls; /* [tls], for the [gateway] listen lines */
 
     bool success_events; /* gateway-written records of successful requests */
     /* Refusals before authentication (preauth.h): a summary per key this often, at most this
@@ -94,12 +119,23 @@ struct hf_gw_config {
 };
 
 /* Reads path. NULL with "path:line: why" in err on any error (unknown section or key, bad
- * value, no listener, a TLS listener without [tls] cert and key). */
+ * value, no listener, two listeners on one port, a TLS listener without cert and key, client
+ * certificates without a client CA, a listener naming a plugin that is not loaded). */
 struct hf_gw_config *hf_gw_config_load(const char *path, char *err, size_t errlen);
 /* The same from memory; name is used in messages. */
 struct hf_gw_config *hf_gw_config_parse(const char *text, size_t len, const char *name, char *err,
                                         size_t errlen);
 void hf_gw_config_free(struct hf_gw_config *cfg);
+
+/* The TLS policy of listener l of cfg (its own, or [tls]). */
+const struct hf_gw_tls_conf *hf_gw_config_listen_tls(const struct hf_gw_config *cfg,
+                                                     const struct hf_gw_listen *l);
+/* Whether listener l serves the plugin named name. */
+bool hf_gw_config_listen_serves(const struct hf_gw_listen *l, const char *name);
+/* Whether a and b listen alike (address, TLS policy): what a reload cannot change. The plugins
+ * they serve may differ. */
+bool hf_gw_config_listen_is_same(const struct hf_gw_config *ca, const struct hf_gw_listen *a,
+                                 const struct hf_gw_config *cb, const struct hf_gw_listen *b);
 
 /* Whether the gateway records successful requests of api that made no key operation. */
 bool hf_gw_config_success_events(const struct hf_gw_config *cfg, const char *api);

@@ -1,4 +1,5 @@
-/* hf_keys_by_link and hf_keys_version over a cache of links and key versions (keys.h).
+/* hf_keys_by_link, hf_keys_version(_info) and hf_keys_by_version_uuid over a cache of links and
+ * key versions (keys.h).
  *
  * The link itself (key uuid, blocked) is read on every call through the module's link cache
  * (HF_GetLinkInfo); a key entry older than a second is revalidated cheaply: the cached current
@@ -20,16 +21,19 @@
 #define SHARDS 64
 #define BUCKETS_PER_SHARD 64
 
-enum entry_kind { ENTRY_LINK, ENTRY_VERSION };
-
 struct entry {
     struct entry *next;
-    char *key; /* "L\x1ftype\x1fid" or "V\x1fuuid\x1fversion" */
+    /* "L\x1ftype\x1fid" (a link: ref), "V\x1fuuid\x1fversion" (a version: object, state,
+     * version_uuid) or "U\x1ftype\x1fversion uuid" (a version by UUID: ref.uuid, version,
+     * link_id) */
+    char *key;
     uint64_t fetched_us;
-    enum hf_status status;   /* what the lookup answered: OK or KEY_NOT_FOUND */
-    struct hf_key_ref ref;   /* ENTRY_LINK */
-    CK_OBJECT_HANDLE object; /* ENTRY_VERSION */
-    CK_ULONG state;
+    enum hf_status status; /* what the lookup answered: OK or KEY_NOT_FOUND */
+    struct hf_key_ref ref;
+    CK_OBJECT_HANDLE object;
+    CK_ULONG state, version;
+    char version_uuid[37];
+    char link_id[256];
 };
 
 struct shard {
@@ -45,14 +49,6 @@ static void shards_init(void)
 {
     for (size_t i = 0; i < SHARDS; i++)
         pthread_rwlock_init(&shards[i].lock, NULL);
-}
-
-static uint64_t monotonic_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static uint32_t hash_of(const char *s)
@@ -209,13 +205,15 @@ static enum hf_status current_find(CK_SESSION_HANDLE s, const char *uuid, struct
             {CKA_HF_USAGE, &ref->usage, sizeof(ref->usage)},
             {CKA_HF_VERSION, &ref->version, sizeof(ref->version)},
             {CKA_LABEL, name, sizeof(name) - 1},
+            {CKA_HF_VERSION_UUID, ref->version_uuid, sizeof(ref->version_uuid) - 1},
         };
-        rv = f->C_GetAttributeValue(s, ref->current, attrs, 5);
+        rv = f->C_GetAttributeValue(s, ref->current, attrs, 6);
         if (rv != CKR_OK)
             return rv == CKR_OBJECT_HANDLE_INVALID ? HF_STATUS_KEY_NOT_FOUND
                                                    : HF_STATUS_UNAVAILABLE;
         name[attrs[4].ulValueLen < sizeof(name) ? attrs[4].ulValueLen : sizeof(name) - 1] = '\0';
         memcpy(ref->name, name, sizeof(ref->name));
+        ref->version_uuid[sizeof(ref->version_uuid) - 1] = '\0';
         if (ref->key_type == CKK_AES) {
             CK_ATTRIBUTE a = {CKA_VALUE_LEN, &value_len, sizeof(value_len)};
             if (f->C_GetAttributeValue(s, ref->current, &a, 1) == CKR_OK) ref->bits = value_len * 8;
@@ -287,7 +285,7 @@ static enum hf_status key_fetch(const HF_LINK_INFO *info, const struct entry *ol
 
     memset(out, 0, sizeof(*out));
     if (hf_gw_p11_lookup_session(&s) != CKR_OK) return HF_STATUS_UNAVAILABLE;
-    out->fetched_us = monotonic_us();
+    out->fetched_us = hf_now_us();
     if (old && old->status == HF_STATUS_OK && strcmp(old->ref.uuid, info->key_uuid) == 0) {
         out->ref = old->ref;
         if (current_is_still(s, &out->ref)) {
@@ -323,7 +321,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const cha
     if (!found) return HF_STATUS_KEY_NOT_FOUND;
     have = cache_get(key, &cached);
     if (!have || strcmp(cached.ref.uuid, info.key_uuid) != 0 ||
-        monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+        hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
         if ((st = key_fetch(&info, have ? &cached : NULL, &fresh)) != HF_STATUS_OK) return st;
         cache_put(key, &fresh);
         cached = fresh;
@@ -353,11 +351,12 @@ static enum hf_status version_fetch(const struct hf_key_ref *key, CK_ULONG versi
     memset(out, 0, sizeof(*out));
     if (!f) return HF_STATUS_UNAVAILABLE;
     if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return HF_STATUS_UNAVAILABLE;
-    out->fetched_us = monotonic_us();
+    out->fetched_us = hf_now_us();
     /* Revalidation: the handle is stable (holdfast.h), only the state moves. */
     if (old && old->status == HF_STATUS_OK &&
         f->C_GetAttributeValue(s, old->object, &state, 1) == CKR_OK) {
         out->object = old->object;
+        memcpy(out->version_uuid, old->version_uuid, sizeof(out->version_uuid));
         out->status = out->state == HF_STATE_DESTROYED ? HF_STATUS_KEY_NOT_FOUND : HF_STATUS_OK;
         return HF_STATUS_OK;
     }
@@ -371,14 +370,18 @@ static enum hf_status version_fetch(const struct hf_key_ref *key, CK_ULONG versi
         return HF_STATUS_OK;
     }
     out->object = found[0];
-    rv = f->C_GetAttributeValue(s, out->object, &state, 1);
+    {
+        CK_ATTRIBUTE attrs[] = {state, {CKA_HF_VERSION_UUID, out->version_uuid, 36}};
+        rv = f->C_GetAttributeValue(s, out->object, attrs, 2);
+    }
     if (rv != CKR_OK) return HF_STATUS_UNAVAILABLE;
     out->status = out->state == HF_STATE_DESTROYED ? HF_STATUS_KEY_NOT_FOUND : HF_STATUS_OK;
     return HF_STATUS_OK;
 }
 
-HF_PLUGIN_EXPORT enum hf_status hf_keys_version(const struct hf_key_ref *key, CK_ULONG version,
-                                                CK_OBJECT_HANDLE *object, CK_ULONG *state)
+HF_PLUGIN_EXPORT enum hf_status hf_keys_version_info(const struct hf_key_ref *key, CK_ULONG version,
+                                                     CK_OBJECT_HANDLE *object, CK_ULONG *state,
+                                                     char version_uuid[37])
 {
     char ckey[80];
     struct entry cached, fresh;
@@ -389,12 +392,13 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_version(const struct hf_key_ref *key, CK
     if (version == key->version && key->current != CK_INVALID_HANDLE) {
         *object = key->current;
         if (state) *state = key->state;
+        if (version_uuid) memcpy(version_uuid, key->version_uuid, 37);
         return HF_STATUS_OK;
     }
     if (version == 0) return HF_STATUS_KEY_NOT_FOUND;
     snprintf(ckey, sizeof(ckey), "V\x1f%.36s\x1f%lu", key->uuid, (unsigned long)version);
     have = cache_get(ckey, &cached);
-    if (!have || monotonic_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+    if (!have || hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
         if ((st = version_fetch(key, version, have ? &cached : NULL, &fresh)) != HF_STATUS_OK)
             return st;
         cache_put(ckey, &fresh);
@@ -403,5 +407,88 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_version(const struct hf_key_ref *key, CK
     if (cached.status != HF_STATUS_OK) return cached.status;
     *object = cached.object;
     if (state) *state = cached.state;
+    if (version_uuid) memcpy(version_uuid, cached.version_uuid, 37);
     return HF_STATUS_OK;
+}
+
+HF_PLUGIN_EXPORT enum hf_status hf_keys_version(const struct hf_key_ref *key, CK_ULONG version,
+                                                CK_OBJECT_HANDLE *object, CK_ULONG *state)
+{
+    return hf_keys_version_info(key, version, object, state, NULL);
+}
+
+/* ---- versions by UUID ------------------------------------------------------------------- */
+
+/* The key and number of the version uuid names (any face of it: all share CKA_HF_VERSION_UUID),
+ * and the link of link_type that reaches that key (HF_GetKeyLink), into out. */
+static enum hf_status version_uuid_fetch(const char *link_type, const char *uuid, struct entry *out)
+{
+    CK_FUNCTION_LIST_PTR f = hf_p11_functions();
+    const HF_FUNCTION_LIST *v = hf_p11_vendor();
+    CK_ATTRIBUTE tmpl[] = {{CKA_HF_VERSION_UUID, (void *)uuid, strlen(uuid)}};
+    CK_OBJECT_HANDLE found[1];
+    CK_SESSION_HANDLE s;
+    CK_ULONG n = 0, len = sizeof(out->link_id);
+    CK_RV rv;
+
+    memset(out, 0, sizeof(*out));
+    if (!f || !v || !hf_gw_p11_has_key_link()) return HF_STATUS_UNAVAILABLE;
+    if (hf_gw_p11_lookup_session(&s) != CKR_OK) return HF_STATUS_UNAVAILABLE;
+    out->fetched_us = hf_now_us();
+    out->status = HF_STATUS_KEY_NOT_FOUND;
+    rv = find_all(f, s, tmpl, 1, found, 1, &n);
+    if (rv != CKR_OK) {
+        if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
+        return HF_STATUS_UNAVAILABLE;
+    }
+    if (n == 0) return HF_STATUS_OK;
+    {
+        CK_ATTRIBUTE attrs[] = {
+            {CKA_HF_KEY_UUID, out->ref.uuid, sizeof(out->ref.uuid) - 1},
+            {CKA_HF_VERSION, &out->version, sizeof(out->version)},
+        };
+        if (f->C_GetAttributeValue(s, found[0], attrs, 2) != CKR_OK) return HF_STATUS_UNAVAILABLE;
+    }
+    /* A link id too long for plugin.h's buffer is no link a cloud of the type could name. */
+    rv = v->HF_GetKeyLink(s, out->ref.uuid, link_type, out->link_id, &len);
+    if (rv == CKR_KEY_HANDLE_INVALID || rv == CKR_BUFFER_TOO_SMALL) return HF_STATUS_OK;
+    if (rv != CKR_OK) return HF_STATUS_UNAVAILABLE;
+    out->status = HF_STATUS_OK;
+    return HF_STATUS_OK;
+}
+
+/* The version UUID's key and link are cached (a version never moves to another key; a link may
+ * appear or go, which shows within HF_GW_KEYS_MAX_AGE_US); the key itself comes from
+ * hf_keys_by_link, so its blocked flag is read on every call as there. */
+HF_PLUGIN_EXPORT enum hf_status hf_keys_by_version_uuid(const char *link_type,
+                                                        const char *version_uuid,
+                                                        struct hf_key_ref *out, CK_ULONG *version,
+                                                        char link_id[256])
+{
+    char ckey[80];
+    struct entry cached;
+    enum hf_status st;
+
+    if (!link_type || !version_uuid || !out || !version || !link_id) return HF_STATUS_INTERNAL;
+    if (strlen(version_uuid) != 36 || strlen(link_type) > HF_LINK_TYPE_MAX_LEN)
+        return HF_STATUS_KEY_NOT_FOUND;
+    snprintf(ckey, sizeof(ckey), "U\x1f%s\x1f%s", link_type, version_uuid);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt > 0 || !cache_get(ckey, &cached) ||
+            hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
+            if ((st = version_uuid_fetch(link_type, version_uuid, &cached)) != HF_STATUS_OK)
+                return st;
+            cache_put(ckey, &cached);
+        }
+        if (cached.status != HF_STATUS_OK) return cached.status;
+        st = hf_keys_by_link(link_type, cached.link_id, out);
+        if (st != HF_STATUS_OK && st != HF_STATUS_KEY_NOT_FOUND) return st;
+        /* The link went, or now names another key: look again, once, before saying so. */
+        if (st == HF_STATUS_OK && strcmp(out->uuid, cached.ref.uuid) == 0) {
+            *version = cached.version;
+            memcpy(link_id, cached.link_id, sizeof(cached.link_id));
+            return HF_STATUS_OK;
+        }
+    }
+    return HF_STATUS_KEY_NOT_FOUND;
 }

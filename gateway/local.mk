@@ -3,9 +3,13 @@
 GATEWAY_SOURCES = \
 	gateway/plugin.h \
 	gateway/base64.c \
-	gateway/json.c gateway/json.h \
-	gateway/random.c \
 	gateway/clock.c \
+	gateway/rate.c gateway/rate.h \
+	gateway/conf-value.c gateway/conf-value.h \
+	gateway/conf-secret.c \
+	gateway/json.c gateway/json.h \
+	gateway/json-member.c \
+	gateway/random.c \
 	gateway/why.c gateway/why.h \
 	gateway/b64url.c gateway/b64url.h \
 	gateway/ssrf.c gateway/ssrf.h \
@@ -14,13 +18,16 @@ GATEWAY_SOURCES = \
 	gateway/jwks-source.c \
 	gateway/jwt.c gateway/jwt.h \
 	gateway/jwt-cache.c \
-	gateway/config.c gateway/config.h \
+	gateway/config.c gateway/config.h gateway/config-internal.h \
+	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
 	gateway/keys.c gateway/keys.h \
+	gateway/key-check.c \
 	gateway/audit.c gateway/audit.h \
+	gateway/audit-fields.c \
 	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \
 	gateway/log.c gateway/log.h \

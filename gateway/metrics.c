@@ -12,20 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Upper bounds in microseconds. KMS gives an XKS call 250 ms end to end, so the resolution is
- * finest below that. */
-static const uint64_t bucket_us[] = {250,   500,    1000,   2500,   5000,    10000,  25000,
-                                     50000, 100000, 250000, 500000, 1000000, 2500000};
-#define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
+/* Bucket edges as thousandths of the limit: a limit in ms times these is the edge in us. */
+static const unsigned bucket_permille[HF_GW_METRICS_NBUCKETS] = {
+    1, 2, 4, 10, 20, 40, 100, 250, 500, 800, 1000, 1500, 2000, 4000};
+#define NBUCKETS HF_GW_METRICS_NBUCKETS
 #define STATUS_MIN 100
 #define STATUS_MAX 599
 
 struct hf_gw_series {
     struct hf_gw_series *next;
     char *api, *operation;
+    uint64_t bucket_us[NBUCKETS];
+    uint64_t limit_us; /* 0: not an API (the gateway's own endpoints) */
     atomic_ullong by_status[STATUS_MAX - STATUS_MIN + 1];
     atomic_ullong buckets[NBUCKETS + 1]; /* the last is +Inf */
-    atomic_ullong sum_us, count;
+    atomic_ullong sum_us, count, within_limit;
 };
 
 static struct {
@@ -36,7 +37,24 @@ static struct {
     atomic_llong inflight, audit_waiting;
 } m = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-struct hf_gw_series *hf_gw_metrics_series(const char *api, const char *operation)
+void hf_gw_metrics_buckets(unsigned limit_ms, uint64_t out_us[HF_GW_METRICS_NBUCKETS])
+{
+    uint64_t limit = limit_ms == 0                           ? HF_GW_DEFAULT_LATENCY_LIMIT_MS
+                     : limit_ms > HF_GW_MAX_LATENCY_LIMIT_MS ? HF_GW_MAX_LATENCY_LIMIT_MS
+                                                             : limit_ms;
+
+    for (size_t i = 0; i < NBUCKETS; i++)
+        out_us[i] = limit * bucket_permille[i];
+}
+
+double hf_gw_metrics_ratio(unsigned long long within, unsigned long long total)
+{
+    if (total == 0) return 1.0;
+    if (within > total) within = total; /* read apart from total: a racing call counted in one */
+    return (double)within / (double)total;
+}
+
+struct hf_gw_series *hf_gw_metrics_series(const char *api, const char *operation, unsigned limit_ms)
 {
     struct hf_gw_series *s, **tail;
 
@@ -47,6 +65,8 @@ struct hf_gw_series *hf_gw_metrics_series(const char *api, const char *operation
     if ((s = calloc(1, sizeof(*s)))) {
         s->api = strdup(api);
         s->operation = strdup(operation);
+        hf_gw_metrics_buckets(limit_ms, s->bucket_us);
+        s->limit_us = limit_ms ? s->bucket_us[10] : 0; /* the 1000 permille edge */
         if (!s->api || !s->operation) {
             free(s->api);
             free(s->operation);
@@ -68,8 +88,10 @@ void hf_gw_metrics_observe(struct hf_gw_series *s, unsigned http_status, uint64_
     if (!s) return;
     if (http_status < STATUS_MIN || http_status > STATUS_MAX) http_status = 500;
     atomic_fetch_add_explicit(&s->by_status[http_status - STATUS_MIN], 1, memory_order_relaxed);
-    while (b < NBUCKETS && latency_us > bucket_us[b])
+    while (b < NBUCKETS && latency_us > s->bucket_us[b])
         b++;
+    if (s->limit_us && latency_us <= s->limit_us)
+        atomic_fetch_add_explicit(&s->within_limit, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->buckets[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->sum_us, latency_us, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
@@ -168,6 +190,54 @@ static unsigned long long load(atomic_ullong *a)
     return atomic_load_explicit(a, memory_order_relaxed);
 }
 
+/* Whether s is the first series of its API in the list (the API's lines are written there). */
+static bool series_is_first_of_api(const struct hf_gw_series *s)
+{
+    for (const struct hf_gw_series *t = m.head; t != s; t = t->next)
+        if (t->limit_us && strcmp(t->api, s->api) == 0) return false;
+    return true;
+}
+
+/* Per API: its limit, the calls answered within it, and their share since start. The share
+ * is also computable as holdfast_requests_within_limit_total over sum by (api) of
+ * holdfast_requests_total; the gauge spares an operator the query. m.lock held. */
+static void within_limit_render(struct buf *b)
+{
+    static const char *const heads[3] = {
+        "# HELP holdfast_request_latency_limit_seconds The cloud's latency limit for one call "
+        "of the API.\n# TYPE holdfast_request_latency_limit_seconds gauge\n",
+        "# HELP holdfast_requests_within_limit_total Requests answered within the API's latency "
+        "limit (headers to response, audit record included).\n"
+        "# TYPE holdfast_requests_within_limit_total counter\n",
+        "# HELP holdfast_requests_within_limit_ratio Share of the API's requests answered "
+        "within its latency limit since start.\n"
+        "# TYPE holdfast_requests_within_limit_ratio gauge\n"};
+    char api[160];
+
+    for (int kind = 0; kind < 3; kind++) {
+        buf_printf(b, "%s", heads[kind]);
+        for (struct hf_gw_series *s = m.head; s; s = s->next) {
+            unsigned long long within = 0, total = 0;
+            if (!s->limit_us || !series_is_first_of_api(s)) continue;
+            for (struct hf_gw_series *t = s; t; t = t->next)
+                if (t->limit_us && strcmp(t->api, s->api) == 0) {
+                    within += load(&t->within_limit);
+                    total += load(&t->count);
+                }
+            label_escape(s->api, api, sizeof(api));
+            if (kind == 0)
+                buf_printf(b, "holdfast_request_latency_limit_seconds{api=\"%s\"} %g\n", api,
+                           (double)s->limit_us / 1e6);
+            else if (kind == 1)
+                buf_printf(b, "holdfast_requests_within_limit_total{api=\"%s\"} %llu\n", api,
+                           within);
+            else
+                buf_printf(b, "holdfast_requests_within_limit_ratio{api=\"%s\"} %.6g\n", api,
+                           hf_gw_metrics_ratio(within, total));
+        }
+    }
+}
+
 char *hf_gw_metrics_render(bool key_source_up, const HF_AUDIT_STATUS *audit, size_t *len)
 {
     struct buf b = {malloc(8192), 0, 8192, false};
@@ -205,7 +275,7 @@ char *hf_gw_metrics_render(bool key_source_up, const HF_AUDIT_STATUS *audit, siz
                 buf_printf(&b,
                            "holdfast_request_duration_seconds_bucket{api=\"%s\",operation=\"%s\","
                            "le=\"%g\"} %llu\n",
-                           api, op, (double)bucket_us[i] / 1e6, cum);
+                           api, op, (double)s->bucket_us[i] / 1e6, cum);
             else
                 buf_printf(&b,
                            "holdfast_request_duration_seconds_bucket{api=\"%s\",operation=\"%s\","
@@ -217,6 +287,7 @@ char *hf_gw_metrics_render(bool key_source_up, const HF_AUDIT_STATUS *audit, siz
                    "holdfast_request_duration_seconds_count{api=\"%s\",operation=\"%s\"} %llu\n",
                    api, op, (double)load(&s->sum_us) / 1e6, api, op, count);
     }
+    within_limit_render(&b);
     pthread_mutex_unlock(&m.lock);
     buf_printf(&b,
                "# HELP holdfast_key_source_up Whether the PKCS#11 module and its key store "

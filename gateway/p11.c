@@ -5,6 +5,7 @@
  * request at a time. */
 #include "hf-build.h"
 
+#include "gateway/audit.h"
 #include "gateway/config.h"
 #include "gateway/p11.h"
 #include "gateway/request.h"
@@ -29,6 +30,7 @@ static struct {
     const HF_FUNCTION_LIST *vendor;
     bool has_audit_request; /* vendor interface 1.1 */
     bool has_audit_summary; /* 1.2: HF_AuditSummary and HF_GetAuditStatus */
+    bool has_1_3;           /* HF_RegisterLinkType, HF_SetRequestFields, HF_GetKeyLink */
     CK_SLOT_ID slot;
     CK_SESSION_HANDLE login_session;
     char *module;
@@ -189,6 +191,8 @@ static void vendor_find(void)
     p11.vendor = v;
     p11.has_audit_request = v->version.minor >= 1 && v->HF_AuditRequest;
     p11.has_audit_summary = v->version.minor >= 2 && v->HF_AuditSummary && v->HF_GetAuditStatus;
+    p11.has_1_3 = v->version.minor >= 3 && v->HF_RegisterLinkType && v->HF_SetRequestFields &&
+                  v->HF_GetKeyLink;
 }
 
 /* Holdfast's module lets only its gateway login attach request contexts; a gateway started with
@@ -284,6 +288,7 @@ void hf_gw_p11_close(void)
     p11.vendor = NULL;
     p11.has_audit_request = false;
     p11.has_audit_summary = false;
+    p11.has_1_3 = false;
     free(p11.module);
     p11.module = NULL;
 }
@@ -316,15 +321,56 @@ bool hf_gw_p11_is_healthy(void)
     return rv == CKR_OK || rv == CKR_KEY_HANDLE_INVALID;
 }
 
-CK_RV hf_gw_p11_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
+/* With fields, through this thread's operation session: fields are set on a session and spent
+ * by its next record, and the login session is every thread's. */
+static CK_RV audit_request_with_fields(const HF_REQUEST_CONTEXT *ctx, const char *fields,
+                                       CK_RV result, CK_ULONG_LONG *seq)
+{
+    const HF_FUNCTION_LIST *v = p11.vendor;
+    struct thread_sessions *ts = thread_sessions();
+    CK_SESSION_HANDLE s;
+    CK_RV rv;
+
+    if (!ts) return CKR_HOST_MEMORY;
+    for (int attempt = 0;; attempt++) {
+        if ((rv = session_get(&ts->op, &s)) != CKR_OK) return rv;
+        rv = v->HF_SetRequestFields(s, fields);
+        if (rv == CKR_OK) rv = v->HF_AuditRequestSession(s, ctx, result, seq);
+        if (attempt > 0 || !hf_gw_p11_rv_is_session_lost(rv)) return rv;
+        hf_gw_p11_sessions_drop();
+    }
+}
+
+CK_RV hf_gw_p11_audit_request(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_RV result,
+                              CK_ULONG_LONG *seq)
 {
     const HF_FUNCTION_LIST *v = p11.vendor;
 
     if (!p11.has_audit_request) return CKR_FUNCTION_NOT_SUPPORTED;
+    if (fields && p11.has_1_3) return audit_request_with_fields(ctx, fields, result, seq);
     /* 1.2 names the session: the module checks it belongs to the gateway's login. */
     if (v->version.minor >= 2 && v->HF_AuditRequestSession)
         return v->HF_AuditRequestSession(p11.login_session, ctx, result, seq);
     return v->HF_AuditRequest(ctx, result, seq);
+}
+
+bool hf_gw_p11_link_type_register(const char *link_type, char *err, size_t errlen)
+{
+    CK_RV rv;
+
+    /* Another vendor's module (or an older Holdfast) has no registry: nothing to register. */
+    if (!atomic_load(&p11.open) || !p11.has_1_3) return true;
+    rv = p11.vendor->HF_RegisterLinkType(p11.login_session, link_type);
+    if (rv == CKR_OK) return true;
+    snprintf(err, errlen, "the module refuses to register link type \"%s\" (0x%lx)%s", link_type,
+             (unsigned long)rv,
+             rv == CKR_ARGUMENTS_BAD ? ": a link type is 1 to 32 of a-z, 0-9 and '-'" : "");
+    return false;
+}
+
+bool hf_gw_p11_has_key_link(void)
+{
+    return p11.has_1_3;
 }
 
 bool hf_gw_p11_has_audit_request(void)
@@ -372,6 +418,15 @@ static CK_RV context_set(struct hf_request *req, const char *operation, CK_SESSI
     return p11.vendor->HF_SetRequestContext(s, &ctx);
 }
 
+static CK_RV fields_set(struct hf_request *req, CK_SESSION_HANDLE s)
+{
+    char *fields = hf_gw_audit_fields_json(req);
+    CK_RV rv = fields ? p11.vendor->HF_SetRequestFields(s, fields) : CKR_OK;
+
+    free(fields);
+    return rv;
+}
+
 HF_PLUGIN_EXPORT CK_RV hf_p11_begin(struct hf_request *req, const char *operation,
                                     CK_SESSION_HANDLE *session)
 {
@@ -385,6 +440,7 @@ HF_PLUGIN_EXPORT CK_RV hf_p11_begin(struct hf_request *req, const char *operatio
     for (int attempt = 0;; attempt++) {
         if ((rv = session_get(&ts->op, &s)) != CKR_OK) return rv;
         rv = p11.vendor ? context_set(req, operation, s) : CKR_OK;
+        if (rv == CKR_OK && p11.has_1_3 && req->naudit_fields > 0) rv = fields_set(req, s);
         if (rv == CKR_OK && p11.vendor && (!req->p11_began || req->p11_session != s))
             rv = p11.vendor->HF_GetLastAuditSeq(s, &req->seq_before);
         if (rv == CKR_OK) break;

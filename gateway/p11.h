@@ -34,7 +34,14 @@ bool hf_gw_p11_audit_status(HF_AUDIT_STATUS *status);
 /* The one record of a request that made no key operation (HF_AuditRequestSession through the
  * login session, or HF_AuditRequest from a 1.1 module). The module answers
  * CKR_USER_NOT_LOGGED_IN unless the gateway logged in with the gateway PIN. */
-CK_RV hf_gw_p11_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq);
+CK_RV hf_gw_p11_audit_request(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_RV result,
+                              CK_ULONG_LONG *seq);
+/* fields: the request's audit fields (hf_gw_audit_fields_json) or NULL; a module before 1.3
+ * writes the record without them. */
+/* Registers a plugin's link type with the module (1.3; true without it); false with err. */
+bool hf_gw_p11_link_type_register(const char *link_type, char *err, size_t errlen);
+/* Whether the module answers HF_GetKeyLink (1.3): hf_keys_by_version_uuid needs it. */
+bool hf_gw_p11_has_key_link(void);
 /* After a request: clears a request context that no key operation consumed. */
 void hf_gw_p11_request_end(struct hf_request *req);
 

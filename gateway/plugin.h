@@ -236,11 +236,13 @@ uint64_t hf_now_us(void);
 /* Wall-clock time in seconds since the epoch (token exp/nbf/iat). */
 int64_t hf_wall_s(void);
 /* True when the request arrived more than deadline_ms ago (0: never): a key operation whose
- * answer the cloud no longer waits for is refused with HF_STATUS_UNAVAILABLE instead. */
+ * answer the cloud no longer waits for is refused instead, with the status the API gives a late
+ * backend (XKS: HF_STATUS_TIMEOUT, its 503 DependencyTimeoutException; EKM: 503 either way). */
 bool hf_request_past_deadline(const struct hf_request *req, unsigned deadline_ms);
 
-/* A token bucket: per_second tokens a second, holding at most burst (0: per_second). Thread-safe.
- * hf_rate_new(0, 0) allows everything. NULL if out of memory. */
+/* A token bucket: per_second tokens a second, holding at most burst (0: per_second; at least
+ * 1), full when made. Thread-safe. hf_rate_new(0, 0), and a NULL rate, allow everything. NULL if
+ * out of memory. */
 struct hf_rate;
 struct hf_rate *hf_rate_new(double per_second, double burst);
 bool hf_rate_allow(struct hf_rate *rate); /* takes a token; false: answer HF_STATUS_THROTTLED */
@@ -250,7 +252,8 @@ void hf_rate_free(struct hf_rate *rate);
  * Each parses one value of a plugin's section; false with a message in err naming what was
  * wanted (the gateway adds the file and line). */
 
-bool hf_conf_bool(const char *value, bool *out, char *err, size_t errlen); /* true/false/yes/no/on/off/1/0 */
+bool hf_conf_bool(const char *value, bool *out, char *err,
+                  size_t errlen); /* true/false/yes/no/on/off/1/0 */
 bool hf_conf_uint(const char *value, uint64_t min, uint64_t max, uint64_t *out, char *err,
                   size_t errlen);
 /* Bytes: a number with an optional k, M or G suffix (1024-based). */
@@ -262,13 +265,17 @@ bool hf_conf_duration_ms(const char *value, uint64_t min, uint64_t max, uint64_t
 /* A comma- or space-separated list: each item trimmed, empty ones skipped. *items (free each,
  * then the array) gets *n of them, appended to what is there. */
 bool hf_conf_list(const char *value, char ***items, size_t *n, char *err, size_t errlen);
+/* Frees n items and the array (NULL is fine): what hf_conf_list filled. */
+void hf_conf_list_free(char **items, size_t n);
 /* A path as the config file means it: relative ones are relative to the file's directory.
  * A new string (free()), NULL if out of memory. */
 char *hf_conf_path(const char *value);
 /* The contents of a file holding a secret (a credential, a token signing key), refused when
  * world-readable, group- or world-writable or owned by another unprivileged user (the message
- * names the file and its mode); a group-readable one is logged as a warning. *data is
- * NUL-terminated, in secure memory: release with hf_secret_free(*data, *len). */
+ * starts with the path and names its mode, "PATH: mode 0644: world-readable; chmod 600", so
+ * the caller can put its setting's name in front); a group-readable one is logged as a warning.
+ * Over max_len bytes (0: 64 KiB): refused. *data is NUL-terminated, in secure memory: release
+ * with hf_secret_free(*data, *len). path is used as given (pass it through hf_conf_path). */
 bool hf_conf_secret_file(const char *path, size_t max_len, char **data, size_t *len, char *err,
                          size_t errlen);
 void hf_secret_free(char *data, size_t len);
@@ -308,6 +315,24 @@ enum hf_status hf_json_parse(const void *text, size_t len, size_t max_len, int m
 void hf_json_wipe(struct json_object *root);
 /* hf_json_wipe, then json_object_put. */
 void hf_json_put_wiped(struct json_object *root);
+/* A request body's members, the rules every API's fields share. A string member of obj:
+ * HF_STATUS_OK with *out (borrowed from obj's tree; NULL when absent and not required) and *len
+ * (may be NULL). Otherwise why names the field as where then name (where: "" or a path such as
+ * "requestMetadata."), never its value: HF_STATUS_BAD_REQUEST when required and absent, not a
+ * string, or holding a NUL; over max_len bytes (0: no cap), over_cap (HF_STATUS_BAD_REQUEST for
+ * the API's own limit, HF_STATUS_UNSUPPORTED for a valid value over an implementation cap). */
+enum hf_status hf_json_member_string(const struct json_object *obj, const char *where,
+                                     const char *name, bool required, size_t max_len,
+                                     enum hf_status over_cap, const char **out, size_t *len,
+                                     char *why, size_t whylen);
+/* A base64 member decoded (any: hf_base64_decode_any's forms, else hf_base64_decode's), with the
+ * same rules on presence, type and its decoded size. HF_STATUS_OK with *data (malloc'd; release
+ * with OPENSSL_clear_free(*data, *len) when it may be a secret; NULL when absent and not
+ * required; never NULL when present, even empty) and *len; HF_STATUS_BAD_REQUEST for bad base64,
+ * HF_STATUS_INTERNAL out of memory. On failure *data is NULL and what was decoded is wiped. */
+enum hf_status hf_json_member_base64(const struct json_object *obj, const char *name, bool required,
+                                     bool any, size_t max_len, enum hf_status over_cap,
+                                     unsigned char **data, size_t *len, char *why, size_t whylen);
 /* A header's number of occurrences (case-insensitive name): plugins refuse a repeated
  * Authorization, Host or date header, whose meaning would depend on which copy a reader takes. */
 size_t hf_request_header_count(const struct hf_request *req, const char *name);
@@ -358,14 +383,14 @@ enum hf_status hf_https_request(const struct hf_outbound_policy *policy, const c
 #define HF_JWT_ES256 2u
 
 struct hf_jwt_issuer {
-    const char *issuer;               /* "iss" must equal it */
-    const char *jwks;                 /* a file path, or an https:// URL */
-    const char *const *audiences;     /* "aud" (a string or an array) must hold one of them */
+    const char *issuer;           /* "iss" must equal it */
+    const char *jwks;             /* a file path, or an https:// URL */
+    const char *const *audiences; /* "aud" (a string or an array) must hold one of them */
     size_t naudiences;
-    unsigned algs;                    /* HF_JWT_RS256 | HF_JWT_ES256; 0: RS256 */
-    unsigned skew_s;                  /* exp, nbf, iat tolerance; 0: 60 */
-    unsigned refresh_max_s;           /* 0: 3600 */
-    const char *const *required;      /* claims that must be present ("email", "exp" always) */
+    unsigned algs;               /* HF_JWT_RS256 | HF_JWT_ES256; 0: RS256 */
+    unsigned skew_s;             /* exp, nbf, iat tolerance; 0: 60 */
+    unsigned refresh_max_s;      /* 0: 3600 */
+    const char *const *required; /* claims that must be present ("email", "exp" always) */
     size_t nrequired;
     const struct hf_outbound_policy *fetch; /* for an https JWKS; NULL: defaults */
 };

@@ -4,7 +4,9 @@
  * reload reuses the code and makes a fresh state. */
 #include "hf-build.h"
 
+#include "gateway/p11.h"
 #include "gateway/plugins.h"
+#include "gateway/conf-value.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -113,7 +115,7 @@ static struct hf_gw_plugin *plugin_for_section(struct hf_gw_generation *gen, con
     return NULL;
 }
 
-static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errlen)
+static bool settings_hand_out(struct hf_gw_generation *gen, char *err, size_t errlen)
 {
     const struct hf_gw_config *cfg = gen->config;
 
@@ -137,34 +139,66 @@ static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errle
     return true;
 }
 
+/* Each line to its plugin, with the file's directory as hf_conf_path's base meanwhile (at start
+ * and on every SIGHUP alike: both come here). */
+static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errlen)
+{
+    bool ok;
+
+    hf_gw_conf_dir_set(gen->config->dir);
+    ok = settings_hand_out(gen, err, errlen);
+    hf_gw_conf_dir_set(NULL);
+    return ok;
+}
+
+static bool router_build(struct hf_gw_generation *gen, const struct hf_gw_listen *l,
+                         struct hf_router **out, char *err, size_t errlen)
+{
+    if (!(*out = hf_router_new())) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    for (size_t k = 0; k < gen->nroutes; k++) {
+        const struct hf_gw_route *r = &gen->routes[k];
+        char why[160];
+
+        if (!hf_gw_config_listen_serves(l, r->plugin->name)) continue;
+        if (!hf_router_add(*out, r->route->method, r->route->pattern, (void *)r, why,
+                           sizeof(why))) {
+            snprintf(err, errlen, "plugin %s: route %s %s: %s", r->plugin->name, r->route->method,
+                     r->route->pattern, why);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool routes_build(struct hf_gw_generation *gen, char *err, size_t errlen)
 {
+    const struct hf_gw_config *cfg = gen->config;
     size_t n = 0, k = 0;
 
     for (size_t i = 0; i < gen->nplugins; i++)
         n += gen->plugins[i].p->nroutes;
-    if (!(gen->router = hf_router_new()) ||
-        (n && !(gen->routes = calloc(n, sizeof(*gen->routes))))) {
+    if ((n && !(gen->routes = calloc(n, sizeof(*gen->routes)))) ||
+        (cfg->nlistens && !(gen->routers = calloc(cfg->nlistens, sizeof(*gen->routers))))) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
     for (size_t i = 0; i < gen->nplugins; i++) {
         struct hf_gw_plugin *pl = &gen->plugins[i];
-        for (size_t r = 0; r < pl->p->nroutes; r++, k++) {
-            const struct hf_route *route = &pl->p->routes[r];
-            char why[160];
-
-            gen->routes[k] =
-                (struct hf_gw_route){pl, route, hf_gw_metrics_series(pl->name, route->operation)};
-            if (!hf_router_add(gen->router, route->method, route->pattern, &gen->routes[k], why,
-                               sizeof(why))) {
-                snprintf(err, errlen, "plugin %s: route %s %s: %s", pl->name, route->method,
-                         route->pattern, why);
-                return false;
-            }
-        }
+        for (size_t r = 0; r < pl->p->nroutes; r++, k++)
+            gen->routes[k] = (struct hf_gw_route){
+                pl, &pl->p->routes[r],
+                hf_gw_metrics_series(pl->name, pl->p->routes[r].operation,
+                                     pl->p->latency_limit_ms ? pl->p->latency_limit_ms
+                                                             : HF_GW_DEFAULT_LATENCY_LIMIT_MS)};
     }
     gen->nroutes = n;
+    for (size_t i = 0; i < cfg->nlistens; i++) {
+        gen->nrouters = i + 1; /* so a failure frees what was made */
+        if (!router_build(gen, &cfg->listens[i], &gen->routers[i], err, errlen)) return false;
+    }
     return true;
 }
 
@@ -192,6 +226,11 @@ struct hf_gw_generation *hf_gw_generation_build(struct hf_gw_config *cfg, bool s
     for (size_t i = 0; start && i < gen->nplugins; i++) {
         struct hf_gw_plugin *pl = &gen->plugins[i];
         char why[256] = "";
+        /* Before start, which may look its links up: `holdfast link add` then accepts them. */
+        if (pl->p->link_type && !hf_gw_p11_link_type_register(pl->p->link_type, why, sizeof(why))) {
+            snprintf(err, errlen, "plugin %s: %s", pl->name, why);
+            goto fail;
+        }
         if (pl->p->start && !pl->p->start(pl->state, why, sizeof(why))) {
             snprintf(err, errlen, "plugin %s: %s", pl->name, why[0] ? why : "start failed");
             goto fail;
@@ -205,6 +244,11 @@ fail:
     return NULL;
 }
 
+struct hf_router *hf_gw_generation_router(const struct hf_gw_generation *gen, size_t listener)
+{
+    return gen && listener < gen->nrouters ? gen->routers[listener] : NULL;
+}
+
 struct hf_gw_generation *hf_gw_generation_ref(struct hf_gw_generation *gen)
 {
     if (gen) atomic_fetch_add_explicit(&gen->refs, 1, memory_order_relaxed);
@@ -214,7 +258,9 @@ struct hf_gw_generation *hf_gw_generation_ref(struct hf_gw_generation *gen)
 void hf_gw_generation_unref(struct hf_gw_generation *gen)
 {
     if (!gen || atomic_fetch_sub_explicit(&gen->refs, 1, memory_order_acq_rel) != 1) return;
-    hf_router_free(gen->router);
+    for (size_t i = 0; i < gen->nrouters; i++)
+        hf_router_free(gen->routers[i]);
+    free(gen->routers);
     free(gen->routes);
     for (size_t i = 0; i < gen->nplugins; i++)
         plugin_unload(&gen->plugins[i]);

@@ -35,16 +35,22 @@ struct hf_gw_generation {
     size_t nplugins;
     struct hf_gw_route *routes;
     size_t nroutes;
-    struct hf_router *router;
+    /* One router per listener of config (same order), over the routes of the plugins that
+     * listener serves: elsewhere a route is no route, the gateway's generic 404. */
+    struct hf_router **routers;
+    size_t nrouters;
 };
 
 /* Loads cfg's plugins, hands each its sections (configure) and, when start is true, starts
  * them (start may use the PKCS#11 connection, which must then be open). Takes cfg in every case.
+ * A plugin's metrics series get its latency limit (struct hf_plugin.latency_limit_ms).
  * NULL with "file:line: why" (or "plugin NAME: why") in err. */
 struct hf_gw_generation *hf_gw_generation_build(struct hf_gw_config *cfg, bool start, char *err,
                                                 size_t errlen);
 struct hf_gw_generation *hf_gw_generation_ref(struct hf_gw_generation *gen);
-/* The last reference destroys the plugins' states and the router. */
+/* The router of listener number listener; NULL when there is no such listener. */
+struct hf_router *hf_gw_generation_router(const struct hf_gw_generation *gen, size_t listener);
+/* The last reference destroys the plugins' states and the routers. */
 void hf_gw_generation_unref(struct hf_gw_generation *gen);
 
 #endif /* HF_GATEWAY_PLUGINS_H */

@@ -1,6 +1,7 @@
-/* SIGHUP: a new generation is built beside the current one and swapped in (reload.h). Listeners,
- * TLS, the PKCS#11 module and its login stay as they started: changing them needs a restart,
- * and a reload that tries says so in the log. */
+/* SIGHUP: a new generation is built beside the current one and swapped in (reload.h). Listeners
+ * keep their address and TLS policy (a reload that changes them is refused) and take the
+ * plugins they serve from the new config; threads, the PKCS#11 module and its login stay as
+ * they started (a reload that changes them says so in the log). */
 #include "hf-build.h"
 
 #include "gateway/reload.h"
@@ -83,28 +84,38 @@ static bool strs_differ(const char *a, const char *b)
     return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
 }
 
-/* What a reload cannot change, compared so the log says it was ignored. */
+/* A listener's address and TLS policy change only with a restart. Its plugins come from the
+ * new config, so a reload that kept an old address or TLS policy would run a file that says
+ * otherwise (a client CA removed, a subject rule added, still in force unseen): it is refused,
+ * naming the listener, and the running configuration stays. false with the message in err. */
+static bool listeners_are_unchanged(const struct hf_gw_config *old, const struct hf_gw_config *new,
+                                    char *err, size_t errlen)
+{
+    for (size_t i = 0; i < old->nlistens || i < new->nlistens; i++) {
+        const struct hf_gw_listen *a = i < old->nlistens ? &old->listens[i] : NULL,
+                                  *b = i < new->nlistens ? &new->listens[i] : NULL;
+        if (a && b && hf_gw_config_listen_is_same(old, a, new, b)) continue;
+        snprintf(err, errlen,
+                 "%s: listener %s %s: listeners, their addresses and TLS settings change only "
+                 "with a restart (their plugins may change on a reload)",
+                 new->path, b ? b->name : a->name,
+                 !a   ? "is new"
+                 : !b ? "is gone"
+                      : "differs from the running one");
+        return false;
+    }
+    return true;
+}
+
+/* What a reload cannot change but leaves alone, compared so the log says it was ignored. */
 static void restart_only_check(const struct hf_gw_config *old, const struct hf_gw_config *new)
 {
-    bool listen_changed = old->nlistens != new->nlistens;
-
-    for (size_t i = 0; !listen_changed && i < old->nlistens; i++)
-        listen_changed = strs_differ(old->listens[i].host, new->listens[i].host) ||
-                         strs_differ(old->listens[i].port, new->listens[i].port) ||
-                         old->listens[i].tls != new->listens[i].tls ||
-                         old->listens[i].insecure != new->listens[i].insecure;
-    if (listen_changed || old->threads != new->threads ||
-        old->max_connections != new->max_connections ||
+    if (old->threads != new->threads || old->max_connections != new->max_connections ||
         old->connection_timeout != new->connection_timeout ||
         old->max_per_address != new->max_per_address ||
         old->header_timeout != new->header_timeout || old->body_min_rate != new->body_min_rate)
-        hf_gw_log_warn("reload: listeners, threads and connection limits change only with a "
-                       "restart; the running ones stay");
-    if (strs_differ(old->tls.cert, new->tls.cert) || strs_differ(old->tls.key, new->tls.key) ||
-        strs_differ(old->tls.client_ca, new->tls.client_ca) ||
-        strs_differ(old->tls.priority, new->tls.priority) ||
-        old->tls.nsubjects != new->tls.nsubjects || old->tls.nsans != new->tls.nsans)
-        hf_gw_log_warn("reload: [tls] changes only with a restart; the running TLS setup stays");
+        hf_gw_log_warn("reload: threads and connection limits change only with a restart; the "
+                       "running ones stay");
     if (strs_differ(old->module, new->module) || strs_differ(old->token_label, new->token_label))
         hf_gw_log_warn("reload: module and token change only with a restart");
 }
@@ -119,6 +130,11 @@ bool hf_gw_reload(const char *path, char *err, size_t errlen)
     pthread_mutex_lock(&cur.lock);
     old = hf_gw_generation_ref(cur.current);
     pthread_mutex_unlock(&cur.lock);
+    if (old && !listeners_are_unchanged(old->config, cfg, err, errlen)) {
+        hf_gw_generation_unref(old);
+        hf_gw_config_free(cfg);
+        return false;
+    }
     if (old) restart_only_check(old->config, cfg);
     hf_gw_generation_unref(old);
     if (!hf_gw_log_open(cfg->log_path, logerr, sizeof(logerr)))

@@ -3,6 +3,7 @@
  * connection, from the request's own list otherwise (unit tests). */
 #include "hf-build.h"
 
+#include "gateway/audit.h"
 #include "gateway/request.h"
 #include "gateway/tls.h"
 
@@ -16,14 +17,6 @@
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
-static uint64_t monotonic_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* A random (version 4) UUID: unique across gateway nodes without coordination. */
 static void request_id_make(char out[37])
 {
@@ -33,7 +26,7 @@ static void request_id_make(char out[37])
 
     if (!hf_random_public(b, sizeof(b))) {
         /* The DRBG failing is not a reason to refuse service: fall back to time and address. */
-        uint64_t t = monotonic_us();
+        uint64_t t = hf_now_us();
         uintptr_t a = (uintptr_t)out;
         memcpy(b, &t, 8);
         memcpy(b + 8, &a, sizeof(a) < 8 ? sizeof(a) : 8);
@@ -56,7 +49,7 @@ struct hf_request *hf_request_new(const char *method, const char *target)
     if (!method || !target || target[0] != '/') return NULL;
     if (!(req = calloc(1, sizeof(*req)))) return NULL;
     pthread_mutex_init(&req->wait_lock, NULL);
-    req->received_us = monotonic_us();
+    req->received_us = hf_now_us();
     req->content_length = UINT64_MAX;
     req->api = "gateway";
     req->operation = "route";
@@ -104,6 +97,7 @@ void hf_request_free(struct hf_request *req)
     free(req->key_ref);
     free(req->link_type);
     free(req->link_id);
+    hf_gw_audit_fields_clear(req);
     free(req->method);
     free(req->target);
     pthread_mutex_destroy(&req->wait_lock);
@@ -396,4 +390,16 @@ HF_PLUGIN_EXPORT void hf_reply_json(struct hf_request *req, unsigned http_status
         if (s) OPENSSL_cleanse((void *)s, len);
         json_object_put(body);
     }
+}
+
+HF_PLUGIN_EXPORT bool hf_request_past_deadline(const struct hf_request *req, unsigned deadline_ms)
+{
+    uint64_t received, now;
+
+    if (req == NULL || deadline_ms == 0) return false;
+    received = hf_request_received_us(req);
+    now = hf_now_us();
+    /* 0: a request built without a server (plugin unit tests) has no arrival time. */
+    if (received == 0 || now < received) return false;
+    return now - received > (uint64_t)deadline_ms * 1000u;
 }

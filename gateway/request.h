@@ -69,6 +69,10 @@ struct hf_request {
     /* audit context from the handler */
     char *caller, *cloud_request_id, *key_ref, *link_type, *link_id;
     bool authenticated; /* hf_request_set_authenticated: a failure from now on is audited alone */
+    struct {
+        char *name, *value;
+    } audit_fields[HF_AUDIT_FIELDS_MAX]; /* hf_request_set_audit_field (audit-fields.c) */
+    size_t naudit_fields;
 
     /* outcome */
     bool failed;

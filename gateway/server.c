@@ -47,10 +47,10 @@
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
-#define MAX_LISTENERS 16
-
 static struct {
-    struct MHD_Daemon *daemons[MAX_LISTENERS];
+    struct MHD_Daemon *daemons[HF_GW_MAX_LISTENERS];
+    /* on_request's closure: the listener's number in the config, the router it uses */
+    size_t listener_of[HF_GW_MAX_LISTENERS];
     size_t n;
     atomic_int waiting; /* requests registered for an audit callback that has not come */
     struct hf_gw_series *healthz, *metrics, *route;
@@ -101,14 +101,6 @@ static const struct hf_error_map gateway_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_UNAVAILABLE] = {503, "Unavailable"},
     [HF_STATUS_INTERNAL] = {500, "InternalError"},
 };
-
-static uint64_t monotonic_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static struct json_object *gateway_error_body(const char *name, const char *message, const char *id)
 {
@@ -194,7 +186,7 @@ static void body_free(void *cls)
 
 static void responded(struct hf_request *req)
 {
-    uint64_t latency = monotonic_us() - req->received_us;
+    uint64_t latency = hf_now_us() - req->received_us;
 
     req->phase = HF_GW_PHASE_RESPONDED;
     hf_gw_metrics_observe(req->series, req->http_status, latency);
@@ -447,7 +439,7 @@ static void conn_headers_in(struct MHD_Connection *conn, bool body_follows)
     if (!t) return;
     atomic_store(&t->headers_due_us, 0);
     atomic_store(&t->body_bytes, 0);
-    atomic_store(&t->body_since_us, body_follows ? monotonic_us() : 0);
+    atomic_store(&t->body_since_us, body_follows ? hf_now_us() : 0);
 }
 
 static void conn_body_bytes(struct MHD_Connection *conn, size_t len)
@@ -473,7 +465,7 @@ static void conn_answered(struct MHD_Connection *conn)
 
     if (!t) return;
     atomic_store(&t->body_since_us, 0);
-    atomic_store(&t->headers_due_us, monotonic_us() + srv.idle_us + srv.header_us);
+    atomic_store(&t->headers_due_us, hf_now_us() + srv.idle_us + srv.header_us);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -493,7 +485,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             memcpy(&t->peer, ci->client_addr,
                    ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                           : sizeof(struct sockaddr_in));
-        atomic_init(&t->headers_due_us, monotonic_us() + srv.header_us);
+        atomic_init(&t->headers_due_us, hf_now_us() + srv.header_us);
         atomic_init(&t->body_since_us, 0);
         atomic_init(&t->body_bytes, 0);
         pthread_mutex_lock(&conns_lock);
@@ -541,7 +533,7 @@ static void *sweeper_main(void *arg)
         unsigned cut[3] = {0, 0, 0};
         uint64_t now;
         nanosleep(&pause, NULL);
-        now = monotonic_us();
+        now = hf_now_us();
         pthread_mutex_lock(&conns_lock);
         for (struct conn_track *t = conns; t; t = t->next) {
             enum cut_reason r = t->cut ? CUT_NONE : conn_overdue(t, now);
@@ -661,12 +653,13 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 }
 
 static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection *conn,
-                                  const char *method)
+                                  const char *method, size_t listener)
 {
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     struct hf_router_match *m = &req->match;
     struct hf_gw_generation *gen;
+    struct hf_router *router;
     enum hf_router_result found;
     char *mcopy = strdup(method);
 
@@ -701,7 +694,11 @@ static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection 
         outcome_settle(req);
         return respond(req);
     }
-    found = hf_router_match(gen->router, req->method, req->path, strlen(req->path), m);
+    /* The listener's router holds only the plugins it serves: another plugin's route is the
+     * generic 404 here, refused before any of that plugin's code runs. */
+    router = hf_gw_generation_router(gen, listener);
+    found = router ? hf_router_match(router, req->method, req->path, strlen(req->path), m)
+                   : HF_ROUTER_NOT_FOUND;
     if (found == HF_ROUTER_FOUND || found == HF_ROUTER_METHOD_NOT_ALLOWED) {
         req->route = m->data;
         req->api = req->route->plugin->name;
@@ -773,7 +770,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     switch (req->phase) {
     case HF_GW_PHASE_HEADERS:
-        return first_call(req, conn, method);
+        return first_call(req, conn, method, *(const size_t *)cls);
     case HF_GW_PHASE_BODY:
     case HF_GW_PHASE_DISCARD:
         if (*upload_data_size) {
@@ -834,7 +831,7 @@ static struct {
 /* Whether a line may go out now; *dropped gets the lines held back before it. */
 static bool mhd_log_admits(unsigned *dropped)
 {
-    uint64_t now = monotonic_us() / 1000000u;
+    uint64_t now = hf_now_us() / 1000000u;
     bool ok;
 
     pthread_mutex_lock(&mhd_log.lock);
@@ -880,9 +877,9 @@ static unsigned threads_of(const struct hf_gw_config *cfg)
     return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
 
-static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_listen *l, char *err,
-                           size_t errlen)
+static bool listener_start(const struct hf_gw_config *cfg, size_t index, char *err, size_t errlen)
 {
+    const struct hf_gw_listen *l = &cfg->listens[index];
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     struct MHD_OptionItem opts[20];
@@ -921,17 +918,18 @@ static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_li
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL};
     if (l->tls) {
-        opts[n++] =
-            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)hf_gw_tls_priority()};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                            (void *)hf_gw_tls_priority(l->port)};
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
                                             (void *)hf_gw_tls_cert_retrieve};
-        if (hf_gw_tls_client_ca_pem())
+        if (hf_gw_tls_client_ca_pem(l->port))
             opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
-                                                (void *)hf_gw_tls_client_ca_pem()};
+                                                (void *)hf_gw_tls_client_ca_pem(l->port)};
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    d = MHD_start_daemon(flags, (uint16_t)atoi(l->port), NULL, NULL, on_request, NULL,
-                         MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    srv.listener_of[srv.n] = index;
+    d = MHD_start_daemon(flags, (uint16_t)atoi(l->port), NULL, NULL, on_request,
+                         &srv.listener_of[srv.n], MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
         snprintf(err, errlen, "%s:%u: cannot listen on %s:%s%s (in use, or no permission?)",
@@ -943,24 +941,31 @@ static bool listener_start(const struct hf_gw_config *cfg, const struct hf_gw_li
         hf_gw_log_warn("listening on %s:%s over plain HTTP, marked \"insecure\": decrypt "
                        "answers carry plaintext keys to anyone on the path",
                        l->host[0] ? l->host : "*", l->port);
-    hf_gw_log_info("listening on %s%s%s:%s%s with %u threads", strchr(l->host, ':') ? "[" : "",
-                   l->host[0] ? l->host : "*", strchr(l->host, ':') ? "]" : "", l->port,
-                   l->tls ? " (tls)" : "", threads);
+    hf_gw_log_info("listener %s on %s%s%s:%s%s%s with %u threads", l->name,
+                   strchr(l->host, ':') ? "[" : "", l->host[0] ? l->host : "*",
+                   strchr(l->host, ':') ? "]" : "", l->port, l->tls ? " (tls" : "",
+                   !l->tls ? ""
+                   : hf_gw_config_listen_tls(cfg, l)->client_cert == HF_GW_CLIENT_CERT_REQUIRED
+                       ? ", client certificate required)"
+                   : hf_gw_config_listen_tls(cfg, l)->client_cert == HF_GW_CLIENT_CERT_OPTIONAL
+                       ? ", client certificate optional)"
+                       : ")",
+                   threads);
     return true;
 }
 
 bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen)
 {
-    if (cfg->nlistens > MAX_LISTENERS) {
-        snprintf(err, errlen, "%s: at most %d listeners", cfg->path, MAX_LISTENERS);
+    if (cfg->nlistens > HF_GW_MAX_LISTENERS) {
+        snprintf(err, errlen, "%s: at most %d listeners", cfg->path, HF_GW_MAX_LISTENERS);
         return false;
     }
-    srv.healthz = hf_gw_metrics_series("gateway", "healthz");
-    srv.metrics = hf_gw_metrics_series("gateway", "metrics");
-    srv.route = hf_gw_metrics_series("gateway", "route");
+    srv.healthz = hf_gw_metrics_series("gateway", "healthz", 0);
+    srv.metrics = hf_gw_metrics_series("gateway", "metrics", 0);
+    srv.route = hf_gw_metrics_series("gateway", "route", 0);
     if (!sweeper_start(cfg, err, errlen)) return false;
     for (size_t i = 0; i < cfg->nlistens; i++)
-        if (!listener_start(cfg, &cfg->listens[i], err, errlen)) {
+        if (!listener_start(cfg, i, err, errlen)) {
             hf_gw_server_stop(0);
             return false;
         }
@@ -969,14 +974,14 @@ bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen
 
 void hf_gw_server_stop(unsigned timeout_ms)
 {
-    uint64_t deadline = monotonic_us() + (uint64_t)timeout_ms * 1000u;
+    uint64_t deadline = hf_now_us() + (uint64_t)timeout_ms * 1000u;
 
     for (size_t i = 0; i < srv.n; i++) {
         MHD_socket s = MHD_quiesce_daemon(srv.daemons[i]);
         if (s != MHD_INVALID_SOCKET) close(s);
     }
     /* Suspended connections end with the daemon: let their audit callbacks come first. */
-    while (atomic_load(&srv.waiting) > 0 && monotonic_us() < deadline) {
+    while (atomic_load(&srv.waiting) > 0 && hf_now_us() < deadline) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -1,35 +1,46 @@
 /* Server TLS (see tls.h). libmicrohttpd 0.9.75 only asks for a client certificate
  * (GNUTLS_CERT_REQUEST) when given a trust list, and checks nothing during the handshake. Its
  * certificate callback, though, runs inside the handshake with the session in hand, before the
- * server's CertificateRequest is written: there we require the certificate and install a verify
- * function, so a missing or refused client certificate fails the handshake itself. */
+ * server's CertificateRequest is written: there we require (or, when optional, request) the
+ * certificate and install a verify function, so a missing (when required) or refused client
+ * certificate fails the handshake itself. */
 #include "hf-build.h"
 
 #include "gateway/tls.h"
 #include "gateway/config.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
-static struct {
-    bool ready;
+/* One listener's TLS: loaded at start, read-only afterwards (handshakes read it unlocked). */
+struct tls_ctx {
+    unsigned port;
     char *priority;
     gnutls_pcert_st *pcerts;
     unsigned npcerts;
     gnutls_privkey_t key;
     char *client_ca_pem;
     gnutls_x509_trust_list_t trust;
+    enum hf_gw_client_cert mode;
     char **subjects;
     size_t nsubjects;
     char **sans;
     size_t nsans;
+};
+
+static struct {
+    bool ready;
+    struct tls_ctx ctx[HF_GW_MAX_LISTENERS];
+    size_t n;
 } tls;
 
 /* secret: what the file is when it holds a private key (its mode is checked), else NULL. */
@@ -76,30 +87,32 @@ static bool strings_copy(char ***dst, size_t *ndst, char *const *src, size_t n)
     return true;
 }
 
-static bool credentials_load(const struct hf_gw_config *cfg, char *err, size_t errlen)
+static bool credentials_load(struct tls_ctx *c, const struct hf_gw_tls_conf *t, const char *where,
+                             char *err, size_t errlen)
 {
     gnutls_datum_t d;
     size_t len = 0;
-    char *pem = NULL;
+    char *pem = NULL, what[112];
     bool ok = false;
     int rv;
 
-    if (!(pem = file_read(cfg->tls.cert, NULL, &len, err, errlen))) return false;
+    if (!(pem = file_read(t->cert, NULL, &len, err, errlen))) return false;
     d = (gnutls_datum_t){(unsigned char *)pem, (unsigned)len};
-    tls.npcerts = 16;
-    if (!(tls.pcerts = calloc(tls.npcerts, sizeof(*tls.pcerts)))) goto done;
-    rv = gnutls_pcert_list_import_x509_raw(tls.pcerts, &tls.npcerts, &d, GNUTLS_X509_FMT_PEM, 0);
-    if (rv < 0 || tls.npcerts == 0) {
-        tls.npcerts = 0;
-        snprintf(err, errlen, "%s: %s", cfg->tls.cert, gnutls_strerror(rv));
+    c->npcerts = 16;
+    if (!(c->pcerts = calloc(c->npcerts, sizeof(*c->pcerts)))) goto done;
+    rv = gnutls_pcert_list_import_x509_raw(c->pcerts, &c->npcerts, &d, GNUTLS_X509_FMT_PEM, 0);
+    if (rv < 0 || c->npcerts == 0) {
+        c->npcerts = 0;
+        snprintf(err, errlen, "%s: %s", t->cert, gnutls_strerror(rv));
         goto done;
     }
     free(pem);
-    if (!(pem = file_read(cfg->tls.key, "[tls] key", &len, err, errlen))) goto done;
+    snprintf(what, sizeof(what), "%s key", where);
+    if (!(pem = file_read(t->key, what, &len, err, errlen))) goto done;
     d = (gnutls_datum_t){(unsigned char *)pem, (unsigned)len};
-    if ((rv = gnutls_privkey_init(&tls.key)) < 0 ||
-        (rv = gnutls_privkey_import_x509_raw(tls.key, &d, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
-        snprintf(err, errlen, "%s: %s", cfg->tls.key, gnutls_strerror(rv));
+    if ((rv = gnutls_privkey_init(&c->key)) < 0 ||
+        (rv = gnutls_privkey_import_x509_raw(c->key, &d, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+        snprintf(err, errlen, "%s: %s", t->key, gnutls_strerror(rv));
         goto done;
     }
     ok = true;
@@ -108,53 +121,75 @@ done:
     return ok;
 }
 
-static bool client_ca_load(const struct hf_gw_config *cfg, char *err, size_t errlen)
+static bool client_ca_load(struct tls_ctx *c, const struct hf_gw_tls_conf *t, char *err,
+                           size_t errlen)
 {
     gnutls_datum_t d;
     size_t len = 0;
     int rv;
 
-    if (!cfg->tls.client_ca) return true;
-    if (!(tls.client_ca_pem = file_read(cfg->tls.client_ca, NULL, &len, err, errlen))) return false;
-    d = (gnutls_datum_t){(unsigned char *)tls.client_ca_pem, (unsigned)len};
-    if ((rv = gnutls_x509_trust_list_init(&tls.trust, 0)) < 0 ||
-        (rv = gnutls_x509_trust_list_add_trust_mem(tls.trust, &d, NULL, GNUTLS_X509_FMT_PEM, 0,
+    if (!t->client_ca || t->client_cert == HF_GW_CLIENT_CERT_OFF) return true;
+    if (!(c->client_ca_pem = file_read(t->client_ca, NULL, &len, err, errlen))) return false;
+    d = (gnutls_datum_t){(unsigned char *)c->client_ca_pem, (unsigned)len};
+    if ((rv = gnutls_x509_trust_list_init(&c->trust, 0)) < 0 ||
+        (rv = gnutls_x509_trust_list_add_trust_mem(c->trust, &d, NULL, GNUTLS_X509_FMT_PEM, 0,
                                                    0)) <= 0) {
-        snprintf(err, errlen, "%s: %s", cfg->tls.client_ca,
+        snprintf(err, errlen, "%s: %s", t->client_ca,
                  rv == 0 ? "no certificate in it" : gnutls_strerror(rv));
         return false;
     }
-    if (!strings_copy(&tls.subjects, &tls.nsubjects, cfg->tls.subjects, cfg->tls.nsubjects) ||
-        !strings_copy(&tls.sans, &tls.nsans, cfg->tls.sans, cfg->tls.nsans)) {
+    if (!strings_copy(&c->subjects, &c->nsubjects, t->subjects, t->nsubjects) ||
+        !strings_copy(&c->sans, &c->nsans, t->sans, t->nsans)) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
+    c->mode = t->client_cert;
     return true;
 }
 
-bool hf_gw_tls_setup(const struct hf_gw_config *cfg, char *err, size_t errlen)
+static bool ctx_load(struct tls_ctx *c, const struct hf_gw_config *cfg,
+                     const struct hf_gw_listen *l, char *err, size_t errlen)
 {
+    const struct hf_gw_tls_conf *t = hf_gw_config_listen_tls(cfg, l);
+    char where[96];
     const char *bad = NULL;
     gnutls_priority_t prio;
     int rv;
 
-    if (tls.ready) return true;
-    if (!cfg->tls.cert || !cfg->tls.key) {
-        snprintf(err, errlen, "[tls] needs cert and key");
+    if (l->own_tls)
+        snprintf(where, sizeof(where), "[listener:%s]", l->name);
+    else
+        snprintf(where, sizeof(where), "[tls]");
+    if (!t->cert || !t->key) {
+        snprintf(err, errlen, "%s needs cert and key", where);
         return false;
     }
-    tls.priority = strdup(cfg->tls.priority ? cfg->tls.priority : HF_GW_TLS_PRIORITY);
-    if (!tls.priority) {
+    c->port = (unsigned)strtoul(l->port, NULL, 10);
+    if (!(c->priority = strdup(t->priority ? t->priority : HF_GW_TLS_PRIORITY))) {
         snprintf(err, errlen, "out of memory");
-        goto fail;
+        return false;
     }
     /* A bad priority string is a config error, not a handshake failure on every connection. */
-    if ((rv = gnutls_priority_init(&prio, tls.priority, &bad)) < 0) {
-        snprintf(err, errlen, "[tls] priority: %s at \"%s\"", gnutls_strerror(rv), bad ? bad : "");
-        goto fail;
+    if ((rv = gnutls_priority_init(&prio, c->priority, &bad)) < 0) {
+        snprintf(err, errlen, "%s priority: %s at \"%s\"", where, gnutls_strerror(rv),
+                 bad ? bad : "");
+        return false;
     }
     gnutls_priority_deinit(prio);
-    if (!credentials_load(cfg, err, errlen) || !client_ca_load(cfg, err, errlen)) goto fail;
+    return credentials_load(c, t, where, err, errlen) && client_ca_load(c, t, err, errlen);
+}
+
+bool hf_gw_tls_setup(const struct hf_gw_config *cfg, char *err, size_t errlen)
+{
+    if (tls.ready) return true;
+    for (size_t i = 0; i < cfg->nlistens; i++) {
+        if (!cfg->listens[i].tls) continue;
+        if (tls.n == HF_GW_MAX_LISTENERS) {
+            snprintf(err, errlen, "at most %d listeners", HF_GW_MAX_LISTENERS);
+            goto fail;
+        }
+        if (!ctx_load(&tls.ctx[tls.n++], cfg, &cfg->listens[i], err, errlen)) goto fail;
+    }
     tls.ready = true;
     return true;
 fail:
@@ -162,21 +197,27 @@ fail:
     return false;
 }
 
+static void ctx_free(struct tls_ctx *c)
+{
+    for (unsigned i = 0; i < c->npcerts; i++)
+        gnutls_pcert_deinit(&c->pcerts[i]);
+    free(c->pcerts);
+    if (c->key) gnutls_privkey_deinit(c->key);
+    if (c->trust) gnutls_x509_trust_list_deinit(c->trust, 1);
+    free(c->client_ca_pem);
+    for (size_t i = 0; i < c->nsubjects; i++)
+        free(c->subjects[i]);
+    free(c->subjects);
+    for (size_t i = 0; i < c->nsans; i++)
+        free(c->sans[i]);
+    free(c->sans);
+    free(c->priority);
+}
+
 void hf_gw_tls_teardown(void)
 {
-    for (unsigned i = 0; i < tls.npcerts; i++)
-        gnutls_pcert_deinit(&tls.pcerts[i]);
-    free(tls.pcerts);
-    if (tls.key) gnutls_privkey_deinit(tls.key);
-    if (tls.trust) gnutls_x509_trust_list_deinit(tls.trust, 1);
-    free(tls.client_ca_pem);
-    for (size_t i = 0; i < tls.nsubjects; i++)
-        free(tls.subjects[i]);
-    free(tls.subjects);
-    for (size_t i = 0; i < tls.nsans; i++)
-        free(tls.sans[i]);
-    free(tls.sans);
-    free(tls.priority);
+    for (size_t i = 0; i < tls.n; i++)
+        ctx_free(&tls.ctx[i]);
     memset(&tls, 0, sizeof(tls));
 }
 
@@ -185,14 +226,41 @@ bool hf_gw_tls_is_ready(void)
     return tls.ready;
 }
 
-const char *hf_gw_tls_priority(void)
+static const struct tls_ctx *ctx_of_port(unsigned port)
 {
-    return tls.priority;
+    for (size_t i = 0; i < tls.n; i++)
+        if (tls.ctx[i].port == port) return &tls.ctx[i];
+    return NULL;
 }
 
-const char *hf_gw_tls_client_ca_pem(void)
+const char *hf_gw_tls_priority(const char *port)
 {
-    return tls.client_ca_pem;
+    const struct tls_ctx *c = ctx_of_port((unsigned)strtoul(port, NULL, 10));
+
+    return c ? c->priority : NULL;
+}
+
+const char *hf_gw_tls_client_ca_pem(const char *port)
+{
+    const struct tls_ctx *c = ctx_of_port((unsigned)strtoul(port, NULL, 10));
+
+    return c ? c->client_ca_pem : NULL;
+}
+
+/* The listener a handshake runs on, by the port the connection came in on: libmicrohttpd's
+ * certificate callback has no closure, but it gives the session, whose transport is the
+ * accepted socket (libmicrohttpd sets it with gnutls_transport_set_int). */
+static const struct tls_ctx *ctx_of_session(gnutls_session_t session)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int fd = gnutls_transport_get_int(session);
+
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return NULL;
+    if (ss.ss_family == AF_INET) return ctx_of_port(ntohs(((struct sockaddr_in *)&ss)->sin_port));
+    if (ss.ss_family == AF_INET6)
+        return ctx_of_port(ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+    return NULL;
 }
 
 /* ---- reading a certificate ---------------------------------------------------------------- */
@@ -275,22 +343,22 @@ static bool name_in(char *const *list, size_t n, const char *v)
     return false;
 }
 
-/* [tls] client_subject: the subject must be one of them; client_san: one SAN must be. */
-static bool names_are_accepted(gnutls_x509_crt_t crt)
+/* client_subject: the subject must be one of them; client_san: one SAN must be. */
+static bool names_are_accepted(const struct tls_ctx *c, gnutls_x509_crt_t crt)
 {
     bool ok = true;
 
-    if (tls.nsubjects) {
+    if (c->nsubjects) {
         char *dn = dn_of(crt);
-        ok = dn && name_in(tls.subjects, tls.nsubjects, dn);
+        ok = dn && name_in(c->subjects, c->nsubjects, dn);
         free(dn);
     }
-    if (ok && tls.nsans) {
+    if (ok && c->nsans) {
         size_t len = 0, off = 0;
         char *sans = sans_of(crt, &len);
         ok = false;
         while (sans && off < len && !ok) {
-            ok = name_in(tls.sans, tls.nsans, sans + off);
+            ok = name_in(c->sans, c->nsans, sans + off);
             off += strlen(sans + off) + 1;
         }
         free(sans);
@@ -298,24 +366,32 @@ static bool names_are_accepted(gnutls_x509_crt_t crt)
     return ok;
 }
 
-/* Runs inside the handshake once the client's Certificate message is in: non-zero ends it. */
+/* Runs inside the handshake once the client's Certificate message is in (an empty one too,
+ * when the certificate is optional): non-zero ends it. */
 static int client_verify(gnutls_session_t session)
 {
+    const struct tls_ctx *c = ctx_of_session(session);
     const gnutls_datum_t *chain;
     gnutls_x509_crt_t *crts = NULL, crt = NULL;
     unsigned n = 0, status = 0, i;
     int result = GNUTLS_E_CERTIFICATE_ERROR;
 
-    if (!(chain = gnutls_certificate_get_peers(session, &n)) || n == 0 || n > 16) goto done;
+    if (!c || !c->trust) goto done;
+    chain = gnutls_certificate_get_peers(session, &n);
+    if ((!chain || n == 0) && c->mode == HF_GW_CLIENT_CERT_OPTIONAL) {
+        result = 0;
+        goto done;
+    }
+    if (!chain || n == 0 || n > 16) goto done;
     if (!(crts = calloc(n, sizeof(*crts)))) goto done;
     for (i = 0; i < n; i++)
         if (gnutls_x509_crt_init(&crts[i]) < 0 ||
             gnutls_x509_crt_import(crts[i], &chain[i], GNUTLS_X509_FMT_DER) < 0)
             goto done;
-    if (gnutls_x509_trust_list_verify_crt(tls.trust, crts, n, 0, &status, NULL) < 0 || status != 0)
+    if (gnutls_x509_trust_list_verify_crt(c->trust, crts, n, 0, &status, NULL) < 0 || status != 0)
         goto done;
     crt = crts[0];
-    if (!names_are_accepted(crt)) goto done;
+    if (!names_are_accepted(c, crt)) goto done;
     result = 0;
 done:
     if (crts) {
@@ -331,28 +407,36 @@ int hf_gw_tls_cert_retrieve(gnutls_session_t session, const gnutls_datum_t *req_
                             gnutls_pcert_st **pcert, unsigned int *pcert_length,
                             gnutls_privkey_t *pkey)
 {
-    if (!tls.ready) return -1;
-    if (tls.trust) {
-        gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUIRE);
+    const struct tls_ctx *c = tls.ready ? ctx_of_session(session) : NULL;
+
+    if (!c) return -1;
+    if (c->trust) {
+        gnutls_certificate_server_set_request(session, c->mode == HF_GW_CLIENT_CERT_REQUIRED
+                                                           ? GNUTLS_CERT_REQUIRE
+                                                           : GNUTLS_CERT_REQUEST);
         gnutls_session_set_verify_function(session, client_verify);
     }
-    *pcert = tls.pcerts;
-    *pcert_length = tls.npcerts;
-    *pkey = tls.key;
+    *pcert = c->pcerts;
+    *pcert_length = c->npcerts;
+    *pkey = c->key;
     return 0;
 }
 
 void hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans)
 {
     const union MHD_ConnectionInfo *info;
+    const struct tls_ctx *c;
     gnutls_x509_crt_t crt;
     size_t len = 0;
 
     *subject = NULL;
     *sans = NULL;
-    if (!conn || !tls.trust) return;
+    if (!conn) return;
     info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     if (!info || !info->tls_session) return;
+    /* Only a listener that checks client certificates has one worth naming. */
+    c = ctx_of_session((gnutls_session_t)info->tls_session);
+    if (!c || !c->trust) return;
     if (!(crt = peer_cert((gnutls_session_t)info->tls_session))) return;
     *subject = dn_of(crt);
     *sans = sans_of(crt, &len);

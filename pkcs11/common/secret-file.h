@@ -26,13 +26,14 @@ enum hf_secret_file_verdict {
 };
 
 /* The verdict on a file with st's owner and mode for a process running as euid. msg (may be
- * NULL) gets "WHAT PATH: mode 0644: world-readable; chmod 600" style text. */
+ * NULL) gets "WHAT PATH: mode 0644: world-readable; chmod 600" style text ("PATH: ..." when what
+ * is "", for callers that name the setting themselves). */
 static inline enum hf_secret_file_verdict hf_secret_file_judge(const struct stat *st, uid_t euid,
                                                                const char *what, const char *path,
                                                                char *msg, size_t msglen)
 {
     unsigned mode = (unsigned)(st->st_mode & 07777);
-    const char *why = NULL;
+    const char *why = NULL, *sep = what[0] ? " " : "";
 
     if (msg && msglen) msg[0] = '\0';
     if (st->st_mode & S_IROTH)
@@ -42,22 +43,23 @@ static inline enum hf_secret_file_verdict hf_secret_file_judge(const struct stat
     else if (st->st_mode & S_IWGRP)
         why = "group-writable";
     if (why) {
-        if (msg) snprintf(msg, msglen, "%s %s: mode %04o: %s; chmod 600", what, path, mode, why);
+        if (msg)
+            snprintf(msg, msglen, "%s%s%s: mode %04o: %s; chmod 600", what, sep, path, mode, why);
         return HF_SECRET_FILE_REFUSE;
     }
     if (st->st_uid != 0 && st->st_uid != euid) {
         if (msg)
             snprintf(msg, msglen,
-                     "%s %s: owned by uid %lu, neither root nor this process's uid %lu; chown it",
-                     what, path, (unsigned long)st->st_uid, (unsigned long)euid);
+                     "%s%s%s: owned by uid %lu, neither root nor this process's uid %lu; chown it",
+                     what, sep, path, (unsigned long)st->st_uid, (unsigned long)euid);
         return HF_SECRET_FILE_REFUSE;
     }
     if (st->st_mode & S_IRGRP) {
         if (msg)
             snprintf(msg, msglen,
-                     "%s %s: mode %04o: group-readable (gid %lu); chmod 600 unless that group "
+                     "%s%s%s: mode %04o: group-readable (gid %lu); chmod 600 unless that group "
                      "(ssl-cert, a secret mount's) is meant to read it",
-                     what, path, mode, (unsigned long)st->st_gid);
+                     what, sep, path, mode, (unsigned long)st->st_gid);
         return HF_SECRET_FILE_WARN;
     }
     return HF_SECRET_FILE_OK;

@@ -3,7 +3,8 @@
  * A record is one line whose members come in this fixed order:
  *   {"seq":N,"stream":"16 hex","time":"RFC 3339 UTC, microseconds","node":..,"pid":N,"api":..,
  *    "op":..,"key":..,"key_name":..,"version":N,"caller":..,"request_id":..,"detail":..,
- *    "result":"0x%lx","ok":bool,"latency_us":N,"prev":"64 hex","hash":"64 hex"}
+ *    "fields":{"name":"value",..},"result":"0x%lx","ok":bool,"latency_us":N,"prev":"64 hex",
+ *    "hash":"64 hex"}
  * Absent strings (and version 0) are omitted, and so is "prev" in every record but a stream's
  * first (op "stream-open"), where it names the hash of a record already in the file; in a later
  * record prev is implied: the hash of the stream's previous record. hash = HMAC-SHA-256(the
@@ -95,7 +96,7 @@
 #define CKPT_LANE LANES
 #define ALL_LANES (LANES + 1)
 #define NONCE_LEN 16
-/* A larger ratchet_every is refused: no writer of ours wrote it (forward security would be gone). */
+/* A larger ratchet_every is refused: no writer of ours wrote it (forward security gone). */
 #define RATCHET_EVERY_MAX 4096
 #define STREAM_KDF_PREFIX "holdfast-audit-stream"
 #define CKPT_PREFIX "holdfast-audit-checkpoint"
@@ -152,10 +153,10 @@ struct lane {
     /* prev and last_seq as a seqlock: odd while they change, so the checkpoint writer reads them
      * without the lane's lock (whose holder may be waiting for the writer to claim a chunk). */
     _Atomic uint64_t snap_gen;
-    EVP_MD_CTX *mdctx;  /* (lock) */
+    EVP_MD_CTX *mdctx;        /* (lock) */
     struct hf_audit_key *key; /* (lock) the next record's key; NULL: unkeyed */
-    bool self_claims;   /* never asks the writer for a chunk (the checkpoint lane) */
-    bool asked_seen;    /* (lock) asked, as this lane last set it */
+    bool self_claims;         /* never asks the writer for a chunk (the checkpoint lane) */
+    bool asked_seen;          /* (lock) asked, as this lane last set it */
     /* (lock) to store into; (lock and chunks_lock) to change. */
     struct chunk *cur;
     /* (chunks_lock) */
@@ -357,6 +358,12 @@ static size_t line_bound(const struct hf_audit *a, const struct hf_audit_record 
         if (n > (SIZE_MAX - need) / 6) return 0;
         need += 6 * n;
     }
+    /* Copied, not escaped: hf_audit_fields_canon bounded it. */
+    if (rec->fields) {
+        size_t n = strlen(rec->fields) + sizeof(",\"fields\":");
+        if (n > SIZE_MAX - need) return 0;
+        need += n;
+    }
     return need;
 }
 
@@ -383,6 +390,10 @@ static char *put_body(char *p, const struct hf_audit *a, const char *stream,
     p = put_member(p, "caller", rec->caller);
     p = put_member(p, "request_id", rec->request_id);
     p = put_member(p, "detail", rec->detail);
+    if (rec->fields) {
+        p = put_raw(p, ",\"fields\":");
+        p = put_raw(p, rec->fields);
+    }
     p = put_raw(p, ",\"result\":\"0x");
     if (rec->result == 0) {
         *p++ = '0';

@@ -94,6 +94,9 @@ struct hf_audit_record {
     const char *caller; /* identity: PKCS#11 user, CLI uid, cloud principal */
     const char *request_id;
     const char *detail; /* e.g. the mechanism, "state=deactivated" */
+    /* The request's own fields: a JSON object already in hf_audit_fields_canon's form
+     * (audit-fields.h), written as it is after "detail"; NULL: none. */
+    const char *fields;
     CK_RV result;
     uint64_t latency_us;
     /* An authenticated key operation (a logged-in PKCS#11 session, the CLI, a gateway request

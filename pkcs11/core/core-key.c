@@ -368,14 +368,19 @@ done:
     return rv;
 }
 
-/* The cloud APIs a link may come from (the gateway's plugins). */
-static bool link_type_is_known(const char *type)
+/* A link is made only for a registered type (store.h): CKR_ARGUMENTS_BAD for a name that is
+ * not, the store's error when it cannot say. */
+static CK_RV link_type_check(struct hf_core *core, const char *type)
 {
-    static const char *const types[] = {"aws-xks", "gcp-ekm", "gws-cse", "oci", "sap", "dke"};
+    CK_RV rv;
 
-    for (size_t i = 0; type != NULL && i < sizeof(types) / sizeof(types[0]); i++)
-        if (strcmp(type, types[i]) == 0) return true;
-    return false;
+    if (!hf_link_type_is_valid(type)) return CKR_ARGUMENTS_BAD;
+    rv = hf_store_link_type_get(core->store, type);
+    if (rv == CKR_KEY_HANDLE_INVALID) {
+        hf_log_info("link type '%s' is not registered", type);
+        return CKR_ARGUMENTS_BAD;
+    }
+    return rv;
 }
 
 static bool link_id_is_valid(const char *ext_id)
@@ -400,10 +405,11 @@ CK_RV hf_core_link_add(struct hf_core *core, const char *type, const char *ext_i
     rv = op_begin(&op, core, who, "link.add", key_ref);
     if (rv != CKR_OK) goto done;
     snprintf(op.detail, sizeof(op.detail), "%.32s:%.256s", type ? type : "", ext_id ? ext_id : "");
-    if (!link_type_is_known(type) || !link_id_is_valid(ext_id) || key_ref == NULL) {
+    if (!link_id_is_valid(ext_id) || key_ref == NULL) {
         rv = CKR_ARGUMENTS_BAD;
         goto done;
     }
+    if ((rv = link_type_check(core, type)) != CKR_OK) goto done;
     rv = hf_store_key_get(core->store, key_ref, &key);
     if (rv != CKR_OK) goto done;
     op_key(&op, &key);
@@ -435,10 +441,11 @@ CK_RV hf_core_link_set_blocked(struct hf_core *core, const char *type, const cha
     rv = op_begin(&op, core, who, blocked ? "link.block" : "link.unblock", NULL);
     if (rv != CKR_OK) goto done;
     snprintf(op.detail, sizeof(op.detail), "%.32s:%.256s", type ? type : "", ext_id ? ext_id : "");
-    if (!link_type_is_known(type) || !link_id_is_valid(ext_id)) {
+    if (!link_id_is_valid(ext_id)) {
         rv = CKR_ARGUMENTS_BAD;
         goto done;
     }
+    if ((rv = link_type_check(core, type)) != CKR_OK) goto done;
     rv = hf_store_link_get(core->store, type, ext_id, &link);
     if (rv != CKR_OK) goto done;
     snprintf(op.key_uuid, sizeof(op.key_uuid), "%s", link.key_uuid);
@@ -448,6 +455,31 @@ done:
     rv = op_end(&op, rv);
     hf_link_clear(&link);
     hf_key_clear(&key);
+    return rv;
+}
+
+CK_RV hf_core_link_type_add(struct hf_core *core, const char *name, const struct hf_actor *who,
+                            bool *added)
+{
+    bool is_new = false;
+    struct op op;
+    CK_RV rv;
+
+    if (added) *added = false;
+    if (core == NULL) return CKR_ARGUMENTS_BAD;
+    rv = op_begin(&op, core, who, "link.type_add", NULL);
+    if (rv != CKR_OK) goto done;
+    snprintf(op.detail, sizeof(op.detail), "type=%.32s", name ? name : "");
+    if (!hf_link_type_is_valid(name)) {
+        rv = CKR_ARGUMENTS_BAD;
+        goto done;
+    }
+    rv = hf_store_link_type_add(core->store, name, hf_now(), &is_new);
+    if (rv == CKR_OK && !is_new)
+        snprintf(op.detail, sizeof(op.detail), "type=%s (already registered)", name);
+done:
+    rv = op_end(&op, rv);
+    if (rv == CKR_OK && added) *added = is_new;
     return rv;
 }
 

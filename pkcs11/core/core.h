@@ -107,11 +107,18 @@ CK_RV hf_core_key_destroy(struct hf_core *core, const char *ref, const struct hf
 CK_RV hf_core_key_label_set(struct hf_core *core, const char *ref, const char *name,
                             const char *value, const struct hf_actor *who);
 
-/* type: aws-xks, gcp-ekm, gws-cse, oci, sap, dke. */
+/* type: a registered link type (hf_core_link_type_add; seeded with aws-xks, gcp-ekm, gws-cse,
+ * oci, sap, dke): CKR_ARGUMENTS_BAD for another. */
 CK_RV hf_core_link_add(struct hf_core *core, const char *type, const char *ext_id,
                        const char *key_ref, const struct hf_actor *who);
 CK_RV hf_core_link_set_blocked(struct hf_core *core, const char *type, const char *ext_id,
                                bool blocked, const struct hf_actor *who);
+
+/* Registers link type name ([a-z0-9-]{1,32}; CKR_ARGUMENTS_BAD otherwise), idempotently:
+ * *added (may be NULL) says whether it is new. Audited as "link.type_add" either way, since
+ * holdfastd registers its plugins' types at every start. */
+CK_RV hf_core_link_type_add(struct hf_core *core, const char *name, const struct hf_actor *who,
+                            bool *added);
 
 /* Gives every store row that has no policy MAC one, as the first open of an older store does:
  * for a store restored from a backup made before policy MACs, or a first migration cut short

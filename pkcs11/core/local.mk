@@ -4,6 +4,7 @@ noinst_LTLIBRARIES += libholdfast-core.la
 libholdfast_core_la_SOURCES = \
 	pkcs11/core/annotate.h \
 	pkcs11/core/audit.c pkcs11/core/audit.h pkcs11/core/audit-key.c pkcs11/core/audit-key.h \
+	pkcs11/core/audit-fields.c pkcs11/core/audit-fields.h \
 	pkcs11/core/config.c pkcs11/core/config.h \
 	pkcs11/core/core.c pkcs11/core/core.h pkcs11/core/core-internal.h pkcs11/core/core-key.c \
 	pkcs11/core/crypto.c pkcs11/core/crypto.h \

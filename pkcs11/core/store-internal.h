@@ -45,6 +45,10 @@ struct hf_store_ops {
     CK_RV (*link_delete)(struct hf_store *store, const char *type, const char *ext_id);
     CK_RV (*link_list)(struct hf_store *store, const char *key_uuid, struct hf_link **links,
                        size_t *n);
+    CK_RV (*link_type_add)(struct hf_store *store, const char *name, int64_t when,
+                           bool *added);
+    CK_RV (*link_type_get)(struct hf_store *store, const char *name);
+    CK_RV (*link_type_list)(struct hf_store *store, char ***names, size_t *n);
     CK_RV (*meta_get)(struct hf_store *store, const char *name, char **value);
     CK_RV (*meta_set)(struct hf_store *store, const char *name, const char *value);
     CK_RV (*policy_migrate)(struct hf_store *store, const struct hf_store_migration *m,

@@ -69,6 +69,14 @@ static const char *const migrations[] = {
     "ALTER TABLE keys ADD COLUMN mac BLOB;"
     "ALTER TABLE key_versions ADD COLUMN mac BLOB;"
     "ALTER TABLE links ADD COLUMN mac BLOB;",
+    /* v3: the registry of link types: a link is made only for a registered type (holdfastd
+     * registers each plugin's); seeded with the APIs of specs/. No MAC: a forged row lets an
+     * administrator make links of another name, never reach a key without a MAC'd link row. */
+    "CREATE TABLE link_types ("
+    "  name TEXT PRIMARY KEY NOT NULL,"
+    "  created INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO link_types (name, created) VALUES ('aws-xks', 0), ('gcp-ekm', 0),"
+    "  ('gws-cse', 0), ('oci', 0), ('sap', 0), ('dke', 0);",
 };
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -129,6 +137,9 @@ enum stmt_id {
     ST_VERSION_SET_MAC,
     ST_LINKS_UNMACED,
     ST_LINK_SET_MAC,
+    ST_LINK_TYPE_ADD,
+    ST_LINK_TYPE_GET,
+    ST_LINK_TYPES_ALL,
     N_STMTS
 };
 
@@ -184,6 +195,10 @@ static const char *const stmt_sql[N_STMTS] = {
         "UPDATE key_versions SET wrapped = ?, mac = ? WHERE id = ? AND mac IS NULL",
     [ST_LINKS_UNMACED] = "SELECT " LINK_COLS " FROM links WHERE mac IS NULL",
     [ST_LINK_SET_MAC] = "UPDATE links SET mac = ? WHERE id = ? AND mac IS NULL",
+    [ST_LINK_TYPE_ADD] = "INSERT INTO link_types (name, created) VALUES (?, ?) "
+                         "ON CONFLICT (name) DO NOTHING",
+    [ST_LINK_TYPE_GET] = "SELECT name FROM link_types WHERE name = ?",
+    [ST_LINK_TYPES_ALL] = "SELECT name FROM link_types ORDER BY name",
 };
 
 struct sqlite_store {
@@ -1090,6 +1105,71 @@ static CK_RV sq_link_list(struct hf_store *store, const char *key_uuid, struct h
     return CKR_OK;
 }
 
+/* ---- link types ---- */
+
+static CK_RV sq_link_type_add(struct hf_store *store, const char *name, int64_t when, bool *added)
+{
+    struct sqlite_store *s = store_lock(store);
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_LINK_TYPE_ADD, &st)) == CKR_OK) {
+        if (bind_text(st, 1, name) || sqlite3_bind_int64(st, 2, when))
+            rv = bind_fail(s, "add link type");
+        else if ((rv = tx_begin(s, true)) == CKR_OK) {
+            rv = step_done(s, st, "add link type");
+            /* Read before the commit: the change count is the connection's last statement's. */
+            *added = rv == CKR_OK && sqlite3_changes(s->db) > 0;
+            rv = tx_end(s, rv, true);
+        }
+    }
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV sq_link_type_get(struct hf_store *store, const char *name)
+{
+    struct sqlite_store *s = store_lock(store);
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_LINK_TYPE_GET, &st)) == CKR_OK) {
+        if (bind_text(st, 1, name))
+            rv = bind_fail(s, "read link type");
+        else if ((rv = step_row(s, st, "read link type")) == CKR_OK)
+            sqlite3_reset(st);
+    }
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV name_row(sqlite3_stmt *st, void *elem)
+{
+    return col_dup(st, 0, elem) && *(char **)elem ? CKR_OK : CKR_HOST_MEMORY;
+}
+
+static CK_RV sq_link_type_list(struct hf_store *store, char ***names, size_t *n)
+{
+    struct sqlite_store *s = store_lock(store);
+    char **l = NULL;
+    size_t count = 0;
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_LINK_TYPES_ALL, &st)) == CKR_OK)
+        rv = rows_read(s, st, name_row, sizeof(*l), (void **)&l, &count);
+    store_unlock(s);
+    if (rv != CKR_OK) {
+        for (size_t i = 0; i < count; i++)
+            free(l[i]);
+        free(l);
+        return rv;
+    }
+    *names = l;
+    *n = count;
+    return CKR_OK;
+}
+
 /* ---- meta ---- */
 
 static CK_RV sq_meta_get(struct hf_store *store, const char *name, char **value)
@@ -1405,6 +1485,9 @@ static const struct hf_store_ops sqlite_ops = {
     .link_set_blocked = sq_link_set_blocked,
     .link_delete = sq_link_delete,
     .link_list = sq_link_list,
+    .link_type_add = sq_link_type_add,
+    .link_type_get = sq_link_type_get,
+    .link_type_list = sq_link_type_list,
     .meta_get = sq_meta_get,
     .meta_set = sq_meta_set,
     .policy_migrate = sq_policy_migrate,

@@ -2,6 +2,7 @@
 
 #include "pkcs11/core/store-internal.h"
 
+#include "pkcs11/core/core.h"
 #include "pkcs11/core/log.h"
 
 #include <pthread.h>
@@ -33,14 +34,6 @@ struct hf_link_cache {
     uint64_t changes;      /* links changed through this handle: an answer read before is stale */
     struct link_slot slots[HF_LINK_CACHE_SLOTS];
 };
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* FNV-1a over type, a 0 byte, ext_id. */
 static struct link_slot *link_slot_of(struct hf_link_cache *c, const char *type, const char *ext_id)
@@ -466,6 +459,33 @@ CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char 
     return rv;
 }
 
+bool hf_link_type_is_valid(const char *name)
+{
+    return hf_name_is_valid(name, HF_LINK_TYPE_MAX, '-');
+}
+
+CK_RV hf_store_link_type_add(struct hf_store *store, const char *name, int64_t when, bool *added)
+{
+    bool dummy;
+
+    return_val_if_fail(store && name, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_link_type_is_valid(name), CKR_ATTRIBUTE_VALUE_INVALID);
+    return store->ops->link_type_add(store, name, when, added ? added : &dummy);
+}
+
+CK_RV hf_store_link_type_get(struct hf_store *store, const char *name)
+{
+    return_val_if_fail(store && name, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_link_type_is_valid(name), CKR_ATTRIBUTE_VALUE_INVALID);
+    return store->ops->link_type_get(store, name);
+}
+
+CK_RV hf_store_link_type_list(struct hf_store *store, char ***names, size_t *n)
+{
+    return_val_if_fail(store && names && n, CKR_ARGUMENTS_BAD);
+    return store->ops->link_type_list(store, names, n);
+}
+
 CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
                          size_t *n)
 {
@@ -481,7 +501,7 @@ CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *
     struct hf_link_cache *c;
     struct hf_link link = {0};
     struct link_slot *slot;
-    uint64_t now = now_us(), changes = 0;
+    uint64_t now = hf_monotonic_us(), changes = 0;
     CK_RV rv = CKR_OK;
 
     return_val_if_fail(store && type && ext_id && key_uuid && blocked, CKR_ARGUMENTS_BAD);
@@ -502,7 +522,7 @@ CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *
     }
     /* Taken before the query: an answer is never trusted past HF_LINK_CACHE_MS after it was
      * asked for. */
-    now = now_us();
+    now = hf_monotonic_us();
     /* Checked on each (re)load, every HF_LINK_CACHE_MS at most: an unblock made by editing the
      * store fails its MAC and the link stays unusable. */
     rv = link_checked(store, store->ops->link_get(store, type, ext_id, &link), &link);

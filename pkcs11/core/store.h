@@ -80,6 +80,17 @@ CK_RV hf_store_link_delete(struct hf_store *store, const char *type, const char 
 CK_RV hf_store_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
                          size_t *n);
 
+/* Link types: the names a link's type may have (a cloud API: "aws-xks", "gcp-ekm", ...),
+ * seeded with the six APIs of specs/ and extended by holdfastd (each plugin's) and the CLI.
+ * A name is [a-z0-9-]{1,HF_LINK_TYPE_MAX} (CKR_ATTRIBUTE_VALUE_INVALID otherwise). add is
+ * idempotent: *added (may be NULL) says whether the name is new. get: CKR_OK when registered,
+ * CKR_KEY_HANDLE_INVALID when not. list: sorted; free each, then the array. */
+#define HF_LINK_TYPE_MAX HF_LINK_TYPE_MAX_LEN
+bool hf_link_type_is_valid(const char *name);
+CK_RV hf_store_link_type_add(struct hf_store *store, const char *name, int64_t when, bool *added);
+CK_RV hf_store_link_type_get(struct hf_store *store, const char *name);
+CK_RV hf_store_link_type_list(struct hf_store *store, char ***names, size_t *n);
+
 /* The key a link maps to and its blocked flag, for the request path (every gateway request names
  * a link): answered from a cache of this handle's, each answer (also "no such link":
  * CKR_KEY_HANDLE_INVALID) trusted for at most HF_LINK_CACHE_MS. So a change made through another

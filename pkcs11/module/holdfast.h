@@ -73,7 +73,7 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 2
+#define HF_INTERFACE_VERSION_MINOR 3
 
 /* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
  * identical typedef is legal C11, should a newer header bring one). */
@@ -115,6 +115,31 @@ typedef struct HF_AUDIT_STATUS {
     CK_BBOOL failed;       /* the log cannot be written at all (a write or sync failed) */
 } HF_AUDIT_STATUS;
 
+/* 1.3: a request's own audit fields (HF_SetRequestFields): a JSON object of at most
+ * HF_REQUEST_FIELDS_MAX members, each name [a-z0-9_]{1,32} and each value a string, in at most
+ * HF_REQUEST_FIELDS_MAX_LEN bytes of text (valid UTF-8). The record carries it as "fields". */
+#define HF_REQUEST_FIELDS_MAX 8
+#define HF_REQUEST_FIELDS_NAME_MAX 32
+#define HF_REQUEST_FIELDS_MAX_LEN 4096
+
+/* 1.3: a link type is [a-z0-9-]{1,32}; a link id HF_GetKeyLink returns is at most this long. */
+#define HF_LINK_TYPE_MAX_LEN 32
+#define HF_LINK_ID_MAX_LEN 1024
+
+/* The one spelling rule of both names, here so that the module and its callers agree: 1 to max
+ * bytes of a-z, 0-9 and punct ('-' for a link type, '_' for a request field's name). */
+static inline CK_BBOOL hf_name_is_valid(const char *name, unsigned long max, char punct)
+{
+    unsigned long len = 0;
+
+    if (!name) return CK_FALSE;
+    for (; name[len]; len++)
+        if (len >= max || !((name[len] >= 'a' && name[len] <= 'z') ||
+                            (name[len] >= '0' && name[len] <= '9') || name[len] == punct))
+            return CK_FALSE;
+    return len > 0 ? CK_TRUE : CK_FALSE;
+}
+
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
  * thread: it must not block. */
 typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);
@@ -149,6 +174,20 @@ typedef struct HF_FUNCTION_LIST {
      * gateway PIN (`holdfast init` makes it: token-gateway.pin), not the user PIN. */
     CK_RV (*HF_AuditRequestSession)(CK_SESSION_HANDLE session, const HF_REQUEST_CONTEXT *ctx,
                                     CK_RV result, CK_ULONG_LONG *seq);
+    /* 1.3: registers a link type (a gateway plugin's), so links of it can be made; idempotent,
+     * audited ("link.type_add"). The gateway login only, as HF_AuditRequestSession.
+     * CKR_ARGUMENTS_BAD for a name that is not [a-z0-9-]{1,32}. */
+    CK_RV (*HF_RegisterLinkType)(CK_SESSION_HANDLE session, const char *link_type);
+    /* 1.3: the request's own audit fields (the JSON object described at HF_REQUEST_FIELDS_MAX;
+     * checked and re-serialised compactly: CKR_ARGUMENTS_BAD otherwise), for the record of the
+     * session's next key operation or of HF_AuditRequestSession on it, whichever comes first;
+     * HF_SetRequestContext clears them. NULL clears them. The gateway login only. */
+    CK_RV (*HF_SetRequestFields)(CK_SESSION_HANDLE session, const char *fields);
+    /* 1.3: the id of a link of link_type that maps to key key_uuid (the first by id text, when
+     * several do), two-call convention: link_id NULL asks for *len (the NUL included);
+     * CKR_BUFFER_TOO_SMALL with *len set; CKR_KEY_HANDLE_INVALID when no such link. */
+    CK_RV (*HF_GetKeyLink)(CK_SESSION_HANDLE session, const char *key_uuid, const char *link_type,
+                           char *link_id, CK_ULONG *len);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 

@@ -79,8 +79,8 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
 /* The record of a gateway request that ended before any key operation (HF_AuditRequest), or
  * with preauth a summary of requests refused before authentication (HF_AuditSummary), which may
  * not use the audit log's free-space reserve. */
-CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, bool preauth,
-                              CK_ULONG_LONG *seq);
+CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_RV result,
+                              bool preauth, CK_ULONG_LONG *seq);
 
 /* ---- objects (object.c, attr.c, find.c) ------------------------------------------------- */
 
@@ -199,6 +199,8 @@ struct hf_session {
     /* vendor interface: request context for the next key operation (strings owned here) */
     HF_REQUEST_CONTEXT ctx;
     bool has_ctx;
+    char
+        *fields; /* 1.3: the request's audit fields, canonical (audit-fields.h); cleared with ctx */
     uint64_t last_audit_seq;
 };
 
@@ -214,6 +216,7 @@ void hf_op_reset(struct hf_op *op);
 /* Appends to op->buf, refusing past HF_MAX_DATA_LEN (CKR_DATA_LEN_RANGE). */
 CK_RV hf_op_append(struct hf_op *op, const unsigned char *data, size_t len);
 void hf_sessions_close_all(void);
+/* Clears the request context and the audit fields. */
 void hf_session_clear_ctx(struct hf_session *s);
 /* C_Initialize: the session table starts empty. */
 CK_RV hf_sessions_init(void);

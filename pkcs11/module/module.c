@@ -58,7 +58,7 @@ CK_VERSION hf_module_version(void)
 /* The one writer of module audit records: ctx (may be NULL) is the gateway's request. A record
  * is authenticated (may use the audit log's free-space reserve) when the application is logged
  * in and the record is not a summary of requests its caller refused before authentication. */
-static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *operation,
+static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, const char *operation,
                          const struct hf_object *obj, const char *detail, CK_RV result,
                          uint64_t started_us, bool preauth, uint64_t *seq)
 {
@@ -72,6 +72,7 @@ static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *operation,
     rec.request_id = ctx ? ctx->request_id : NULL;
     rec.operation = operation;
     rec.detail = detail;
+    rec.fields = fields;
     if (ctx && (ctx->operation || ctx->detail)) {
         /* The record names the API's operation; the PKCS#11 one stays visible in the detail. */
         snprintf(detail_buf, sizeof(detail_buf), "%s%s%s%s%s", operation ? operation : "",
@@ -95,8 +96,8 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
                       const char *detail, CK_RV result, uint64_t started_us)
 {
     uint64_t seq = 0;
-    CK_RV rv = audit_write(s && s->has_ctx ? &s->ctx : NULL, operation, obj, detail, result,
-                           started_us, false, &seq);
+    CK_RV rv = audit_write(s && s->has_ctx ? &s->ctx : NULL, s ? s->fields : NULL, operation, obj,
+                           detail, result, started_us, false, &seq);
 
     if (s) {
         if (rv == CKR_OK) s->last_audit_seq = seq;
@@ -106,11 +107,11 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
     return rv;
 }
 
-CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, CK_RV result, bool preauth,
-                              CK_ULONG_LONG *seq)
+CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_RV result,
+                              bool preauth, CK_ULONG_LONG *seq)
 {
     uint64_t s = 0;
-    CK_RV rv = audit_write(ctx, NULL, NULL, NULL, result, 0, preauth, &s);
+    CK_RV rv = audit_write(ctx, fields, NULL, NULL, NULL, result, 0, preauth, &s);
 
     if (rv == CKR_OK) *seq = s;
     /* A summary refused under the reserve is the gateway's to keep and log, not an error here. */

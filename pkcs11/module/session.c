@@ -80,6 +80,8 @@ void hf_session_clear_ctx(struct hf_session *s)
     free((char *)s->ctx.detail);
     memset(&s->ctx, 0, sizeof(s->ctx));
     s->has_ctx = false;
+    free(s->fields);
+    s->fields = NULL;
 }
 
 static void find_clear(struct hf_session *s)

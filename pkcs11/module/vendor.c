@@ -4,6 +4,8 @@
 
 #include "internal.h"
 
+#include "pkcs11/core/audit-fields.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,7 +109,7 @@ static CK_RV HF_AuditRequest(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULO
     if (rv != CKR_OK) return rv;
     hf_return_val_if_fail(ctx && ctx->api && ctx->operation && seq, CKR_ARGUMENTS_BAD);
     if (!hf_module_is_gateway()) return CKR_USER_NOT_LOGGED_IN;
-    return hf_module_audit_request(ctx, result, false, seq);
+    return hf_module_audit_request(ctx, NULL, result, false, seq);
 }
 
 static CK_RV HF_AuditSummary(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULONG_LONG *seq)
@@ -118,7 +120,7 @@ static CK_RV HF_AuditSummary(const HF_REQUEST_CONTEXT *ctx, CK_RV result, CK_ULO
     hf_return_val_if_fail(ctx && ctx->api && ctx->operation && seq, CKR_ARGUMENTS_BAD);
     /* A summary is written in another API's name too: the gateway's login only. */
     if (!hf_module_is_gateway()) return CKR_USER_NOT_LOGGED_IN;
-    return hf_module_audit_request(ctx, result, true, seq);
+    return hf_module_audit_request(ctx, NULL, result, true, seq);
 }
 
 static CK_RV HF_GetAuditStatus(HF_AUDIT_STATUS *status)
@@ -140,6 +142,7 @@ static CK_RV HF_GetAuditStatus(HF_AUDIT_STATUS *status)
     return CKR_OK;
 }
 
+/* The session's audit fields (HF_SetRequestFields) go in this record and are spent with it. */
 static CK_RV HF_AuditRequestSession(CK_SESSION_HANDLE session, const HF_REQUEST_CONTEXT *ctx,
                                     CK_RV result, CK_ULONG_LONG *seq)
 {
@@ -147,7 +150,93 @@ static CK_RV HF_AuditRequestSession(CK_SESSION_HANDLE session, const HF_REQUEST_
     CK_RV rv = hf_session_get(session, &s);
 
     if (rv != CKR_OK) return rv;
-    rv = HF_AuditRequest(ctx, result, seq);
+    if (!ctx || !ctx->api || !ctx->operation || !seq)
+        rv = CKR_ARGUMENTS_BAD;
+    else if (!hf_module_is_gateway())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+        rv = hf_module_audit_request(ctx, s->fields, result, false, seq);
+    free(s->fields);
+    s->fields = NULL;
+    hf_session_put(s);
+    return rv;
+}
+
+/* A plugin's link type, registered by the gateway at start: a record in the core's name of a
+ * change to the store, so the gateway login only. */
+static CK_RV HF_RegisterLinkType(CK_SESSION_HANDLE session, const char *link_type)
+{
+    struct hf_actor who;
+    char caller[64];
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!link_type)
+        rv = CKR_ARGUMENTS_BAD;
+    else if (!hf_module_is_gateway())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    if (rv == CKR_OK) {
+        hf_module_actor(s, &who, caller, sizeof(caller));
+        rv = hf_core_link_type_add(hf_mod.core, link_type, &who, NULL);
+    }
+    hf_session_put(s);
+    return rv;
+}
+
+static CK_RV HF_SetRequestFields(CK_SESSION_HANDLE session, const char *fields)
+{
+    char *canon = NULL;
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (fields && !hf_module_is_gateway())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else if (fields)
+        rv = hf_audit_fields_canon(fields, &canon);
+    if (rv == CKR_OK) {
+        free(s->fields);
+        s->fields = canon;
+    }
+    hf_session_put(s);
+    return rv;
+}
+
+/* From the store, not a cache: a lookup by version UUID (OCI, SAP, DKE) that the gateway caches
+ * for a second, while the link it finds is read through HF_GetLinkInfo on every call. */
+static CK_RV HF_GetKeyLink(CK_SESSION_HANDLE session, const char *key_uuid, const char *link_type,
+                           char *link_id, CK_ULONG *len)
+{
+    struct hf_link *links = NULL;
+    const char *found = NULL;
+    struct hf_session *s;
+    size_t n = 0, need;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!key_uuid || !link_type || !len || !hf_uuid_is_valid(key_uuid)) {
+        rv = CKR_ARGUMENTS_BAD;
+        goto done;
+    }
+    rv = hf_store_link_list(hf_core_store(hf_mod.core), key_uuid, &links, &n);
+    for (size_t i = 0; rv == CKR_OK && !found && i < n; i++)
+        if (strcmp(links[i].type, link_type) == 0) found = links[i].ext_id;
+    if (rv != CKR_OK) goto done;
+    if (!found) {
+        rv = CKR_KEY_HANDLE_INVALID;
+        goto done;
+    }
+    need = strlen(found) + 1;
+    if (link_id && *len < need)
+        rv = CKR_BUFFER_TOO_SMALL;
+    else if (link_id)
+        memcpy(link_id, found, need);
+    *len = (CK_ULONG)need;
+done:
+    for (size_t i = 0; i < n; i++)
+        hf_link_clear(&links[i]);
+    free(links);
     hf_session_put(s);
     return rv;
 }
@@ -163,4 +252,7 @@ const HF_FUNCTION_LIST hf_vendor_functions = {
     HF_AuditSummary,
     HF_GetAuditStatus,
     HF_AuditRequestSession,
+    HF_RegisterLinkType,
+    HF_SetRequestFields,
+    HF_GetKeyLink,
 };

@@ -85,6 +85,8 @@ int hf_cli_args(struct hf_cli *cli, int argc, char **argv, int min, int max);
  * command insists on): common options, *yes, then hf_cli_args. HF_CLI_CONTINUE to go on; the
  * refusal without --yes is the command's own, as only it can say what would be lost. */
 int hf_cli_args_yes(struct hf_cli *cli, int argc, char **argv, int min, int max, bool *yes);
+/* The whole parse of a command with no options but the common ones. */
+int hf_cli_args_plain(struct hf_cli *cli, int argc, char **argv, int min, int max);
 
 /* output.c */
 void hf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -123,6 +125,9 @@ json_object *hf_cli_link_json(const struct hf_link *link, const char *key_name);
 int hf_cmd_init(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_key(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_link(struct hf_cli *cli, int argc, char **argv);
+/* cmd-link-type.c: `link types`, `link type add` */
+int hf_cmd_link_types(struct hf_cli *cli, int argc, char **argv);
+int hf_cmd_link_type(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_audit(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_encrypt(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_decrypt(struct hf_cli *cli, int argc, char **argv);

@@ -5,16 +5,6 @@
 
 #include "pkcs11/tool/cli.h"
 
-static int parse_plain(struct hf_cli *cli, int argc, char **argv, int min, int max)
-{
-    static const struct option opts[] = {HF_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int c, rc;
-
-    while ((c = hf_cli_getopt(argc, argv, opts)) != -1)
-        if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
-    return hf_cli_args(cli, argc, argv, min, max);
-}
-
 static int link_fail(struct hf_cli *cli, CK_RV rv, const char *type, const char *ext_id)
 {
     char what[512];
@@ -66,7 +56,7 @@ static int cmd_add(struct hf_cli *cli, int argc, char **argv)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 3, 3)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 3, 3)) != HF_CLI_CONTINUE) return rc;
     type = argv[optind];
     ext_id = argv[optind + 1];
     ref = argv[optind + 2];
@@ -88,9 +78,10 @@ static int cmd_add(struct hf_cli *cli, int argc, char **argv)
     }
     if (rv == CKR_ARGUMENTS_BAD)
         return hf_cli_usage_error(cli,
-                                  "unknown link type '%s' (aws-xks, gcp-ekm, gws-cse, oci, "
-                                  "sap, dke)",
-                                  type);
+                                  "link type '%s' is not registered (see `holdfast link types`): "
+                                  "holdfastd registers its plugins' types when it starts, or "
+                                  "register it with `holdfast link type add %s`",
+                                  type, type);
     if (rv != CKR_OK) return link_fail(cli, rv, type, ext_id);
     return link_report(cli, type, ext_id, "added");
 }
@@ -100,7 +91,7 @@ static int set_blocked(struct hf_cli *cli, int argc, char **argv, bool blocked)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 2, 2)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 2, 2)) != HF_CLI_CONTINUE) return rc;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
     rv = hf_core_link_set_blocked(cli->core, argv[optind], argv[optind + 1], blocked, &cli->who);
     if (rv != CKR_OK) return link_fail(cli, rv, argv[optind], argv[optind + 1]);
@@ -159,7 +150,7 @@ static int cmd_list(struct hf_cli *cli, int argc, char **argv)
     CK_RV rv;
     int rc;
 
-    if ((rc = parse_plain(cli, argc, argv, 0, 1)) != HF_CLI_CONTINUE) return rc;
+    if ((rc = hf_cli_args_plain(cli, argc, argv, 0, 1)) != HF_CLI_CONTINUE) return rc;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
     store = hf_core_store(cli->core);
     if (optind < argc) {
@@ -180,18 +171,23 @@ static int cmd_list(struct hf_cli *cli, int argc, char **argv)
     return rc;
 }
 
-/* TYPE names the cloud API ("aws-xks", "gcp-ekm", "oci", "sap", "gws-cse"); EXT_ID is that
- * API's identifier for the key. */
+#define ADD_DETAILS                                                                                \
+    "  TYPE    a registered link type (`holdfast link types`): aws-xks, gcp-ekm, ...\n"            \
+    "  EXT_ID  the cloud's identifier for the key (an XKS key id, an EKM key path, ...)\n"         \
+    "  KEY     the key's name or UUID\n"
+
+/* TYPE names the cloud API ("aws-xks", "gcp-ekm", "oci", "sap", "gws-cse", or a plugin's own);
+ * EXT_ID is that API's identifier for the key. */
 static const struct hf_cli_command link_commands[] = {
-    {"add", cmd_add, "TYPE EXT_ID KEY", "map a cloud identity to a key",
-     "  TYPE    aws-xks, gcp-ekm, gws-cse, oci, sap, dke\n"
-     "  EXT_ID  the cloud's identifier for the key (an XKS key id, an EKM key path, ...)\n"
-     "  KEY     the key's name or UUID\n"},
+    {"add", cmd_add, "TYPE EXT_ID KEY", "map a cloud identity to a key", ADD_DETAILS},
+    {"create", cmd_add, "TYPE EXT_ID KEY", "the same as add", ADD_DETAILS},
     {"block", cmd_block, "TYPE EXT_ID", "block a link: every call through it fails (kill switch)",
      NULL},
     {"unblock", cmd_unblock, "TYPE EXT_ID", "unblock a link", NULL},
     {"list", cmd_list, "[KEY]", "list links (of one key): TYPE, EXT_ID, KEY, BLOCKED, UPDATED",
      NULL},
+    {"types", hf_cmd_link_types, "", "list the registered link types", NULL},
+    {"type", hf_cmd_link_type, "add NAME", "register a link type", NULL},
 };
 
 int hf_cmd_link(struct hf_cli *cli, int argc, char **argv)

@@ -7,6 +7,7 @@ pkcs11_tool_holdfast_SOURCES = \
 	pkcs11/tool/cmd-init.c \
 	pkcs11/tool/cmd-key.c \
 	pkcs11/tool/cmd-link.c \
+	pkcs11/tool/cmd-link-type.c \
 	pkcs11/tool/cmd-audit.c \
 	pkcs11/tool/cmd-crypt.c \
 	pkcs11/tool/cmd-store.c

@@ -27,7 +27,7 @@ static const struct hf_cli_command commands[] = {
      "STATE_DIR/token-so.pin, token-user.pin or token-gateway.pin. PINs are never printed.\n"},
     {"key", hf_cmd_key, "create|list|show|rotate|activate|deactivate|compromise|destroy|label ...",
      "manage keys, their versions, states and labels", NULL},
-    {"link", hf_cmd_link, "add|block|unblock|list ...",
+    {"link", hf_cmd_link, "add|block|unblock|list|types|type ...",
      "map cloud identities to keys; block a link to cut its access (the HYOK kill switch)", NULL},
     {"audit", hf_cmd_audit, "verify [--file PATH]", "check the audit log's hash chains", NULL},
     {"encrypt", hf_cmd_encrypt, "--key REF [--in FILE|-] [--out FILE|-]",
@@ -181,6 +181,16 @@ int hf_cli_args_yes(struct hf_cli *cli, int argc, char **argv, int min, int max,
         else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
             return rc;
     }
+    return hf_cli_args(cli, argc, argv, min, max);
+}
+
+int hf_cli_args_plain(struct hf_cli *cli, int argc, char **argv, int min, int max)
+{
+    static const struct option opts[] = {HF_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int c, rc;
+
+    while ((c = hf_cli_getopt(argc, argv, opts)) != -1)
+        if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
     return hf_cli_args(cli, argc, argv, min, max);
 }
 

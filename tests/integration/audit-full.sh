@@ -63,14 +63,7 @@ $GW_AUDIT
 [plugin:aws-xks]
 path = $XKS_PLUGIN
 
-[aws-xks]
-health_key = health
-
-[aws-xks:main]
-prefix =
-credential = $AKID:$SEC
-regions = us-east-1
-keys = k1
+$(hf_xks_store health "$AKID:$SEC" k1)
 EOF
 
 hf_gateway_start "$BASE" "$HOLDFASTD" -f -c "$HF_TMP/holdfastd.conf"

@@ -209,6 +209,24 @@ hf_expect_exit 3 hf link block aws-xks no-such-link
 hf_expect_exit 0 hf --json key show later
 check "$(json '[l["ext_id"] for l in d["links"]]' <"$HF_OUT")" "['xks-001', 'projects/p/keys/k']" \
     "links in key show"
+# Link types: the six seeded APIs; an unregistered type is refused, saying how to register it;
+# a registered one is accepted (add is idempotent and audited); names are [a-z0-9-]{1,32}.
+hf_expect_exit 0 hf --json link types
+check "$(json 'd' <"$HF_OUT")" "['aws-xks', 'dke', 'gcp-ekm', 'gws-cse', 'oci', 'sap']" \
+    "seeded link types"
+hf_expect_exit 2 hf link create my-api mine-1 later
+expect_err "link type 'my-api' is not registered"
+expect_err "holdfast link type add my-api"
+hf_expect_exit 0 hf link type add my-api
+expect_out "link type 'my-api' registered"
+hf_expect_exit 0 hf --json link type add my-api
+check "$(json 'd["added"]' <"$HF_OUT")" "False" "a second registration"
+hf_expect_exit 0 hf link create my-api mine-1 later
+hf_expect_exit 0 hf link types
+grep -q "^my-api$" "$HF_OUT" || { cat "$HF_OUT"; hf_fail "link types table"; }
+hf_expect_exit 2 hf link type add 'Bad_Type'
+hf_expect_exit 2 hf link type add "$(printf 'a%.0s' $(seq 33))"
+hf_expect_exit 0 hf link type add "$(printf 'a%.0s' $(seq 32))"
 
 # ---- not found ----
 hf_expect_exit 3 hf key show nope
@@ -223,6 +241,8 @@ hf_expect_exit 0 hf --json audit verify
 check "$(json 'd["ok"], d["records"] > 20' <"$HF_OUT")" "(True, True)" "audit verify --json"
 grep -q '"op":"encrypt"' "$state/audit.log" || hf_fail "no encrypt record in the audit log"
 grep -q '"op":"decrypt"' "$state/audit.log" || hf_fail "no decrypt record in the audit log"
+grep -q '"op":"link.type_add".*"detail":"type=my-api","result":"0x0"' "$state/audit.log" ||
+    hf_fail "no link.type_add record in the audit log"
 hf_expect_exit 3 hf audit verify --file "$HF_TMP/no-such.log"
 # One hand-edited record (a failed decrypt now claims success) breaks the chain.
 python3 - "$state/audit.log" "$HF_TMP/edited.log" <<'PY'

@@ -9,3 +9,7 @@ tests_integration_plugin_test_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
 
 TESTS += tests/integration/gateway.sh
 EXTRA_DIST += tests/integration/gateway.sh
+# Listeners with their own TLS policy and plugins (aws-xks with client certificates required,
+# the test plugin without, one optional) and the within-limit latency metrics per API.
+TESTS += tests/integration/listeners.sh
+EXTRA_DIST += tests/integration/listeners.sh

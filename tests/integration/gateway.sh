@@ -24,7 +24,11 @@ done
 
 hf_store_setup
 "$HF_CLI" key create gw-key >/dev/null || hf_fail "key create"
-"$HF_CLI" link add aws-xks gw-link gw-key >/dev/null || hf_fail "link add"
+# The test plugin's link type, "test-api", is its own: unknown to the store until holdfastd
+# registers it at start (then `link create` takes it, below).
+hf_expect_exit 2 "$HF_CLI" link create test-api gw-link gw-key
+grep -qF "link type 'test-api' is not registered" "$HF_ERR" ||
+    { cat "$HF_ERR"; hf_fail "link create on an unregistered type does not say so"; }
 
 # ---- certificates: a CA, the server, a client it signed, and a client from another CA ----
 pki=$HF_TMP/pki
@@ -116,6 +120,11 @@ base=http://127.0.0.1:$port
 hf_gateway_start "$base" python3 "$top_srcdir/tests/integration/no-ptrace.py" "$HOLDFASTD" -f \
     -c "$conf"
 pid=$HF_GW_PID
+"$HF_CLI" link create test-api gw-link gw-key >/dev/null ||
+    hf_fail "link create test-api after holdfastd registered the type"
+"$HF_CLI" --json link types | grep -qF '"test-api"' || hf_fail "test-api is not in link types"
+grep -a -q '"op":"link.type_add",.*"detail":"type=test-api","result":"0x0"' \
+    "$HOLDFAST_STATE_DIR/audit.log" || hf_fail "holdfastd's registration of test-api is not audited"
 
 # ---- secrets in memory: no core file, and no other process of its user reads its memory ----
 grep -Eq '^Max core file size +0 +0 ' "/proc/$pid/limits" ||
@@ -160,7 +169,7 @@ before=$(metric "$enc_series")
 # ---- a key operation: the core writes its record ----
 marker="PLAINTEXT-MARKER-must-not-be-logged"
 b64=$(printf '%s' "$marker" | openssl base64 -A)
-check "$(req e1 POST /test/v1/links/gw-link/encrypt -H 'X-Test-Caller: alice' \
+check "$(req e1 POST /test/v1/links/gw-link/encrypt -H 'X-Test-Caller: alice' -H 'X-Test-Note: n=1' \
     --data "{\"plaintext\":\"$b64\"}")" 200 "encrypt"
 id_enc=$(header e1 X-Request-Id)
 ids="$ids $id_enc"
@@ -176,7 +185,7 @@ curl -s "$base/metrics" | grep -q '^holdfast_request_duration_seconds_bucket{api
 check "$(metric holdfast_key_source_up)" 1 "key source health gauge"
 
 # ---- refused before any key operation: the gateway writes its record ----
-check "$(req f GET /test/v1/fail -H 'X-Test-Caller: mallory')" 400 "fail route"
+check "$(req f GET /test/v1/fail -H 'X-Test-Caller: mallory' -H 'X-Test-Note: n=1')" 400 "fail route"
 check "$(json f 'd["errorName"]')" TestValidation "fail route error shape (the plugin's)"
 id_fail=$(header f X-Request-Id)
 ids="$ids $id_fail"
@@ -334,10 +343,26 @@ check "$(req d3 POST /test/v1/links/gw-link/decrypt \
     --data '{"ciphertext":"AAAAAAAAAAAAAAAAAAAAAA==","iv":"AAAAAAAAAAAAAAAA","keyVersion":7}')" 404 \
     "a version that does not exist"
 
+# ---- versions by UUID (hf_keys_by_version_uuid): the old version, the current one, none ----
+vuuids=$("$HF_CLI" --json key show gw-key | python3 -c 'import json, sys
+print(" ".join(v["uuid"] for v in sorted(json.load(sys.stdin)["versions"], key=lambda v: v["version"])))')
+set -- $vuuids
+check "$(req v1 GET "/test/v1/versions/$1")" 200 "version 1 by its UUID"
+check "$(json v1 'd["keyName"], d["linkId"], d["version"], d["versionUuid"] == "'"$1"'"')" \
+    "('gw-key', 'gw-link', 1, True)" "version 1 by UUID"
+check "$(json v1 'd["currentVersion"], d["currentVersionUuid"] == "'"$2"'", d["mayEncrypt"]')" \
+    "(2, True, True)" "the current version's UUID in hf_key_ref"
+check "$(req v2 GET "/test/v1/versions/$2")" 200 "version 2 by its UUID"
+check "$(json v2 'd["version"]')" 2 "version 2 by UUID"
+check "$(req v0 GET /test/v1/versions/00000000-0000-4000-8000-000000000000)" 404 \
+    "an unknown version UUID"
+check "$(req vbad GET /test/v1/versions/short)" 404 "a malformed version UUID"
+vuuid1=$1
+
 # ---- the kill switch: blocking the link stops the next request, no restart ----
 check "$(req pre POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA=="}')" 200 \
     "encrypt before the block"
-"$HF_CLI" link block aws-xks gw-link >/dev/null || hf_fail "link block"
+"$HF_CLI" link block test-api gw-link >/dev/null || hf_fail "link block"
 start=$(date +%s%N)
 while :; do
     st=$(req blk POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA=="}')
@@ -349,7 +374,10 @@ elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 check "$(json blk 'd["errorName"]')" TestKeyDisabled "blocked link error"
 ids="$ids $(header blk X-Request-Id)"
 echo "blocked link refused ${elapsed} ms after the CLI returned"
-"$HF_CLI" link unblock aws-xks gw-link >/dev/null || hf_fail "link unblock"
+# A version found by UUID goes through the same link: blocked too (hf_key_may: KEY_DISABLED).
+check "$(req vblk GET "/test/v1/versions/$vuuid1")" 400 "a version by UUID through a blocked link"
+check "$(json vblk 'd["errorName"]')" TestKeyDisabled "a version by UUID through a blocked link"
+"$HF_CLI" link unblock test-api gw-link >/dev/null || hf_fail "link unblock"
 sleep 1.1
 check "$(req post POST /test/v1/links/gw-link/encrypt --data '{"plaintext":"AA=="}')" 200 \
     "encrypt after the unblock"
@@ -376,12 +404,30 @@ for id in $id_nokey $id_nf $id_na $id_big; do
 done
 [ "$(metric holdfast_preauth_refused_total)" -ge 5 ] ||
     hf_fail "holdfast_preauth_refused_total does not count the refusals"
-grep -a -o "{[^{}]*\"request_id\":\"$id_enc\"[^{}]*}" "$audit" | grep -q '"api":"test","op":"encrypt","key":' ||
+grep -a "\"request_id\":\"$id_enc\"" "$audit" | grep -q '"api":"test","op":"encrypt","key":' ||
     hf_fail "the encrypt record does not name the API, operation and key"
-grep -a -o "{[^{}]*\"request_id\":\"$id_fail\"[^{}]*}" "$audit" |
+grep -a "\"request_id\":\"$id_fail\"" "$audit" |
     grep -q '"caller":"mallory".*TestValidation: refused before any key operation' ||
     hf_fail "the refused request's record lacks its caller or reason"
 grep -a -q '"request_id":"cloud-req-42"' "$audit" || hf_fail "the cloud's request id is not recorded"
+# The plugin's audit fields, on the key operation's record (a success) and on the record of a
+# request refused before one (a failure): one object of strings after "detail", the quotes and
+# the backslash escaped, the UTF-8 kept as it is.
+for id in $id_enc $id_fail; do
+    grep -a "\"request_id\":\"$id\"" "$audit" |
+        grep -qF '"fields":{"tricky":"say \"hi\" \\ Jörg ☃","health_check":"false","note":"n=1"},"result"' ||
+        { grep -a "\"request_id\":\"$id\"" "$audit"; hf_fail "request $id's record lacks its fields"; }
+done
+python3 - "$audit" "$id_enc" "$id_fail" <<'PY' || hf_fail "the fields do not read back as JSON"
+import json, sys
+want = {"tricky": 'say "hi" \\ J\u00f6rg \u2603', "health_check": "false", "note": "n=1"}
+recs = [json.loads(l[l.index("{"):]) for l in open(sys.argv[1], encoding="utf-8", errors="strict")
+        if "{" in l and any('"request_id":"%s"' % i in l for i in sys.argv[2:])]
+assert len(recs) == 2, recs
+for r in recs:
+    assert r["fields"] == want, r
+assert [r["ok"] for r in recs] == [True, False], recs
+PY
 grep -q "\"request_id\":\"$id_enc2\".*\"cloud_request_id\":\"cloud-req-42\"" "$log" ||
     hf_fail "the log line does not tie our id to the cloud's"
 

@@ -23,6 +23,14 @@
 #                        background, its output in $HF_TMP/holdfastd.out, HF_GW_PID its pid
 #                        (stopped on exit); fails unless URL/healthz answers 200 within 30 s
 #   hf_gateway_stop      SIGTERM to it and wait: its exit status (0 when none runs)
+#   hf_xks_need          HOLDFASTD and XKS_PLUGIN set; skips unless both are built and curl
+#                        (with --aws-sigv4), python3 and openssl are there
+#   hf_xks_store HEALTH_KEY CREDENTIAL KEYS   print the [aws-xks] and [aws-xks:main] sections
+#                        of a holdfastd.conf: one key store at the root prefix, in us-east-1
+#   hf_pki_ca NAME       a self-signed P-256 CA "/CN=Holdfast test NAME", valid a day, in
+#                        $HF_PKI/NAME.key and NAME.pem (HF_PKI: $HF_TMP/pki unless set)
+#   hf_pki_cert NAME CN CA EXT   a P-256 key and a certificate for /CN=CN signed by CA, with
+#                        the x509v3 extension lines EXT, in $HF_PKI/NAME.key and NAME.pem
 
 # What the tests write holds secrets (PINs, credentials, TLS keys): private, as holdfastd and
 # the core want such files (common/secret-file.h refuses world-readable ones).
@@ -203,4 +211,39 @@ hf_gateway_stop() {
     wait "$HF_GW_PID" 2>/dev/null || _hf_rc=$?
     HF_GW_PID=
     return "$_hf_rc"
+}
+
+_hf_pki() {
+    hf_tmpdir
+    HF_PKI=${HF_PKI:-$HF_TMP/pki}
+    mkdir -p "$HF_PKI"
+    openssl "$@" >>"$HF_PKI/openssl.log" 2>&1 ||
+        hf_fail "openssl $1 failed: $(tail -n 3 "$HF_PKI/openssl.log")"
+}
+hf_pki_ca() {
+    _hf_pki req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -keyout "$HF_PKI/$1.key" -out "$HF_PKI/$1.pem" -subj "/CN=Holdfast test $1" -days 1
+}
+hf_pki_cert() {
+    _hf_pki req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$HF_PKI/$1.key" \
+        -out "$HF_PKI/$1.csr" -subj "/CN=$2"
+    printf '%s\n' "$4" >"$HF_PKI/$1.ext"
+    _hf_pki x509 -req -in "$HF_PKI/$1.csr" -CA "$HF_PKI/$3.pem" -CAkey "$HF_PKI/$3.key" \
+        -CAcreateserial -days 1 -out "$HF_PKI/$1.pem" -extfile "$HF_PKI/$1.ext"
+}
+
+hf_xks_need() {
+    HOLDFASTD="$top_builddir/gateway/holdfastd"
+    XKS_PLUGIN="$top_builddir/gateway/plugins/aws-xks/.libs/aws-xks.so"
+    [ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
+    [ -f "$XKS_PLUGIN" ] || hf_skip "$XKS_PLUGIN not built"
+    for _hf_p in curl python3 openssl; do
+        command -v "$_hf_p" >/dev/null || hf_skip "$_hf_p not installed"
+    done
+    curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' ||
+        hf_skip "curl lacks --aws-sigv4 (7.75+)"
+}
+hf_xks_store() {
+    printf '[aws-xks]\nhealth_key = %s\n\n[aws-xks:main]\nprefix =\ncredential = %s\n' "$1" "$2"
+    printf 'regions = us-east-1\nkeys = %s\n' "$3"
 }

@@ -12,8 +12,13 @@
  *   GET  /test/{rest*}/echo/{id}           the captures, the query, a header and the client
  *        certificate's subject and SANs
  *   POST /test/v1/post-only                {"ok": true}; any other method gets a 405
+ *   GET  /test/v1/versions/{versionUuid}   the key version a version UUID names, through
+ *        hf_keys_by_version_uuid + hf_keys_version_info, and what hf_key_may says of it
  *
- * Headers X-Test-Caller and X-Test-Request-Id become the audit caller and cloud request id. */
+ * Its link type is its own, "test-api" (holdfastd registers it at start): [test] link_type
+ * overrides it. Headers X-Test-Caller and X-Test-Request-Id become the audit caller and cloud
+ * request id; every request gets the audit fields "tricky" (quotes, a backslash, non-ASCII),
+ * "health_check" and, from header X-Test-Note, "note". */
 #include "hf-build.h"
 
 #include "gateway/plugin.h"
@@ -24,9 +29,13 @@
 
 #include <openssl/rand.h>
 
+#define TEST_LINK_TYPE "test-api"
+/* JSON must escape the quote and the backslash and keep the UTF-8 (o umlaut, a snowman). */
+#define TRICKY_FIELD "say \"hi\" \\ J\xc3\xb6rg \xe2\x98\x83"
+
 struct state {
     char greeting[128];
-    char link_type[32]; /* the CLI knows a fixed set of link types: borrow one */
+    char link_type[33];
 };
 
 static const struct hf_error_map errors[HF_STATUS_COUNT] = {
@@ -66,6 +75,45 @@ static void audit_from_headers(struct hf_request *req, const char *key_ref)
 
     if (caller) hf_request_set_authenticated(req);
     hf_request_set_audit(req, caller, hf_request_header(req, "X-Test-Request-Id"), key_ref);
+    hf_request_set_audit_field(req, "tricky", TRICKY_FIELD);
+    hf_request_set_audit_field(req, "health_check", "true");
+    hf_request_set_audit_field(req, "health_check", "false"); /* a later value replaces */
+    hf_request_set_audit_field(req, "note", hf_request_header(req, "X-Test-Note"));
+}
+
+/* The version a UUID names, the way OCI, SAP and DKE name versions. */
+static enum hf_status version_handle(void *state, struct hf_request *req)
+{
+    const struct state *st = state;
+    const char *uuid = hf_request_param(req, "versionUuid");
+    char link_id[256], vuuid[37];
+    struct json_object *out;
+    struct hf_key_ref key;
+    CK_OBJECT_HANDLE obj;
+    CK_ULONG version = 0, vstate = 0;
+    enum hf_status rc;
+
+    audit_from_headers(req, uuid);
+    if ((rc = hf_keys_by_version_uuid(st->link_type, uuid, &key, &version, link_id)) !=
+        HF_STATUS_OK)
+        return hf_request_fail(req, rc, "version %s: not found through %s", uuid, st->link_type);
+    hf_request_set_link(req, st->link_type, link_id);
+    if ((rc = hf_keys_version_info(&key, version, &obj, &vstate, vuuid)) != HF_STATUS_OK)
+        return hf_request_fail(req, rc, "version %lu: no object", (unsigned long)version);
+    if ((rc = hf_key_may(&key, HF_KEY_OP_DECRYPT, vstate)) != HF_STATUS_OK)
+        return hf_request_fail(req, rc, "version %s may not decrypt", uuid);
+    out = json_object_new_object();
+    json_object_object_add(out, "keyName", json_object_new_string(key.name));
+    json_object_object_add(out, "linkId", json_object_new_string(link_id));
+    json_object_object_add(out, "version", json_object_new_int64((int64_t)version));
+    json_object_object_add(out, "versionUuid", json_object_new_string(vuuid));
+    json_object_object_add(out, "currentVersion", json_object_new_int64((int64_t)key.version));
+    json_object_object_add(out, "currentVersionUuid", json_object_new_string(key.version_uuid));
+    json_object_object_add(
+        out, "mayEncrypt",
+        json_object_new_boolean(hf_key_may(&key, HF_KEY_OP_ENCRYPT, 0) == HF_STATUS_OK));
+    hf_reply_json(req, 200, out);
+    return HF_STATUS_OK;
 }
 
 static enum hf_status encrypt_handle(void *state, struct hf_request *req)
@@ -264,6 +312,7 @@ static const struct hf_route routes[] = {
     {"GET", "/test/v1/fail", "fail", fail_handle},
     {"GET", "/test/v1/config", "config", config_handle},
     {"POST", "/test/v1/post-only", "post-only", post_only_handle},
+    {"GET", "/test/v1/versions/{versionUuid}", "version", version_handle},
     {"GET", "/test/{rest*}/echo/{id}", "echo", echo_handle},
 };
 
@@ -273,7 +322,7 @@ static void *create(void)
 
     if (st) {
         snprintf(st->greeting, sizeof(st->greeting), "hello");
-        snprintf(st->link_type, sizeof(st->link_type), "aws-xks");
+        snprintf(st->link_type, sizeof(st->link_type), "%s", TEST_LINK_TYPE);
     }
     return st;
 }
@@ -312,6 +361,9 @@ static void destroy(void *state)
 static const struct hf_plugin plugin = {
     .abi_version = HF_PLUGIN_ABI_VERSION,
     .name = "test",
+    .link_type = TEST_LINK_TYPE,
+    /* Not the default, so tests see the buckets and the share follow the plugin's own limit. */
+    .latency_limit_ms = 40,
     .routes = routes,
     .nroutes = sizeof(routes) / sizeof(routes[0]),
     .errors = errors,

@@ -87,14 +87,7 @@ path = $XKS_PLUGIN
 cert = $HF_TMP/server.pem
 key = $HF_TMP/server.key
 
-[aws-xks]
-health_key = health
-
-[aws-xks:main]
-prefix =
-credential = $AKID:$SECRET
-regions = us-east-1
-keys = k1
+$(hf_xks_store health "$AKID:$SECRET" k1)
 EOF
 
 # ---- plain HTTP off loopback: refused unless marked insecure ----

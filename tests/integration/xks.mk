@@ -8,3 +8,6 @@ EXTRA_DIST += tests/integration/audit-full.sh
 # an endless chunked body, a body under the rate floor), strict parsing, plain-HTTP listeners.
 TESTS += tests/integration/xks-conn.sh
 EXTRA_DIST += tests/integration/xks-conn.sh tests/integration/xks-attack.py
+# Relative paths in a plugin section are the config file's (hf_conf_path), through holdfastd -t.
+TESTS += tests/integration/conf-path.sh
+EXTRA_DIST += tests/integration/conf-path.sh

@@ -12,14 +12,7 @@
 # answer, and no plaintext in any log.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
-HOLDFASTD="$top_builddir/gateway/holdfastd"
-XKS_PLUGIN="$top_builddir/gateway/plugins/aws-xks/.libs/aws-xks.so"
-[ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
-[ -f "$XKS_PLUGIN" ] || hf_skip "$XKS_PLUGIN not built"
-for p in curl python3 openssl; do
-    command -v "$p" >/dev/null || hf_skip "$p not installed"
-done
-curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' || hf_skip "curl lacks --aws-sigv4 (7.75+)"
+hf_xks_need
 hf_store_setup
 
 PY="python3 $top_srcdir/tests/integration/xks-body.py"
@@ -55,26 +48,16 @@ hf key create k2
 hf link add aws-xks k2 k2
 
 # ---- certificates: a CA, the server, KMS's client, another client, a foreign CA's client ----
-PKI="$HF_TMP/pki"
-mkdir -p "$PKI"
-pki() { openssl "$@" >>"$PKI/openssl.log" 2>&1 || hf_fail "openssl $1 failed: $(tail -n 3 "$PKI/openssl.log")"; }
-cert() { # NAME CN CA EXT
-    pki req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/$1.key" \
-        -out "$PKI/$1.csr" -subj "/CN=$2"
-    printf '%s\n' "$4" >"$PKI/$1.ext"
-    pki x509 -req -in "$PKI/$1.csr" -CA "$PKI/$3.pem" -CAkey "$PKI/$3.key" -CAcreateserial \
-        -days 1 -out "$PKI/$1.pem" -extfile "$PKI/$1.ext"
-}
-for ca in ca foreign-ca; do
-    pki req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/$ca.key" \
-        -out "$PKI/$ca.pem" -subj "/CN=Holdfast test $ca" -days 1
-done
-cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
-cert kms cks.kms.us-east-1.amazonaws.com ca \
+HF_PKI="$HF_TMP/pki"
+PKI=$HF_PKI
+hf_pki_ca ca
+hf_pki_ca foreign-ca
+hf_pki_cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
+hf_pki_cert kms cks.kms.us-east-1.amazonaws.com ca \
     "subjectAltName=DNS:cks.kms.us-east-1.amazonaws.com
 extendedKeyUsage=clientAuth"
-cert other intruder.example.com ca "extendedKeyUsage=clientAuth"
-cert stranger cks.kms.us-east-1.amazonaws.com foreign-ca "extendedKeyUsage=clientAuth"
+hf_pki_cert other intruder.example.com ca "extendedKeyUsage=clientAuth"
+hf_pki_cert stranger cks.kms.us-east-1.amazonaws.com foreign-ca "extendedKeyUsage=clientAuth"
 
 # ---- holdfastd's config ----
 P_PLAIN=$(hf_free_port)

@@ -12,6 +12,7 @@
 #include "hf-build.h"
 
 #include "tests/load/load.h"
+#include "gateway/plugin.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,14 +53,6 @@ void hf_run_interrupt(void)
 bool hf_run_interrupted(void)
 {
     return atomic_load(&interrupted);
-}
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* ---- Target ---------------------------------------------------------------------------------- */
@@ -667,13 +660,13 @@ static void vu_receive(struct vu *v)
             if (cap > MAX_RESPONSE + MAX_HEADER) {
                 note_error(w, "the reply from %s is larger than %u bytes",
                            w->run->target->addr_text, MAX_RESPONSE);
-                vu_fail(v, HF_TERR_PROTOCOL, now_us());
+                vu_fail(v, HF_TERR_PROTOCOL, hf_now_us());
                 return;
             }
             p = realloc(v->rbuf, cap);
             if (!p) {
                 note_error(w, "out of memory");
-                vu_fail(v, HF_TERR_PROTOCOL, now_us());
+                vu_fail(v, HF_TERR_PROTOCOL, hf_now_us());
                 return;
             }
             v->rbuf = p;
@@ -693,7 +686,7 @@ static void vu_receive(struct vu *v)
                     note_error(w, "TLS error from %s: %s", w->run->target->addr_text,
                                tls_reason(v->ssl));
                     ERR_clear_error();
-                    vu_fail(v, HF_TERR_TLS, now_us());
+                    vu_fail(v, HF_TERR_TLS, hf_now_us());
                     return;
                 }
             }
@@ -710,7 +703,7 @@ static void vu_receive(struct vu *v)
         else
             v->rlen += (size_t)n;
         v->rbuf[v->rlen] = '\0'; /* messages may quote the reply as a string */
-        if (vu_parse(v, eof, now_us()) != 0 || eof) return;
+        if (vu_parse(v, eof, hf_now_us()) != 0 || eof) return;
     }
 }
 
@@ -725,7 +718,7 @@ static void vu_step(struct vu *v)
         int r = SSL_do_handshake(v->ssl), e;
 
         if (r == 1) {
-            vu_start_request(v, now_us());
+            vu_start_request(v, hf_now_us());
             return;
         }
         e = SSL_get_error(v->ssl, r);
@@ -733,7 +726,7 @@ static void vu_step(struct vu *v)
         note_error(w, "TLS handshake with %s failed: %s", w->run->target->addr_text,
                    tls_reason(v->ssl));
         ERR_clear_error();
-        vu_fail(v, HF_TERR_TLS, now_us());
+        vu_fail(v, HF_TERR_TLS, hf_now_us());
         return;
     }
     case VU_SENDING:
@@ -752,7 +745,7 @@ static void vu_step(struct vu *v)
                     note_error(w, "TLS error writing to %s: %s", w->run->target->addr_text,
                                tls_reason(v->ssl));
                     ERR_clear_error();
-                    vu_fail(v, e == SSL_ERROR_SYSCALL ? HF_TERR_CLOSED : HF_TERR_TLS, now_us());
+                    vu_fail(v, e == SSL_ERROR_SYSCALL ? HF_TERR_CLOSED : HF_TERR_TLS, hf_now_us());
                     return;
                 }
             } else {
@@ -762,7 +755,7 @@ static void vu_step(struct vu *v)
                     if (errno == EINTR) continue;
                     note_error(w, "%s closed the connection: %s", w->run->target->addr_text,
                                strerror(errno));
-                    vu_fail(v, HF_TERR_CLOSED, now_us());
+                    vu_fail(v, HF_TERR_CLOSED, hf_now_us());
                     return;
                 }
             }
@@ -814,7 +807,7 @@ static void vu_on_event(struct vu *v, uint32_t events)
         socklen_t len = sizeof(err);
 
         if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
-        now = now_us();
+        now = hf_now_us();
         if (getsockopt(v->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
         if (err == 0 && (events & (EPOLLERR | EPOLLHUP))) err = ECONNRESET;
         if (err != 0) {
@@ -891,7 +884,7 @@ static void *worker_main(void *arg)
     struct epoll_event events[EVENTS_PER_WAIT];
 
     while (w->done_vus < w->nvus) {
-        uint64_t now = now_us(), wake;
+        uint64_t now = hf_now_us(), wake;
         int n, i, timeout_ms;
 
         if (now >= w->hard_end || hf_run_interrupted()) break;
@@ -931,7 +924,7 @@ static void *worker_main(void *arg)
 static void progress_print(const struct hf_run *run, struct worker *ws, unsigned nw, uint64_t t0,
                            uint64_t *last_ops, uint64_t *last_lat, uint64_t *last_t, bool final)
 {
-    uint64_t ops = 0, errs = 0, lat = 0, now = now_us(), t;
+    uint64_t ops = 0, errs = 0, lat = 0, now = hf_now_us(), t;
     unsigned active = 0, i;
     double dt, rate, mean;
     enum hf_phase phase;
@@ -980,7 +973,7 @@ int hf_run_level(const struct hf_run *run, struct hf_level_stats *stats, char *f
     for (i = 0; i < nw; i++)
         ws[i].ep = -1;
     /* Start a little ahead, so every thread is waiting when the level begins. */
-    t0 = now_us() + 20000;
+    t0 = hf_now_us() + 20000;
     end = t0 + hf_phase_end_us(&run->plan);
     for (i = 0; i < nw; i++) {
         struct worker *w = &ws[i];
@@ -1034,7 +1027,7 @@ int hf_run_level(const struct hf_run *run, struct hf_level_stats *stats, char *f
         nanosleep(&ts, NULL);
         for (i = 0; i < nw; i++)
             finished += atomic_load(&ws[i].finished);
-        now = now_us();
+        now = hf_now_us();
         if (run->progress && now >= next_print) {
             progress_print(run, ws, nw, t0, &last_ops, &last_lat, &last_t, false);
             next_print = now + 1000000;

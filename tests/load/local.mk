@@ -3,7 +3,8 @@
 noinst_LTLIBRARIES += tests/load/libhf-load.la
 tests_load_libhf_load_la_SOURCES = tests/load/load.h tests/load/load-stats.c \
 	tests/load/load-buf.c tests/load/load-args.c tests/load/load-api.c \
-	tests/load/load-client.c tests/load/load-report.c
+	tests/load/load-client.c tests/load/load-report.c \
+	gateway/clock.c
 tests_load_libhf_load_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 # configure checks libcrypto only; libssl comes with the same libssl-dev package.
 tests_load_libhf_load_la_LIBADD = gateway/plugins/aws-xks/libhf-sigv4.la $(JSONC_LIBS) \

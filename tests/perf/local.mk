@@ -1,7 +1,11 @@
 # Benchmarks: never part of `make check`. Each prints figures beside a reference measured in the
 # same run (raw OpenSSL, SoftHSMv2 called directly).
 EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign tests/perf/mhd-floor \
-	tests/perf/bench-jwt
+	tests/perf/bench-jwt \
+	tests/perf/bench-audit
+tests_perf_bench_audit_SOURCES = tests/perf/bench-audit.c
+tests_perf_bench_audit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit $(CUNIT_CFLAGS)
+tests_perf_bench_audit_LDADD = libhftest.la libholdfast-core.la $(CUNIT_LIBS) $(PTHREAD_LIBS)
 tests_perf_mhd_floor_SOURCES = tests/perf/mhd-floor.c
 tests_perf_mhd_floor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS)
 tests_perf_mhd_floor_LDADD = $(MHD_LIBS) $(PTHREAD_LIBS)
@@ -17,6 +21,12 @@ bench-pkcs11: tests/perf/bench-pkcs11$(EXEEXT) pkcs11/module/holdfast-pkcs11.la 
 	  $(SHELL) $(top_srcdir)/tests/perf/bench-pkcs11.sh
 
 .PHONY: bench-pkcs11
+
+# The keyed audit chain against the unkeyed one, per record (BENCH_SECONDS per cell).
+bench-audit: tests/perf/bench-audit$(EXEEXT)
+	tests/perf/bench-audit $${BENCH_SECONDS:-4} $${BENCH_OP_RATE:-0}
+
+.PHONY: bench-audit
 
 EXTRA_DIST += tests/perf/bench-gateway.sh
 bench-gateway: tests/perf/xks-presign$(EXEEXT) tests/perf/mhd-floor$(EXEEXT) gateway/holdfastd$(EXEEXT) \

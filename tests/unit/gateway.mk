@@ -1,7 +1,8 @@
 # CUnit suites of the gateway's pure parts: the router, the config file, public randomness, the
-# log, the strict JSON reader and
-# the request's header helpers, JWT and JWKS verification, the SSRF guard's classifier and
-# outbound HTTPS (against an `openssl s_server` the test starts on loopback).
+# log, the strict JSON reader, the request's header helpers, the latency metrics, plugin.h's
+# shared helpers (the token bucket and clock, config values and secret files, base64, body members),
+# JWT and JWKS verification, the SSRF guard's classifier and outbound HTTPS (against an
+# `openssl s_server` the test starts on loopback).
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
@@ -11,6 +12,12 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-preauth \
 	tests/unit/test-gateway-json \
 	tests/unit/test-gateway-request \
+	tests/unit/test-gateway-key-check \
+	tests/unit/test-gateway-rate \
+	tests/unit/test-gateway-conf \
+	tests/unit/test-gateway-base64 \
+	tests/unit/test-gateway-json-member \
+	tests/unit/test-gateway-metrics \
 	tests/unit/test-gateway-jwt \
 	tests/unit/test-gateway-ssrf \
 	tests/unit/test-gateway-outbound
@@ -23,6 +30,9 @@ GATEWAY_UNIT_LDADD = libhftest.la gateway/libhfgateway.la $(CUNIT_LIBS)
 tests_unit_test_gateway_router_SOURCES = tests/unit/test-gateway-router.c
 tests_unit_test_gateway_router_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_router_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_metrics_SOURCES = tests/unit/test-gateway-metrics.c
+tests_unit_test_gateway_metrics_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_metrics_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_config_SOURCES = tests/unit/test-gateway-config.c
 tests_unit_test_gateway_config_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_config_LDADD = $(GATEWAY_UNIT_LDADD)
@@ -52,4 +62,19 @@ tests_unit_test_gateway_outbound_SOURCES = tests/unit/test-gateway-outbound.c \
 	tests/unit/jwt-mint.c tests/unit/jwt-mint.h
 tests_unit_test_gateway_outbound_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_outbound_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_key_check_SOURCES = tests/unit/test-gateway-key-check.c
+tests_unit_test_gateway_key_check_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_key_check_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_rate_SOURCES = tests/unit/test-gateway-rate.c
+tests_unit_test_gateway_rate_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_rate_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_conf_SOURCES = tests/unit/test-gateway-conf.c
+tests_unit_test_gateway_conf_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_conf_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_base64_SOURCES = tests/unit/test-gateway-base64.c
+tests_unit_test_gateway_base64_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_base64_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_json_member_SOURCES = tests/unit/test-gateway-json-member.c
+tests_unit_test_gateway_json_member_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_json_member_LDADD = $(GATEWAY_UNIT_LDADD)
 endif

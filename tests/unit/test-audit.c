@@ -1872,7 +1872,7 @@ static void test_the_chain_key_is_hmac_ratcheted_every_n_records(void)
 {
     const unsigned every = 4;
     unsigned char k[HF_AUDIT_KEY_LEN], prev[HF_AUDIT_KEY_LEN] = {0}, got[HF_AUDIT_KEY_LEN],
-        want[HF_AUDIT_KEY_LEN];
+                                       want[HF_AUDIT_KEY_LEN];
     struct hf_audit_key *key;
 
     for (size_t i = 0; i < sizeof(k); i++)
@@ -1931,7 +1931,8 @@ static void test_a_stream_over_many_keys_verifies_and_fails_when_altered(void)
  * such a log still verifies. */
 static void test_a_keyed_log_from_before_ratchet_every_verifies(void)
 {
-    static const char stream[] = "00112233445566ff", nonce_hex[] = "000102030405060708090a0b0c0d0e0f";
+    static const char stream[] = "00112233445566ff",
+                      nonce_hex[] = "000102030405060708090a0b0c0d0e0f";
     unsigned char in[64], k[HF_AUDIT_KEY_LEN], prev[HF_AUDIT_KEY_LEN] = {0}, h[HF_AUDIT_KEY_LEN];
     struct hf_audit_verify_result res;
     struct keyed k_log;

@@ -846,6 +846,37 @@ static void test_links_are_added_blocked_and_unblocked(void)
     hf_key_clear(&key);
 }
 
+/* A link of a type only once the type is registered; registering is idempotent and audited. */
+static void test_link_types_are_registered(void)
+{
+    struct hf_key key = {0};
+    struct hf_key_spec spec = spec_of("aes-typed", HF_ALG_AES, 256);
+    bool added = true;
+
+    CU_ASSERT_EQUAL_FATAL(hf_core_key_create(core, &spec, &cli, &key, NULL), CKR_OK);
+    AUDITED(audit_path, "link.add", CKR_ARGUMENTS_BAD,
+            hf_core_link_add(core, "test-api", "t-1", key.uuid, &cli));
+    AUDITED(audit_path, "link.type_add", CKR_OK,
+            hf_core_link_type_add(core, "test-api", &cli, &added));
+    CU_ASSERT_TRUE(added);
+    AUDITED(audit_path, "link.type_add", CKR_OK,
+            hf_core_link_type_add(core, "test-api", &cli, &added));
+    CU_ASSERT_FALSE(added);
+    AUDITED(audit_path, "link.add", CKR_OK,
+            hf_core_link_add(core, "test-api", "t-1", key.uuid, &cli));
+    AUDITED(audit_path, "link.block", CKR_OK,
+            hf_core_link_set_blocked(core, "test-api", "t-1", true, &cli));
+    AUDITED(audit_path, "link.type_add", CKR_ARGUMENTS_BAD,
+            hf_core_link_type_add(core, "Test_API", &cli, NULL));
+    AUDITED(audit_path, "link.type_add", CKR_ARGUMENTS_BAD,
+            hf_core_link_type_add(core, "", &cli, NULL));
+    AUDITED(audit_path, "link.type_add", CKR_ARGUMENTS_BAD,
+            hf_core_link_type_add(core, "abcdefghijklmnopqrstuvwxyz0123456", &cli, NULL));
+    AUDITED(audit_path, "link.type_add", CKR_OK,
+            hf_core_link_type_add(core, "abcdefghijklmnopqrstuvwxyz-01234", &cli, NULL));
+    hf_key_clear(&key);
+}
+
 /* The child's side of test_abandon_after_fork: drops the parent's core, opens its own, uses the
  * parent's key and makes one. */
 static CK_RV child_work(const struct hf_key_version *v)
@@ -950,6 +981,8 @@ static CU_TestInfo key_tests[] = {
     {"set_state destroyed destroys", test_set_state_destroyed_destroys},
     {"labels are set and removed", test_labels_are_set_and_removed},
     {"links are added, blocked and unblocked", test_links_are_added_blocked_and_unblocked},
+    {"link types must be registered; registering is idempotent and audited",
+     test_link_types_are_registered},
     {"abandon after fork: child opens its own core", test_abandon_after_fork},
     {"the audit log verifies", test_the_audit_log_verifies},
     {"clocks move", test_clocks_move},

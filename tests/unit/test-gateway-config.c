@@ -34,6 +34,29 @@ static struct hf_gw_config *parse(const char *text, char *err, size_t errlen)
     return hf_gw_config_parse(text, strlen(text), "t.conf", err, errlen);
 }
 
+struct refusal {
+    const char *text;
+    const char *want; /* the message starts with this */
+};
+
+/* Each of bad (after head) is refused, and the message starts with what the operator must fix. */
+static void refusals_check(const struct refusal *bad, size_t n, const char *head)
+{
+    char text[512], err[256];
+
+    for (size_t i = 0; i < n; i++) {
+        struct hf_gw_config *cfg;
+        snprintf(text, sizeof(text), "%s%s", head, bad[i].text);
+        cfg = parse(text, err, sizeof(err));
+        CU_ASSERT_PTR_NULL(cfg);
+        hf_gw_config_free(cfg);
+        if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0) {
+            fprintf(stderr, "case %zu: got \"%s\", want \"%s...\"\n", i, err, bad[i].want);
+            CU_FAIL("message does not name the problem and line");
+        }
+    }
+}
+
 static void test_a_full_config_is_read(void)
 {
     static const char text[] = "# comment\n"
@@ -185,10 +208,7 @@ static void test_relative_paths_follow_the_file(void)
 /* Each bad file is refused, and the message starts with what the operator must fix. */
 static void test_bad_configs_name_the_line(void)
 {
-    static const struct {
-        const char *text;
-        const char *want; /* the message starts with this */
-    } bad[] = {
+    static const struct refusal bad[] = {
         {"[gateway]\nlisten = 127.0.0.1:1\nlisten_on = x\n", "t.conf:3: unknown key \"listen_on\""},
         {"[gateway]\nlisten = 127.0.0.1\n", "t.conf:2: listen: expected host:port"},
         {"[gateway]\nlisten = 127.0.0.1:99999\n", "t.conf:2: listen: expected host:port"},
@@ -236,17 +256,8 @@ static void test_bad_configs_name_the_line(void)
         {"[gateway]\nlisten = 127.0.0.1:80\n[tls]\ncertificate = x\n",
          "t.conf:4: unknown key \"certificate\" in [tls]"},
     };
-    char err[256];
 
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct hf_gw_config *cfg = parse(bad[i].text, err, sizeof(err));
-        CU_ASSERT_PTR_NULL(cfg);
-        hf_gw_config_free(cfg);
-        if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0) {
-            fprintf(stderr, "case %zu: got \"%s\", want \"%s...\"\n", i, err, bad[i].want);
-            CU_FAIL("message does not name the problem and line");
-        }
-    }
+    refusals_check(bad, sizeof(bad) / sizeof(bad[0]), "");
 }
 
 static void test_an_over_long_line_is_refused_with_its_number(void)
@@ -293,8 +304,154 @@ static void test_a_missing_plugin_is_refused_with_its_line(void)
     hf_gw_generation_unref(gen);
 }
 
+/* [listener:NAME]: its own address, TLS policy and plugins, beside a [gateway] listen line that
+ * keeps [tls]'s policy and serves every plugin. */
+static void test_listener_sections_are_read(void)
+{
+    static const char text[] = "[gateway]\n"
+                               "listen = 127.0.0.1:8080\n"
+                               "listen = 127.0.0.1:8443 tls\n"
+                               "plugins = aws-xks, test\n"
+                               "[tls]\n"
+                               "cert = /etc/c.pem\n"
+                               "key = /etc/k.pem\n"
+                               "client_ca = /etc/ca.pem\n"
+                               "[listener:xks]\n"
+                               "listen = 0.0.0.0:9443\n"
+                               "cert = /etc/x.pem\n"
+                               "key = /etc/x.key\n"
+                               "client_ca = /etc/xca.pem\n"
+                               "client_subject = CN=kms\n"
+                               "client_san = cks.kms.eu-west-1.amazonaws.com\n"
+                               "plugins = aws-xks\n"
+                               "[listener:bearer]\n"
+                               "listen = [::1]:9444\n"
+                               "cert = /etc/b.pem\n"
+                               "key = /etc/b.key\n"
+                               "client_ca = /etc/bca.pem\n"
+                               "client_certificate = optional\n"
+                               "priority = NORMAL\n"
+                               "[listener:plain]\n"
+                               "listen = 10.0.0.1:9080\n"
+                               "tls = off\n"
+                               "insecure = yes\n"
+                               "plugins = test\n";
+    char err[256];
+    struct hf_gw_config *cfg = parse(text, err, sizeof(err));
+    const struct hf_gw_listen *l;
+    const struct hf_gw_tls_conf *t;
+
+    if (!cfg) fprintf(stderr, "%s\n", err);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL_FATAL(cfg->nlistens, 5);
+    /* The [gateway] lines: [tls], client certificates required as before, every plugin. */
+    l = &cfg->listens[1];
+    CU_ASSERT_FALSE(l->own_tls);
+    CU_ASSERT(hf_gw_config_listen_tls(cfg, l) == &cfg->tls);
+    CU_ASSERT_EQUAL(cfg->tls.client_cert, HF_GW_CLIENT_CERT_REQUIRED);
+    CU_ASSERT(hf_gw_config_listen_serves(l, "aws-xks") && hf_gw_config_listen_serves(l, "test"));
+    l = &cfg->listens[2];
+    t = hf_gw_config_listen_tls(cfg, l);
+    CU_ASSERT_STRING_EQUAL(l->name, "xks");
+    CU_ASSERT_STRING_EQUAL(l->host, "0.0.0.0");
+    CU_ASSERT_STRING_EQUAL(l->port, "9443");
+    CU_ASSERT(l->tls); /* on unless tls = off */
+    CU_ASSERT_EQUAL(l->line, 10);
+    CU_ASSERT_STRING_EQUAL(t->cert, "/etc/x.pem");
+    CU_ASSERT_STRING_EQUAL(t->client_ca, "/etc/xca.pem");
+    CU_ASSERT_EQUAL(t->client_cert, HF_GW_CLIENT_CERT_REQUIRED); /* a client CA's default */
+    CU_ASSERT(t->nsubjects == 1 && t->nsans == 1);
+    CU_ASSERT(hf_gw_config_listen_serves(l, "aws-xks"));
+    CU_ASSERT_FALSE(hf_gw_config_listen_serves(l, "test"));
+    l = &cfg->listens[3];
+    t = hf_gw_config_listen_tls(cfg, l);
+    CU_ASSERT_STRING_EQUAL(l->host, "::1");
+    CU_ASSERT_EQUAL(t->client_cert, HF_GW_CLIENT_CERT_OPTIONAL);
+    CU_ASSERT_STRING_EQUAL(t->priority, "NORMAL");
+    CU_ASSERT(hf_gw_config_listen_serves(l, "test"));
+    l = &cfg->listens[4];
+    CU_ASSERT(!l->tls && l->insecure);
+    hf_gw_config_free(cfg);
+}
+
+static void test_bad_listeners_name_the_line(void)
+{
+    static const char head[] = "[gateway]\nplugins = aws-xks\n";
+    static const struct refusal bad[] = {
+        /* after head (2 lines) */
+        {"listen = 127.0.0.1:80\n[listener:a]\nlisten = 127.0.0.1:80\ntls = off\n",
+         "t.conf:5: listener a: port 80 is already listener 127.0.0.1:80's (line 3)"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\ntls = off\nplugins = aws-xks, gcp-ekm\n",
+         "t.conf:6: [listener:a] plugins: \"gcp-ekm\" is not loaded"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\n", "t.conf:4: [listener:a] has tls = on and needs "
+                                                  "cert and key"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\ncert = c\nclient_certificate = optional\nkey = k\n",
+         "t.conf:6: [listener:a] client_certificate = optional needs client_ca"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\ncert = c\nkey = k\nclient_certificate = required\n",
+         "t.conf:7: [listener:a] client_certificate = required needs client_ca"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\ncert = c\nkey = k\nclient_ca = ca\n"
+         "client_certificate = off\n",
+         "t.conf:8: [listener:a] client_ca, client_subject and client_san need"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\ntls = off\ncert = c\n",
+         "t.conf:4: [listener:a] has TLS settings but tls = off"},
+        {"[listener:a]\nlisten = 10.1.1.1:80\ntls = off\n", "t.conf:4: listen: plain HTTP on "
+                                                            "10.1.1.1"},
+        {"[listener:a]\nlisten = 10.1.1.1:80\ninsecure = yes\ncert = c\nkey = k\n",
+         "t.conf:4: [listener:a]: insecure is for plain HTTP"},
+        {"[listener:a]\ntls = off\n", "t.conf:4: [listener:a] needs listen = host:port"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\nlisten = 127.0.0.1:81\n",
+         "t.conf:5: listen given twice in [listener:a]"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\nclient_certificate = maybe\n",
+         "t.conf:5: client_certificate: required, optional or off"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\nport = 9\n",
+         "t.conf:5: unknown key \"port\" in [listener:a]"},
+        {"[listener:a]\nlisten = 127.0.0.1:80\ntls = maybe\n", "t.conf:5: tls: expected on or off"},
+        {"[listener:A!]\nlisten = 127.0.0.1:80\n", "t.conf:4: bad listener name \"A!\""},
+        {"[listener:a]\nlisten = 127.0.0.1\n", "t.conf:4: listen: expected host:port"},
+    };
+
+    refusals_check(bad, sizeof(bad) / sizeof(bad[0]), head);
+}
+
+/* What a reload may change: a listener's plugins, not its address or TLS policy. */
+static void test_listeners_compare_without_their_plugins(void)
+{
+    static const char base[] = "[gateway]\nplugins = aws-xks, test\n[listener:a]\n"
+                               "listen = 127.0.0.1:80\ncert = c\nkey = k\nclient_ca = ca\n%s";
+    static const struct {
+        const char *extra;
+        bool same;
+    } cases[] = {
+        {"plugins = test\n", true},
+        {"client_certificate = required\n", true}, /* the default, said */
+        {"client_certificate = optional\n", false},
+        {"client_subject = CN=x\n", false},
+        {"priority = NORMAL\n", false},
+    };
+    char text[512], err[256];
+    struct hf_gw_config *a, *b;
+
+    snprintf(text, sizeof(text), base, "");
+    a = parse(text, err, sizeof(err));
+    CU_ASSERT_FATAL(a != NULL);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(text, sizeof(text), base, cases[i].extra);
+        b = parse(text, err, sizeof(err));
+        CU_ASSERT_FATAL(b != NULL);
+        if (hf_gw_config_listen_is_same(a, &a->listens[0], b, &b->listens[0]) != cases[i].same) {
+            fprintf(stderr, "compare case %zu (%s)\n", i, cases[i].extra);
+            CU_FAIL("a listener compares wrongly");
+        }
+        hf_gw_config_free(b);
+    }
+    hf_gw_config_free(a);
+}
+
 static CU_TestInfo config_tests[] = {
     {"a full config is read", test_a_full_config_is_read},
+    {"listener sections are read", test_listener_sections_are_read},
+    {"bad listeners name the line", test_bad_listeners_name_the_line},
+    {"listeners compare without their plugins", test_listeners_compare_without_their_plugins},
     {"defaults", test_defaults},
     {"preauth summary settings are read", test_preauth_summary_settings_are_read},
     {"relative paths follow the file", test_relative_paths_follow_the_file},

@@ -1058,6 +1058,130 @@ static void test_vendor_records_need_the_gateway_login(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
 }
 
+/* 1.3: a request's fields reach the record of HF_AuditRequestSession (a failed request) and of
+ * the next key operation (a success), escaped as JSON (quotes, backslash, control characters;
+ * UTF-8 kept); they serve one record; malformed ones are refused; only the gateway sets them;
+ * `audit verify` still passes over such records. */
+static void test_request_fields_land_in_one_record(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    HF_REQUEST_CONTEXT ctx = {.api = "unit-test", .operation = "wrap", .request_id = "req-f1"};
+    static const char fields[] =
+        "{\"reason\":\"CUSTOMER_INITIATED_ACCESS\",\"quote\":\"a \\\"b\\\" c\\\\d\","
+        "\"name\":\"J\\u00f6rg \\u2603\",\"ctl\":\"x\\ny\"}";
+    static const char want[] =
+        "\"fields\":{\"reason\":\"CUSTOMER_INITIATED_ACCESS\","
+        "\"quote\":\"a \\\"b\\\" c\\\\d\",\"name\":\"J\xc3\xb6rg \xe2\x98\x83\","
+        "\"ctl\":\"x\\ny\"},\"result\"";
+    unsigned char iv[12] = {1}, msg[16] = {2}, ct[64];
+    CK_GCM_PARAMS gp = {iv, sizeof(iv), 96, NULL, 0, 128};
+    CK_MECHANISM gcm = {CKM_AES_GCM, &gp, sizeof(gp)};
+    CK_SESSION_HANDLE s = open_session(RW);
+    CK_OBJECT_HANDLE key;
+    CK_ULONG ctlen;
+    char uuid[HF_UUID_LEN + 1];
+    CK_ULONG_LONG seq = 0;
+    json_object *rec, *f;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    CU_ASSERT_FATAL(hf->version.minor >= 3);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, fields), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(BAD_SESSION, fields), CKR_SESSION_HANDLE_INVALID);
+    /* Not an object of at most 8 strings under [a-z0-9_]{1,32}, or not valid UTF-8. */
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "[\"a\"]"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"a\":1}"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"a\":{\"b\":\"c\"}}"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"Bad\":\"c\"}"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"a\":\"b\"} x"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"a\":\"\xc3\"}"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\","
+                                               "\"e\":\"5\",\"f\":\"6\",\"g\":\"7\",\"h\":\"8\","
+                                               "\"i\":\"9\"}"),
+                    CKR_ARGUMENTS_BAD);
+    {
+        char big[HF_REQUEST_FIELDS_MAX_LEN + 16];
+        memset(big, 'v', sizeof(big));
+        memcpy(big, "{\"a\":\"", 6);
+        memcpy(big + sizeof(big) - 3, "\"}", 3);
+        CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, big), CKR_ARGUMENTS_BAD);
+    }
+    /* A failed request's record. */
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, fields), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_AuditRequestSession(s, &ctx, CKR_KEY_FUNCTION_NOT_PERMITTED, &seq),
+                    CKR_OK);
+    CU_ASSERT(audit_log_has(want));
+    rec = audit_record_with("req-f1");
+    CU_ASSERT_TRUE(json_object_object_get_ex(rec, "fields", &f));
+    CU_ASSERT_STRING_EQUAL(member(f, "quote"), "a \"b\" c\\d");
+    CU_ASSERT_STRING_EQUAL(member(f, "name"), "J\xc3\xb6rg \xe2\x98\x83");
+    json_object_put(rec);
+    /* Spent: the next request record has none. */
+    ctx.request_id = "req-f2";
+    CU_ASSERT_EQUAL(hf->HF_AuditRequestSession(s, &ctx, CKR_OK, &seq), CKR_OK);
+    rec = audit_record_with("req-f2");
+    CU_ASSERT_PTR_NOT_NULL(rec);
+    CU_ASSERT_FALSE(json_object_object_get_ex(rec, "fields", &f));
+    json_object_put(rec);
+    /* A key operation's record (a success); HF_SetRequestContext clears fields set before it. */
+    key = linked_aes_key(s, "aes-fields", uuid);
+    ctx.request_id = "req-f3";
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"stale\":\"yes\"}"), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, "{\"resource_name\":\"//x/\\\"y\\\"\"}"), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_EncryptInit(s, &gcm, key), CKR_OK);
+    ctlen = sizeof(ct);
+    CU_ASSERT_EQUAL(p11->C_Encrypt(s, msg, sizeof(msg), ct, &ctlen), CKR_OK);
+    rec = audit_record_with("req-f3");
+    CU_ASSERT_TRUE(json_object_object_get_ex(rec, "fields", &f));
+    CU_ASSERT_STRING_EQUAL(member(f, "resource_name"), "//x/\"y\"");
+    CU_ASSERT_FALSE(json_object_object_get_ex(f, "stale", NULL));
+    CU_ASSERT_STRING_EQUAL(member(rec, "ok"), "true");
+    json_object_put(rec);
+    CU_ASSERT(audit_log_has("\"fields\":{\"resource_name\":\"//x/\\\"y\\\"\"}"));
+    CU_ASSERT_EQUAL(hf->HF_SetRequestFields(s, NULL), CKR_OK);
+    CU_ASSERT(audit_records() > 0); /* audit verify passes over the records with fields */
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
+}
+
+/* 1.3: the gateway registers a plugin's link type (audited), then links of it can be made;
+ * HF_GetKeyLink finds a key's link of a type, two-call. */
+static void test_link_types_register_and_key_links(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    CK_SESSION_HANDLE s = open_session(RW);
+    struct hf_core *core = NULL;
+    char uuid[HF_UUID_LEN + 1], id[64];
+    CK_ULONG len = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    CU_ASSERT_EQUAL(hf->HF_RegisterLinkType(s, "unit-api"), CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
+    linked_aes_key(s, "aes-typed-link", uuid);
+    CU_ASSERT_EQUAL(hf->HF_RegisterLinkType(s, "Unit_API"), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_RegisterLinkType(s, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_link_add(core, "unit-api", "u-1", uuid, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_RegisterLinkType(s, "unit-api"), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_RegisterLinkType(s, "unit-api"), CKR_OK);
+    CU_ASSERT(audit_log_has("\"op\":\"link.type_add\",\"caller\""));
+    CU_ASSERT_EQUAL(hf_core_link_add(core, "unit-api", "u-1", uuid, NULL), CKR_OK);
+    hf_core_close(core);
+    CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, uuid, "aws-xks", NULL, &len), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, "not-a-uuid", "unit-api", NULL, &len), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, uuid, "unit-api", NULL, &len), CKR_OK);
+    CU_ASSERT_EQUAL(len, 4);
+    len = 3;
+    CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, uuid, "unit-api", id, &len), CKR_BUFFER_TOO_SMALL);
+    CU_ASSERT_EQUAL(len, 4);
+    len = sizeof(id);
+    CU_ASSERT_EQUAL(hf->HF_GetKeyLink(s, uuid, "unit-api", id, &len), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(id, "u-1");
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
+}
+
 static void test_audit_request_refuses_bad_arguments(void)
 {
     HF_FUNCTION_LIST *hf = vendor();
@@ -1227,6 +1351,10 @@ static CU_TestInfo session_tests[] = {
      test_audit_request_writes_one_record_with_the_context},
     {"HF_AuditRequest refuses bad arguments", test_audit_request_refuses_bad_arguments},
     {"vendor records need the gateway login", test_vendor_records_need_the_gateway_login},
+    {"request fields land in one record, escaped, and are checked",
+     test_request_fields_land_in_one_record},
+    {"link types are registered by the gateway; a key's link is found by type",
+     test_link_types_register_and_key_links},
     {"a key operation records latency from received_us",
      test_a_key_operation_records_latency_from_received_us},
     {"a forked child initializes again", test_fork_child_initializes_again},

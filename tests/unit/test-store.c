@@ -967,6 +967,41 @@ static void test_links_duplicate_and_unknown_key_rejected(void)
     CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM links"), 2);
 }
 
+/* The registry: seeded with the six APIs of specs/ by the v3 migration, extended idempotently,
+ * listed sorted; names outside [a-z0-9-]{1,32} refused. */
+static void test_link_types_seeded_added_listed(void)
+{
+    static const char *const seeded[] = {"aws-xks", "dke", "gcp-ekm", "gws-cse", "oci", "sap"};
+    char **names = NULL;
+    size_t n = 0;
+    bool added = false;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    for (size_t i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(hf_store_link_type_get(store, seeded[i]), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_link_type_get(store, "test-api"), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_link_type_add(store, "test-api", 7, &added), CKR_OK);
+    CU_ASSERT_TRUE(added);
+    CU_ASSERT_EQUAL(hf_store_link_type_add(store, "test-api", 8, &added), CKR_OK);
+    CU_ASSERT_FALSE(added);
+    CU_ASSERT_EQUAL(hf_store_link_type_get(store, "test-api"), CKR_OK);
+    CU_ASSERT_EQUAL(raw_int("SELECT created FROM link_types WHERE name = 'test-api'"), 7);
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_type_list(store, &names, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 7);
+    CU_ASSERT_STRING_EQUAL(names[0], "aws-xks");
+    CU_ASSERT_STRING_EQUAL(names[5], "sap");
+    CU_ASSERT_STRING_EQUAL(names[6], "test-api");
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    CU_ASSERT_EQUAL(hf_store_link_type_add(store, "Upper", 1, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_link_type_add(store, "", 1, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_link_type_add(store, "a_b", 1, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_link_type_get(store, "a/b"), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_link_type_add(NULL, "x", 1, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_link_type_list(store, NULL, &n), CKR_ARGUMENTS_BAD);
+}
+
 static void test_links_list_sorted_and_filtered_by_key(void)
 {
     char a[HF_UUID_LEN + 1], b[HF_UUID_LEN + 1];
@@ -1183,6 +1218,7 @@ static CU_TestInfo link_meta_tests[] = {
     T("links insert, get, block, unblock, delete", test_links_insert_get_block_unblock_delete),
     T("links duplicate and unknown key rejected", test_links_duplicate_and_unknown_key_rejected),
     T("links list sorted and filtered by key", test_links_list_sorted_and_filtered_by_key),
+    T("link types seeded, added idempotently, listed sorted", test_link_types_seeded_added_listed),
     T("meta set, get, overwrite", test_meta_set_get_overwrite),
     CU_TEST_INFO_NULL,
 };

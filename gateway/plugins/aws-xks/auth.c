@@ -80,7 +80,7 @@ enum hf_status hf_xks_authenticate(const struct hf_xks_store *store, struct hf_x
         .header_ctx = req,
         .body = body,
         .body_len = body_len,
-        .now = time(NULL),
+        .now = (time_t)hf_wall_s(),
     };
     struct hf_sigv4_policy policy = {
         .service = HF_XKS_SERVICE,

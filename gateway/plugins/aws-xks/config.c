@@ -5,21 +5,17 @@
 
 #include "gateway/plugins/aws-xks/config.h"
 
-#include "pkcs11/common/secret-file.h"
-
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <openssl/crypto.h>
 
 #include "gateway/plugins/aws-xks/sigv4.h"
 
 #define XKS_LINE_MAX 512
+#define XKS_CREDENTIAL_FILE_MAX (64 * 1024) /* a few credentials; anything larger is not one */
 
 /* ---- validation of single values (credentials: sigv4.h) -------------------------------------- */
 
@@ -48,27 +44,13 @@ bool hf_xks_prefix_normalise(const char *in, char *out, size_t outlen)
     return true;
 }
 
+/* plugin.h's parser; the messages stay this file's, which name the option and the spec's range. */
 static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
-    char *end;
-    unsigned long v;
+    uint64_t v;
 
-    if (s == NULL || !isdigit((unsigned char)*s)) return false;
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < min || v > max) return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_bool(const char *s, bool *out)
-{
-    if (!strcmp(s, "on") || !strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "1"))
-        *out = true;
-    else if (!strcmp(s, "off") || !strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "0"))
-        *out = false;
-    else
-        return false;
+    if (!hf_conf_uint(s, min, max, &v, NULL, 0)) return false;
+    *out = (unsigned long)v;
     return true;
 }
 
@@ -100,13 +82,6 @@ static bool list_append(char ***list, size_t *n, const char *item)
     return true;
 }
 
-static void list_free(char **list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
-}
-
 /* ---- stores and credentials ----------------------------------------------------------------- */
 
 void hf_xks_config_init(struct hf_xks_config *cfg)
@@ -125,8 +100,8 @@ static void store_free(struct hf_xks_store *s)
             OPENSSL_secure_clear_free(s->creds[i].secret, strlen(s->creds[i].secret) + 1);
     if (s->creds) OPENSSL_cleanse(s->creds, s->ncreds * sizeof(*s->creds));
     free(s->creds);
-    list_free(s->regions, s->nregions);
-    list_free(s->keys, s->nkeys);
+    hf_conf_list_free(s->regions, s->nregions);
+    hf_conf_list_free(s->keys, s->nkeys);
     free(s->health_key);
     free(s->mtls_subject);
     free(s->mtls_san);
@@ -243,73 +218,85 @@ static char *trim(char *s)
     return s;
 }
 
-/* This file is pure (libhf-xks.la, linked by unit tests without holdfastd's log): holdfastd's
- * stderr, which systemd keeps in the journal. */
-static void credential_file_warn(const char *msg)
+/* The file's lines, one credential each ('#' comments). line is a scratch copy of one line. */
+static bool credential_lines_add(struct hf_xks_store *s, const char *path, const char *text,
+                                 char line[XKS_LINE_MAX], char *err, size_t errlen)
 {
-    fprintf(stderr, "holdfastd: aws-xks: warning: %s\n", msg);
-}
-
-/* Re-read on every reload: editing the file and sending SIGHUP rotates credentials. */
-static bool credential_file_load(struct hf_xks_store *s, const char *path, char *err, size_t errlen)
-{
-    char line[XKS_LINE_MAX], *t;
     unsigned lineno = 0;
-    bool ok = false;
-    FILE *f = fopen(path, "re");
 
-    if (f == NULL) {
-        snprintf(err, errlen, "credential_file %s: %s", path, strerror(errno));
-        return false;
-    }
-    if (!hf_secret_file_is_usable(fileno(f), "credential_file", path, credential_file_warn, err,
-                                  errlen))
-        goto done;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
-            snprintf(err, errlen, "credential_file %s:%u: line too long", path, lineno);
-            goto done;
+    for (const char *p = text; *p; lineno++) {
+        size_t n = strcspn(p, "\n");
+        char *t;
+
+        if (n >= XKS_LINE_MAX - 1) {
+            snprintf(err, errlen, "credential_file %s:%u: line too long", path, lineno + 1);
+            return false;
         }
+        memcpy(line, p, n);
+        line[n] = '\0';
+        p += n + (p[n] == '\n');
         t = trim(line);
         if (*t == '\0' || *t == '#') continue;
         if (!credential_add(s, t, err, errlen)) {
             size_t used = strlen(err);
-            snprintf(err + used, errlen - used, " (%s:%u)", path, lineno);
-            goto done;
+            snprintf(err + used, errlen - used, " (%s:%u)", path, lineno + 1);
+            return false;
         }
     }
-    ok = true;
-done:
-    OPENSSL_cleanse(line, sizeof(line));
-    fclose(f);
-    return ok;
+    return true;
 }
 
-/* "a, b c" into the list. */
-static bool list_add_all(char ***list, size_t *n, const char *value, const char *what,
-                         bool (*valid)(const char *), char *err, size_t errlen)
+/* Re-read on every reload: editing the file and sending SIGHUP rotates credentials. A relative
+ * path is the config file's (hf_conf_path). */
+static bool credential_file_load(struct hf_xks_store *s, const char *value, char *err,
+                                 size_t errlen)
 {
-    char *copy = strdup(value), *save = NULL, *tok;
+    char line[XKS_LINE_MAX], why[384] = "", *path = hf_conf_path(value), *text = NULL;
+    size_t len = 0;
     bool ok = false;
 
-    if (copy == NULL) {
+    if (path == NULL) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
-    for (tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
-        if (valid && !valid(tok)) {
-            snprintf(err, errlen, "%s: '%.64s' is not valid", what, tok);
+    if (!hf_conf_secret_file(path, XKS_CREDENTIAL_FILE_MAX, &text, &len, why, sizeof(why))) {
+        snprintf(err, errlen, "credential_file %s", why);
+        goto done;
+    }
+    if (strlen(text) != len) {
+        snprintf(err, errlen, "credential_file %s: holds a NUL byte", path);
+        goto done;
+    }
+    ok = credential_lines_add(s, path, text, line, err, errlen);
+done:
+    OPENSSL_cleanse(line, sizeof(line));
+    hf_secret_free(text, len);
+    free(path);
+    return ok;
+}
+
+/* "a, b c" (plugin.h's list) into the list, each item valid, none twice. */
+static bool list_add_all(char ***list, size_t *n, const char *value, const char *what,
+                         bool (*valid)(const char *), char *err, size_t errlen)
+{
+    char **items = NULL;
+    size_t nitems = 0;
+    bool ok = false;
+
+    if (!hf_conf_list(value, &items, &nitems, err, errlen)) goto done;
+    for (size_t i = 0; i < nitems; i++) {
+        if (valid && !valid(items[i])) {
+            snprintf(err, errlen, "%s: '%.64s' is not valid", what, items[i]);
             goto done;
         }
-        if (!list_append(list, n, tok)) {
+        if (!list_append(list, n, items[i])) {
             snprintf(err, errlen, "out of memory");
             goto done;
         }
     }
     ok = true;
 done:
-    free(copy);
+    hf_conf_list_free(items, nitems);
     return ok;
 }
 
@@ -424,7 +411,7 @@ static bool set_store(struct hf_xks_store *s, const char *name, const char *valu
     } else if (!strcmp(name, "mtls_san")) {
         if (!*value || !set_string(&s->mtls_san, value)) goto bad;
     } else if (!strcmp(name, "authorization")) {
-        if (!parse_bool(value, &s->authorization)) goto bad;
+        if (!hf_conf_bool(value, &s->authorization, NULL, 0)) goto bad;
     } else if (!strcmp(name, "allow") || !strcmp(name, "deny")) {
         return rule_add(s, value, name[0] == 'a', err, errlen);
     } else if (!strcmp(name, "max_plaintext")) {

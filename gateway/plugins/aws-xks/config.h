@@ -10,7 +10,8 @@
  *                                  in front, none at the end, no empty segment)
  *   credential = AKID:SECRET       repeatable (two at once during a rotation); AKID 20..30 of
  *                                  [A-Z2-7], secret 43..64 of [A-Za-z0-9+/=]
- *   credential_file = PATH         one AKID:SECRET per line ('#' comments); not world-readable
+ *   credential_file = PATH         one AKID:SECRET per line ('#' comments); not world-readable;
+ *                                  a relative PATH is the config file's directory's
  *   regions = us-east-1, ...       SigV4 regions accepted (required)
  *   keys = k1, k2 | *              XKS key ids this store serves; "*" = any aws-xks link
  *   health_key = KEYID             overrides [aws-xks] health_key

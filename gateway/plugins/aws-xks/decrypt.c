@@ -26,14 +26,11 @@ static enum hf_status version_find(const struct hf_xks_call *call, const struct 
     CK_ULONG version = 0, state = 0;
     enum hf_status st;
 
-    if (key->key_type != CKK_AES || key->bits != 256)
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE,
-                               "key %s is not AES-256 and cannot do AES_GCM", call->key_id);
-    if (key->blocked)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED, "the XKS link of key %s is blocked",
-                               call->key_id);
-    if (!(key->usage & HF_USAGE_DECRYPT))
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE, "key %s may not decrypt", call->key_id);
+    if ((st = hf_xks_key_gcm_check(call, key, req)) != HF_STATUS_OK) return st;
+    /* The mask before the ciphertext is looked at; the state is the version's, known once the
+     * ciphertext names it (ACTIVE here leaves it out). */
+    if ((st = hf_key_may(key, HF_KEY_OP_DECRYPT, HF_STATE_ACTIVE)) != HF_STATUS_OK)
+        return hf_request_fail(req, st, "key %s may not decrypt", call->key_id);
     /* Holdfast always returns a ciphertextMetadata; without one (or with one it did not
      * write) the GCM AAD cannot be the one the tag covers. */
     if (!b->cm.present)
@@ -51,9 +48,8 @@ static enum hf_status version_find(const struct hf_xks_call *call, const struct 
         return hf_request_fail(req, st, "version %lu of key %s cannot be read",
                                (unsigned long)version, call->key_id);
     /* Deactivated and compromised keys still decrypt (old data stays readable). */
-    if (state != HF_STATE_ACTIVE && state != HF_STATE_DEACTIVATED && state != HF_STATE_COMPROMISED)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
-                               "version %lu of key %s is %s and may not decrypt",
+    if ((st = hf_key_may(key, HF_KEY_OP_DECRYPT, state)) != HF_STATUS_OK)
+        return hf_request_fail(req, st, "version %lu of key %s is %s and may not decrypt",
                                (unsigned long)version, call->key_id,
                                state == HF_STATE_PRE_ACTIVE ? "pre-active" : "destroyed");
     return HF_STATUS_OK;
@@ -80,11 +76,7 @@ enum hf_status hf_xks_handle_decrypt(void *state, struct hf_request *req)
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
         goto done;
     }
-    if ((st = hf_xks_deadline_check(&call, req)) != HF_STATUS_OK) goto done;
-    if ((rv = hf_p11_begin(req, NULL, &s)) != CKR_OK) {
-        st = hf_xks_fail_ckr(req, rv, "opening a session");
-        goto done;
-    }
+    if ((st = hf_xks_session_begin(&call, req, NULL, &s)) != HF_STATUS_OK) goto done;
     rv = hf_xks_gcm_open(hf_p11_functions(), s, object, b->iv, b->iv_len, b->aad.data, b->aad.len,
                          b->cm.data, b->cm.len, b->input.data, b->input.len, b->tag, pt);
     if (is_bad_ciphertext(rv)) {
@@ -100,7 +92,7 @@ enum hf_status hf_xks_handle_decrypt(void *state, struct hf_request *req)
         goto done;
     }
     if ((reply = json_object_new_object()) == NULL ||
-        (plain = hf_xks_json_b64(pt, b->input.len)) == NULL ||
+        (plain = hf_json_base64(pt, b->input.len)) == NULL ||
         json_object_object_add(reply, "plaintext", plain) != 0) {
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
         goto done;

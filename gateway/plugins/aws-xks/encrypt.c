@@ -23,19 +23,16 @@ struct sealed {
 static enum hf_status key_check(const struct hf_xks_call *call, const struct hf_key_ref *key,
                                 struct hf_request *req)
 {
-    if (key->key_type != CKK_AES || key->bits != 256)
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE,
-                               "key %s is not AES-256 and cannot do AES_GCM", call->key_id);
-    if (key->blocked)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED, "the XKS link of key %s is blocked",
+    enum hf_status st = hf_xks_key_gcm_check(call, key, req);
+
+    if (st != HF_STATUS_OK) return st;
+    /* ARCHITECTURE.md, states: only an active key encrypts (the link was checked above). */
+    st = hf_key_may(key, HF_KEY_OP_ENCRYPT, 0);
+    if (st == HF_STATUS_KEY_DISABLED)
+        return hf_request_fail(req, st, "key %s is not active, so it may not encrypt",
                                call->key_id);
-    /* ARCHITECTURE.md, states: only an active key encrypts. */
-    if (key->state != HF_STATE_ACTIVE)
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
-                               "key %s is not active, so it may not encrypt", call->key_id);
-    if (!(key->usage & HF_USAGE_ENCRYPT))
-        return hf_request_fail(req, HF_STATUS_KEY_USAGE, "key %s may not encrypt", call->key_id);
-    if (call->body.want_cdiv && !(key->usage & HF_USAGE_DECRYPT))
+    if (st != HF_STATUS_OK) return hf_request_fail(req, st, "key %s may not encrypt", call->key_id);
+    if (call->body.want_cdiv && hf_key_may(key, HF_KEY_OP_DECRYPT, 0) == HF_STATUS_KEY_USAGE)
         return hf_request_fail(req, HF_STATUS_KEY_USAGE,
                                "key %s may not decrypt, so its ciphertext cannot be verified for "
                                "a ciphertextDataIntegrityValue",
@@ -83,20 +80,20 @@ static struct json_object *reply_body(const struct hf_xks_call *call, const stru
     struct json_object *o = json_object_new_object();
     const size_t len = call->body.input.len;
 
-    if (o == NULL || json_object_object_add(o, "ciphertext", hf_xks_json_b64(out->ct, len)) != 0 ||
-        json_object_object_add(o, "ciphertextMetadata", hf_xks_json_b64(out->cm, HF_XKS_CM_LEN)) !=
+    if (o == NULL || json_object_object_add(o, "ciphertext", hf_json_base64(out->ct, len)) != 0 ||
+        json_object_object_add(o, "ciphertextMetadata", hf_json_base64(out->cm, HF_XKS_CM_LEN)) !=
             0 ||
-        json_object_object_add(o, "initializationVector",
-                               hf_xks_json_b64(out->iv, HF_XKS_IV_LEN)) != 0 ||
-        json_object_object_add(o, "authenticationTag", hf_xks_json_b64(out->tag, HF_XKS_TAG_LEN)) !=
+        json_object_object_add(o, "initializationVector", hf_json_base64(out->iv, HF_XKS_IV_LEN)) !=
+            0 ||
+        json_object_object_add(o, "authenticationTag", hf_json_base64(out->tag, HF_XKS_TAG_LEN)) !=
             0 ||
         (call->body.want_cdiv &&
          json_object_object_add(o, "ciphertextDataIntegrityValue",
-                                hf_xks_json_b64(out->cdiv, HF_XKS_CDIV_LEN)) != 0)) {
+                                hf_json_base64(out->cdiv, HF_XKS_CDIV_LEN)) != 0)) {
         json_object_put(o);
         return NULL;
     }
-    /* json-c adds a NULL value when hf_xks_json_b64 ran out of memory: treat it as a failure. */
+    /* json-c adds a NULL value when hf_json_base64 ran out of memory: treat it as a failure. */
     json_object_object_foreach(o, k, v)
     {
         (void)k;
@@ -139,11 +136,7 @@ enum hf_status hf_xks_handle_encrypt(void *state, struct hf_request *req)
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "no random bytes for the IV");
         goto done;
     }
-    if ((st = hf_xks_deadline_check(&call, req)) != HF_STATUS_OK) goto done;
-    if ((rv = hf_p11_begin(req, NULL, &s)) != CKR_OK) {
-        st = hf_xks_fail_ckr(req, rv, "opening a session");
-        goto done;
-    }
+    if ((st = hf_xks_session_begin(&call, req, NULL, &s)) != HF_STATUS_OK) goto done;
     rv = hf_xks_gcm_seal(hf_p11_functions(), s, key.current, out.iv, b->aad.data, b->aad.len,
                          out.cm, HF_XKS_CM_LEN, b->input.data, b->input.len, out.ct, out.tag);
     if (rv != CKR_OK) {

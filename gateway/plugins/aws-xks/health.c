@@ -93,9 +93,9 @@ static enum hf_status health_check(struct hf_xks_call *call, struct hf_request *
     if (key.blocked)
         return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
                                "health check: the XKS link of health key %s is blocked", id);
-    if (key.key_type != CKK_AES || key.bits != 256 || key.state != HF_STATE_ACTIVE ||
-        (key.usage & (HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT)) !=
-            (HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT))
+    if (key.key_type != CKK_AES || key.bits != 256 ||
+        hf_key_may(&key, HF_KEY_OP_ENCRYPT, 0) != HF_STATUS_OK ||
+        hf_key_may(&key, HF_KEY_OP_DECRYPT, 0) != HF_STATUS_OK)
         return hf_request_fail(req, HF_STATUS_INTERNAL,
                                "health check: health key %s must be an active AES-256 key that "
                                "may encrypt and decrypt",
@@ -103,9 +103,7 @@ static enum hf_status health_check(struct hf_xks_call *call, struct hf_request *
     if (!hf_xks_cm_encode(key.version, cm) || RAND_bytes(probe, sizeof(probe)) != 1 ||
         RAND_bytes(iv, sizeof(iv)) != 1)
         return hf_request_fail(req, HF_STATUS_INTERNAL, "health check: no random bytes");
-    if ((st = hf_xks_deadline_check(call, req)) != HF_STATUS_OK) return st;
-    if ((rv = hf_p11_begin(req, "health.encrypt", &s)) != CKR_OK)
-        return hf_xks_fail_ckr(req, rv, "health check: opening a session");
+    if ((st = hf_xks_session_begin(call, req, "health.encrypt", &s)) != HF_STATUS_OK) return st;
     member_describe(s, m);
     rv = hf_xks_gcm_seal(hf_p11_functions(), s, key.current, iv, NULL, 0, cm, sizeof(cm), probe,
                          sizeof(probe), ct, tag);
@@ -169,7 +167,7 @@ enum hf_status hf_xks_handle_health(void *state, struct hf_request *req)
     enum hf_status st;
 
     if ((st = hf_xks_call_begin(state, req, HF_XKS_OP_HEALTH, &call)) != HF_STATUS_OK) return st;
-    now = hf_xks_now_us();
+    now = hf_now_us();
     bool reusable = health_link_is_open(&call); /* before the lock: a PKCS#11 call */
     pthread_mutex_lock(&call.rt->health_lock);
     if (reusable && call.rt->health != NULL && now < call.rt->health_expires_us &&

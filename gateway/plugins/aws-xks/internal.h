@@ -22,9 +22,7 @@ struct hf_sigv4_cache;
 struct hf_xks_store_rt {
     struct hf_sigv4_cache *sigv4; /* signing keys of this store's credential set */
 
-    pthread_mutex_t rate_lock; /* guards the token bucket below */
-    double tokens;
-    uint64_t refilled_us;
+    struct hf_rate *rate; /* the store's rate_limit (plugin.h's token bucket) */
 
     pthread_mutex_t health_lock; /* guards the cached health answer below */
     uint64_t health_expires_us;  /* 0: nothing cached */
@@ -58,14 +56,17 @@ void hf_xks_call_end(struct hf_xks_call *call);
 /* The key behind the call's keyId (its aws-xks link); fails the request when there is none. */
 enum hf_status hf_xks_key_find(struct hf_xks_call *call, struct hf_request *req,
                                struct hf_key_ref *key);
-/* The request is older than the store's deadline_ms: fails it with 503 rather than start a key
+/* The session for the call's first key operation (hf_p11_begin; operation as there), unless the
+ * request is older than the store's deadline_ms: then it fails with 503 rather than start a key
  * operation whose answer KMS no longer waits for. */
-enum hf_status hf_xks_deadline_check(const struct hf_xks_call *call, struct hf_request *req);
+enum hf_status hf_xks_session_begin(const struct hf_xks_call *call, struct hf_request *req,
+                                    const char *operation, CK_SESSION_HANDLE *session);
+/* The key can do the XKS AES_GCM construction (AES-256) and its link is open; fails the request
+ * when not. */
+enum hf_status hf_xks_key_gcm_check(const struct hf_xks_call *call, const struct hf_key_ref *key,
+                                    struct hf_request *req);
 /* Fails the request with the status of a key operation's CK_RV; what says which operation. */
 enum hf_status hf_xks_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
-/* hf_base64_encode into a new json string (NULL if out of memory). */
-struct json_object *hf_xks_json_b64(const unsigned char *data, size_t len);
-uint64_t hf_xks_now_us(void);
 
 /* SigV4 (and the store's mTLS subject rule). HF_STATUS_OK or the request is failed with 401. */
 enum hf_status hf_xks_authenticate(const struct hf_xks_store *store, struct hf_xks_store_rt *rt,

@@ -43,69 +43,18 @@ void hf_xks_request_clear(struct hf_xks_request *r)
     OPENSSL_cleanse(r, sizeof(*r));
 }
 
-/* A body object's member: false (with why) when it is missing and required, or not a string.
- * Strings with an embedded NUL are refused: every consumer of these reads C strings. */
-static enum hf_status get_string(struct json_object *obj, const char *where, const char *name,
-                                 bool required, const char **out, size_t *out_len, char *why,
-                                 size_t whylen)
-{
-    struct json_object *v = NULL;
-    const char *s;
-    int len;
-
-    *out = NULL;
-    if (out_len) *out_len = 0;
-    if (!json_object_object_get_ex(obj, name, &v)) {
-        if (!required) return HF_STATUS_OK;
-        snprintf(why, whylen, "%s%s is required", where, name);
-        return HF_STATUS_BAD_REQUEST;
-    }
-    if (!json_object_is_type(v, json_type_string)) {
-        snprintf(why, whylen, "%s%s must be a string", where, name);
-        return HF_STATUS_BAD_REQUEST;
-    }
-    s = json_object_get_string(v);
-    len = json_object_get_string_len(v);
-    if (s == NULL || len < 0 || strlen(s) != (size_t)len) {
-        snprintf(why, whylen, "%s%s must not contain a NUL character", where, name);
-        return HF_STATUS_BAD_REQUEST;
-    }
-    *out = s;
-    if (out_len) *out_len = (size_t)len;
-    return HF_STATUS_OK;
-}
-
-/* A base64 member decoded into blob. cap: the largest decoded size Holdfast takes
- * (over it: HF_STATUS_UNSUPPORTED), or exact sizes for fixed fields (checked by the caller). */
+/* A base64 member decoded into blob (plugin.h's strict form: the spec's base64 is padded
+ * standard). cap: the largest decoded size Holdfast takes, or exact sizes for fixed fields
+ * (checked by the caller). */
 static enum hf_status get_blob(struct json_object *obj, const char *name, bool required, size_t cap,
                                enum hf_status over_cap, struct hf_xks_blob *blob, char *why,
                                size_t whylen)
 {
-    const char *s;
-    size_t len, max;
-    enum hf_status st = get_string(obj, "", name, required, &s, &len, why, whylen);
+    enum hf_status st = hf_json_member_base64(obj, name, required, false, cap, over_cap,
+                                              &blob->data, &blob->len, why, whylen);
 
-    if (st != HF_STATUS_OK || s == NULL) return st;
-    max = hf_base64_decoded_max(len);
-    /* +1: malloc(0) may return NULL, and an empty field is valid. */
-    if ((blob->data = malloc(max + 1)) == NULL) {
-        snprintf(why, whylen, "out of memory decoding %s", name);
-        return HF_STATUS_INTERNAL;
-    }
-    if (!hf_base64_decode(s, len, blob->data, &blob->len)) {
-        snprintf(why, whylen, "%s is not valid base64 (RFC 4648 section 4, padded)", name);
-        return HF_STATUS_BAD_REQUEST;
-    }
-    blob->present = true;
-    if (blob->len > cap) {
-        if (over_cap == HF_STATUS_UNSUPPORTED)
-            snprintf(why, whylen, "%s is %zu bytes; this proxy takes at most %zu", name, blob->len,
-                     cap);
-        else
-            snprintf(why, whylen, "%s is %zu bytes; at most %zu are allowed", name, blob->len, cap);
-        return over_cap;
-    }
-    return HF_STATUS_OK;
+    blob->present = blob->data != NULL;
+    return st;
 }
 
 /* The requestMetadata fields each operation requires (spec: the operation's request payload). */
@@ -131,7 +80,6 @@ static enum hf_status parse_metadata(enum hf_xks_op op, struct json_object *root
         {"awsSourceVpce", false, &md->aws_source_vpce},
     };
     enum hf_status st;
-    size_t len;
 
     if (!json_object_object_get_ex(root, "requestMetadata", &obj)) {
         snprintf(why, whylen, "requestMetadata is required");
@@ -141,17 +89,12 @@ static enum hf_status parse_metadata(enum hf_xks_op op, struct json_object *root
         snprintf(why, whylen, "requestMetadata must be an object");
         return HF_STATUS_BAD_REQUEST;
     }
+    /* kmsOperation and kmsRequestId are opaque (never rejected for their content); a length
+     * over what ARNs may have is still over this proxy's cap. */
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        st = get_string(obj, where, fields[i].name, fields[i].required, fields[i].out, &len, why,
-                        whylen);
+        st = hf_json_member_string(obj, where, fields[i].name, fields[i].required, HF_XKS_ARN_MAX,
+                                   HF_STATUS_UNSUPPORTED, fields[i].out, NULL, why, whylen);
         if (st != HF_STATUS_OK) return st;
-        /* kmsOperation and kmsRequestId are opaque (never rejected for their content); a length
-         * over what ARNs may have is still over this proxy's cap. */
-        if (*fields[i].out != NULL && len > HF_XKS_ARN_MAX) {
-            snprintf(why, whylen, "%s%s is %zu characters; this proxy takes at most %d", where,
-                     fields[i].name, len, HF_XKS_ARN_MAX);
-            return HF_STATUS_UNSUPPORTED;
-        }
     }
     return HF_STATUS_OK;
 }
@@ -160,7 +103,8 @@ static enum hf_status expect_enum(struct json_object *root, const char *name, bo
                                   const char *want, bool *present, char *why, size_t whylen)
 {
     const char *s;
-    enum hf_status st = get_string(root, "", name, required, &s, NULL, why, whylen);
+    enum hf_status st = hf_json_member_string(root, "", name, required, 0, HF_STATUS_BAD_REQUEST,
+                                              &s, NULL, why, whylen);
 
     if (present) *present = s != NULL;
     if (st != HF_STATUS_OK || s == NULL) return st;
