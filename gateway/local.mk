@@ -10,6 +10,14 @@ GATEWAY_SOURCES = \
 	gateway/json.c gateway/json.h \
 	gateway/json-member.c \
 	gateway/random.c \
+	gateway/why.c gateway/why.h \
+	gateway/b64url.c gateway/b64url.h \
+	gateway/ssrf.c gateway/ssrf.h \
+	gateway/outbound.c gateway/outbound.h \
+	gateway/jwks.c gateway/jwks.h \
+	gateway/jwks-source.c \
+	gateway/jwt.c gateway/jwt.h \
+	gateway/jwt-cache.c \
 	gateway/config.c gateway/config.h gateway/config-internal.h \
 	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
@@ -26,8 +34,9 @@ GATEWAY_SOURCES = \
 	gateway/plugins.c gateway/plugins.h \
 	gateway/reload.c gateway/reload.h \
 	gateway/server.c gateway/server.h
-GATEWAY_CPPFLAGS = $(AM_CPPFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(JSONC_CFLAGS) $(INIH_CFLAGS)
-GATEWAY_LIBS = $(MHD_LIBS) $(GNUTLS_LIBS) $(JSONC_LIBS) $(INIH_LIBS) $(CRYPTO_LIBS) \
+GATEWAY_CPPFLAGS = $(AM_CPPFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(JSONC_CFLAGS) $(INIH_CFLAGS) \
+	$(CURL_CFLAGS)
+GATEWAY_LIBS = $(MHD_LIBS) $(GNUTLS_LIBS) $(JSONC_LIBS) $(INIH_LIBS) $(CURL_LIBS) $(CRYPTO_LIBS) \
 	$(PTHREAD_LIBS) -ldl
 
 noinst_LTLIBRARIES += gateway/libhfgateway.la

@@ -8,6 +8,7 @@
 #include "gateway/keys.h"
 #include "gateway/log.h"
 #include "gateway/metrics.h"
+#include "gateway/outbound.h"
 #include "gateway/preauth.h"
 #include "gateway/p11.h"
 #include "gateway/reload.h"
@@ -188,6 +189,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!secure_heap_init()) return 1;
+    /* Before any thread: plugins fetch key sets (JWKS) while they are configured. */
+    if (!hf_outbound_global_init()) {
+        fprintf(stderr, "holdfastd: cannot initialise libcurl\n");
+        return 1;
+    }
     while ((opt = getopt(argc, argv, "c:ftp:h")) != -1) {
         switch (opt) {
         case 'c':

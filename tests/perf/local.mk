@@ -1,6 +1,7 @@
 # Benchmarks: never part of `make check`. Each prints figures beside a reference measured in the
 # same run (raw OpenSSL, SoftHSMv2 called directly).
 EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign tests/perf/mhd-floor \
+	tests/perf/bench-jwt \
 	tests/perf/bench-audit
 tests_perf_bench_audit_SOURCES = tests/perf/bench-audit.c
 tests_perf_bench_audit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit $(CUNIT_CFLAGS)
@@ -34,3 +35,12 @@ bench-gateway: tests/perf/xks-presign$(EXEEXT) tests/perf/mhd-floor$(EXEEXT) gat
 	  $(SHELL) $(top_srcdir)/tests/perf/bench-gateway.sh
 
 .PHONY: bench-gateway
+
+# hf_jwt_verify cached against uncached, RS256 and ES256.
+tests_perf_bench_jwt_SOURCES = tests/perf/bench-jwt.c tests/unit/jwt-mint.c tests/unit/jwt-mint.h
+tests_perf_bench_jwt_CPPFLAGS = $(GATEWAY_CPPFLAGS)
+tests_perf_bench_jwt_LDADD = gateway/libhfgateway.la $(PTHREAD_LIBS)
+bench-jwt: tests/perf/bench-jwt$(EXEEXT)
+	./tests/perf/bench-jwt$(EXEEXT)
+
+.PHONY: bench-jwt

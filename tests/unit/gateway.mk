@@ -1,6 +1,8 @@
 # CUnit suites of the gateway's pure parts: the router, the config file, public randomness, the
-# log, the strict JSON reader, the request's header helpers, the latency metrics, and plugin.h's
-# shared helpers (the token bucket and clock, config values and secret files, base64, body members).
+# log, the strict JSON reader, the request's header helpers, the latency metrics, plugin.h's
+# shared helpers (the token bucket and clock, config values and secret files, base64, body members),
+# JWT and JWKS verification, the SSRF guard's classifier and outbound HTTPS (against an
+# `openssl s_server` the test starts on loopback).
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
@@ -15,7 +17,10 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-conf \
 	tests/unit/test-gateway-base64 \
 	tests/unit/test-gateway-json-member \
-	tests/unit/test-gateway-metrics
+	tests/unit/test-gateway-metrics \
+	tests/unit/test-gateway-jwt \
+	tests/unit/test-gateway-ssrf \
+	tests/unit/test-gateway-outbound
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
 # TESTS takes UNIT_TESTS (tests/unit/local.mk), which memcheck also runs.
 UNIT_TESTS += $(GATEWAY_UNIT_TESTS)
@@ -46,6 +51,17 @@ tests_unit_test_gateway_json_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c
 tests_unit_test_gateway_request_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_request_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_jwt_SOURCES = tests/unit/test-gateway-jwt.c \
+	tests/unit/jwt-mint.c tests/unit/jwt-mint.h
+tests_unit_test_gateway_jwt_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_jwt_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_ssrf_SOURCES = tests/unit/test-gateway-ssrf.c
+tests_unit_test_gateway_ssrf_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_ssrf_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_outbound_SOURCES = tests/unit/test-gateway-outbound.c \
+	tests/unit/jwt-mint.c tests/unit/jwt-mint.h
+tests_unit_test_gateway_outbound_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_outbound_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_key_check_SOURCES = tests/unit/test-gateway-key-check.c
 tests_unit_test_gateway_key_check_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_key_check_LDADD = $(GATEWAY_UNIT_LDADD)
