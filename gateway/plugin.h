@@ -239,6 +239,10 @@ int64_t hf_wall_s(void);
  * answer the cloud no longer waits for is refused instead, with the status the API gives a late
  * backend (XKS: HF_STATUS_TIMEOUT, its 503 DependencyTimeoutException; EKM: 503 either way). */
 bool hf_request_past_deadline(const struct hf_request *req, unsigned deadline_ms);
+/* The same, failing req: HF_STATUS_OK when in time, else hf_request_fail(req, status, ...) with
+ * a message saying how long it waited (status: the API's answer to a late backend). */
+enum hf_status hf_request_deadline_check(struct hf_request *req, unsigned deadline_ms,
+                                         enum hf_status status);
 
 /* A token bucket: per_second tokens a second, holding at most burst (0: per_second; at least
  * 1), full when made. Thread-safe. hf_rate_new(0, 0), and a NULL rate, allow everything. NULL if
@@ -246,6 +250,9 @@ bool hf_request_past_deadline(const struct hf_request *req, unsigned deadline_ms
 struct hf_rate;
 struct hf_rate *hf_rate_new(double per_second, double burst);
 bool hf_rate_allow(struct hf_rate *rate); /* takes a token; false: answer HF_STATUS_THROTTLED */
+/* hf_rate_allow, failing req with HF_STATUS_THROTTLED and a message naming who (e.g. "key
+ * store prod") and its rate when there is no token. */
+enum hf_status hf_request_rate_check(struct hf_request *req, struct hf_rate *rate, const char *who);
 void hf_rate_free(struct hf_rate *rate);
 
 /* ---- config values (provided by holdfastd) ---------------------------------------------------

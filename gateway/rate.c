@@ -67,3 +67,11 @@ HF_PLUGIN_EXPORT void hf_rate_free(struct hf_rate *rate)
     pthread_mutex_destroy(&rate->lock);
     free(rate);
 }
+
+HF_PLUGIN_EXPORT enum hf_status hf_request_rate_check(struct hf_request *req, struct hf_rate *rate,
+                                                      const char *who)
+{
+    if (hf_rate_allow(rate)) return HF_STATUS_OK;
+    return hf_request_fail(req, HF_STATUS_THROTTLED, "%s is over its rate limit of %g per second",
+                           who, rate->per_second);
+}

@@ -403,3 +403,14 @@ HF_PLUGIN_EXPORT bool hf_request_past_deadline(const struct hf_request *req, uns
     if (received == 0 || now < received) return false;
     return now - received > (uint64_t)deadline_ms * 1000u;
 }
+
+HF_PLUGIN_EXPORT enum hf_status
+hf_request_deadline_check(struct hf_request *req, unsigned deadline_ms, enum hf_status status)
+{
+    if (!hf_request_past_deadline(req, deadline_ms)) return HF_STATUS_OK;
+    return hf_request_fail(
+        req, status,
+        "the request waited %llu ms, over the %u ms deadline, before its key "
+        "operation could start",
+        (unsigned long long)((hf_now_us() - hf_request_received_us(req)) / 1000u), deadline_ms);
+}

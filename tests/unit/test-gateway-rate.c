@@ -157,7 +157,35 @@ static void test_the_deadline_counts_from_arrival(void)
     hf_request_free(req);
 }
 
+/* The failing forms end the request with the caller's status and say why, or leave it alone. */
+static void test_the_deadline_and_rate_checks_fail_the_request(void)
+{
+    struct hf_request *late = hf_request_new("POST", "/x"), *on_time = hf_request_new("POST", "/x");
+    struct hf_request *throttled = hf_request_new("POST", "/x");
+    struct hf_rate *rate = hf_rate_new(2, 2);
+
+    CU_ASSERT_FATAL(late && on_time && throttled && rate);
+    late->received_us = hf_now_us() - 300000;
+    on_time->received_us = hf_now_us();
+    CU_ASSERT_EQUAL(hf_request_deadline_check(late, 250, HF_STATUS_TIMEOUT), HF_STATUS_TIMEOUT);
+    CU_ASSERT_EQUAL(late->status, HF_STATUS_TIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(late->message, "over the 250 ms deadline"));
+    CU_ASSERT_EQUAL(hf_request_deadline_check(on_time, 250, HF_STATUS_TIMEOUT), HF_STATUS_OK);
+    CU_ASSERT_EQUAL(on_time->status, HF_STATUS_OK);
+    CU_ASSERT_EQUAL(hf_request_rate_check(throttled, rate, "endpoint e"), HF_STATUS_OK);
+    CU_ASSERT_EQUAL(hf_request_rate_check(throttled, rate, "endpoint e"), HF_STATUS_OK);
+    CU_ASSERT_EQUAL(throttled->status, HF_STATUS_OK);
+    CU_ASSERT_EQUAL(hf_request_rate_check(throttled, rate, "endpoint e"), HF_STATUS_THROTTLED);
+    CU_ASSERT_STRING_EQUAL(throttled->message, "endpoint e is over its rate limit of 2 per second");
+    hf_rate_free(rate);
+    hf_request_free(late);
+    hf_request_free(on_time);
+    hf_request_free(throttled);
+}
+
 static CU_TestInfo rate_tests[] = {
+    {"the deadline and rate checks fail the request with its status",
+     test_the_deadline_and_rate_checks_fail_the_request},
     {"a full burst goes out, then calls are refused", test_a_full_burst_then_refusal},
     {"tokens come back with time, up to the burst", test_refill_follows_time_up_to_the_burst},
     {"burst 0 holds one second of the rate, and at least one token",

@@ -211,7 +211,7 @@ enum hf_status hf_xks_call_begin(struct hf_xks_state *state, struct hf_request *
 {
     const unsigned char *body;
     size_t body_len = 0;
-    char why[256] = "";
+    char why[256] = "", who[160];
     enum hf_status st;
 
     memset(call, 0, sizeof(*call));
@@ -227,10 +227,8 @@ enum hf_status hf_xks_call_begin(struct hf_xks_state *state, struct hf_request *
     /* From here a failure is an authenticated caller's: it gets its own durable record. Before
      * (an unknown prefix, a bad signature) it is only counted (plugin.h, "Audit"). */
     hf_request_set_authenticated(req);
-    if (!hf_rate_allow(call->rt->rate))
-        return hf_request_fail(req, HF_STATUS_THROTTLED,
-                               "key store %s is over its rate limit of %u requests per second",
-                               call->store->name, call->store->rate_limit);
+    snprintf(who, sizeof(who), "key store %s", call->store->name);
+    if ((st = hf_request_rate_check(req, call->rt->rate, who)) != HF_STATUS_OK) return st;
     if (op != HF_XKS_OP_HEALTH) {
         call->key_id = hf_request_param(req, "keyId");
         if (!hf_xks_key_id_is_valid(call->key_id))
@@ -273,17 +271,10 @@ enum hf_status hf_xks_key_find(struct hf_xks_call *call, struct hf_request *req,
     return HF_STATUS_OK;
 }
 
+/* KMS gives up on a late proxy: its 503 DependencyTimeoutException, not InternalException. */
 static enum hf_status deadline_check(const struct hf_xks_call *call, struct hf_request *req)
 {
-    uint64_t received = hf_request_received_us(req), now = hf_now_us();
-
-    if (!hf_request_past_deadline(req, call->store->deadline_ms)) return HF_STATUS_OK;
-    /* KMS gives up on a late proxy: its 503 DependencyTimeoutException, not InternalException. */
-    return hf_request_fail(req, HF_STATUS_TIMEOUT,
-                           "the request waited %llu ms, over the %u ms deadline, before its key "
-                           "operation could start",
-                           (unsigned long long)((now - received) / 1000u),
-                           call->store->deadline_ms);
+    return hf_request_deadline_check(req, call->store->deadline_ms, HF_STATUS_TIMEOUT);
 }
 
 enum hf_status hf_xks_key_gcm_check(const struct hf_xks_call *call, const struct hf_key_ref *key,

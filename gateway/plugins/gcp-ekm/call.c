@@ -83,7 +83,7 @@ enum hf_status hf_ekm_call_begin(struct hf_ekm_state *state, struct hf_request *
 {
     const unsigned char *body;
     size_t body_len = 0;
-    char why[256] = "";
+    char why[256] = "", who[160];
     enum hf_status st;
 
     memset(call, 0, sizeof(*call));
@@ -92,10 +92,8 @@ enum hf_status hf_ekm_call_begin(struct hf_ekm_state *state, struct hf_request *
     memcpy(call->key_path, key_path, key_path_len); /* validated: at most 512 */
     call->key_path[key_path_len] = '\0';
     if ((st = hf_ekm_authenticate(call, req)) != HF_STATUS_OK) return st;
-    if (!hf_rate_allow(call->rt->rate))
-        return hf_request_fail(req, HF_STATUS_THROTTLED,
-                               "endpoint %s is over its rate limit of %u calls per second",
-                               ep->name, ep->rate_limit);
+    snprintf(who, sizeof(who), "endpoint %s", ep->name);
+    if ((st = hf_request_rate_check(req, call->rt->rate, who)) != HF_STATUS_OK) return st;
     body = hf_request_body(req, &body_len);
     st = hf_ekm_request_parse(op, body, body_len, &call->body, why, sizeof(why));
     if (st != HF_STATUS_OK) return hf_request_fail(req, st, "%s", why);
@@ -141,8 +139,5 @@ enum hf_status hf_ekm_fail_ckr(struct hf_request *req, CK_RV rv, const char *wha
 
 enum hf_status hf_ekm_deadline_check(const struct hf_ekm_call *call, struct hf_request *req)
 {
-    if (!hf_request_past_deadline(req, call->ep->deadline_ms)) return HF_STATUS_OK;
-    return hf_request_fail(req, HF_STATUS_UNAVAILABLE,
-                           "the call waited over the %u ms deadline before its key operation",
-                           call->ep->deadline_ms);
+    return hf_request_deadline_check(req, call->ep->deadline_ms, HF_STATUS_UNAVAILABLE);
 }
