@@ -34,7 +34,7 @@
 
 #include "pkcs11/module/holdfast.h"
 
-#define HF_PLUGIN_ABI_VERSION 2
+#define HF_PLUGIN_ABI_VERSION 3
 
 #if defined(__GNUC__)
 #define HF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -88,6 +88,12 @@ struct hf_route {
     const char *pattern;
     const char *operation; /* for metrics, logs and audit: "encrypt", "health", ... */
     hf_handler_fn handle;
+    /* NULL, or whether this route takes path at all (state: the plugin's current state). A
+     * catch-all route ("/{path*}") answers only the paths under its plugin's configured prefixes,
+     * so two such plugins (gcp-ekm under /ekm, gws-cse under /cse) share one listener: a route
+     * that declines is skipped as if its pattern had not matched, for 404 and 405 alike. Called
+     * at routing time, before the body is read; must be fast and must not fail the request. */
+    bool (*accepts)(void *state, const char *path);
 };
 
 struct hf_plugin {
@@ -165,6 +171,23 @@ enum hf_status hf_request_fail(struct hf_request *req, enum hf_status status, co
 /* The success reply: body is serialised compactly on one line (JSON_C_TO_STRING_PLAIN) and
  * freed; the gateway adds Content-Type: application/json. */
 void hf_reply_json(struct hf_request *req, unsigned http_status, struct json_object *body);
+/* A success reply without a body (a CORS preflight's 204). */
+void hf_reply_empty(struct hf_request *req, unsigned http_status);
+/* One more response header, sent with whatever the request is answered, an error body included
+ * (CORS: Access-Control-Allow-Origin, Vary). name and value are copied; at most
+ * HF_REPLY_HEADERS_MAX per request (later ones are dropped and logged); names the gateway sets
+ * itself (Content-Type, Content-Length, Connection, X-Request-Id, Allow) and values with CR or
+ * LF are refused and logged. */
+#define HF_REPLY_HEADERS_MAX 8
+void hf_reply_header(struct hf_request *req, const char *name, const char *value);
+/* This request's answer holds nothing an auditor needs and it never authenticated (a CORS
+ * preflight, a public key set, a status page): it makes no audit record, neither its own nor a
+ * share of a pre-authentication summary, so such requests cannot fill the log; it is still
+ * counted in the metrics and logged. Ignored after hf_request_set_authenticated. */
+void hf_request_set_unaudited(struct hf_request *req);
+/* The request's operation for metrics, logs and audit, when its route cannot tell (one
+ * catch-all route serving several verbs): a string that outlives the request (a literal). */
+void hf_request_set_operation(struct hf_request *req, const char *operation);
 
 /* ---- PKCS#11 (provided by holdfastd) -------------------------------------------------------- */
 
@@ -213,6 +236,15 @@ enum hf_status hf_keys_version_info(const struct hf_key_ref *key, CK_ULONG versi
 enum hf_status hf_keys_by_version_uuid(const char *link_type, const char *version_uuid,
                                        struct hf_key_ref *out, CK_ULONG *version,
                                        char link_id[256]);
+
+/* The object of version `version` of key, for opening what that version sealed, after the
+ * state rules (deactivated and compromised versions still decrypt): HF_STATUS_OK with *object;
+ * HF_STATUS_BAD_CIPHERTEXT when the version is 0 or newer than the key's current one (never
+ * this key's); HF_STATUS_KEY_NOT_FOUND when the version is destroyed or gone;
+ * HF_STATUS_UNAVAILABLE when the store cannot say; hf_key_may's status when the key may not
+ * decrypt. Never fails the request: the caller does, in its API's words. */
+enum hf_status hf_keys_decrypt_version(const struct hf_key_ref *key, CK_ULONG version,
+                                       CK_OBJECT_HANDLE *object);
 
 /* The operations a cloud call maps onto, for the one "may this key do it" rule. */
 enum hf_key_op {
@@ -400,6 +432,9 @@ struct hf_jwt_issuer {
     const char *const *required; /* claims that must be present ("email", "exp" always) */
     size_t nrequired;
     const struct hf_outbound_policy *fetch; /* for an https JWKS; NULL: defaults */
+    /* A key set given inline (JWKS JSON text, copied) instead of jwks: the keys a KACLS signs
+     * its own delegated tokens with. NULL: jwks. */
+    const char *jwks_json;
 };
 
 struct hf_jwt_verifier;
@@ -428,6 +463,62 @@ int64_t hf_jwt_exp(const struct hf_jwt *t);
 void hf_jwt_release(struct hf_jwt *t);
 /* "Bearer <token>" from the Authorization header: the token and its length, or NULL. */
 const char *hf_request_bearer(const struct hf_request *req, size_t *len);
+
+/* ---- minting tokens (provided by holdfastd; gateway/jwt-sign.c) ------------------------------
+ * For the tokens a KACLS issues itself (CSE delegated and migration tokens): RS256 with an RSA
+ * private key object of the module, so the signing key never leaves it. */
+
+/* claims (serialised compactly) as a compact JWS with header {"alg":"RS256","typ":"JWT",
+ * "kid":kid}, signed (CKM_SHA256_RSA_PKCS) with key on the session of hf_p11_begin(req,
+ * operation), so the signature is the request's audited key operation. HF_STATUS_OK with
+ * *token (malloc'd, NUL-terminated); otherwise hf_status_from_ckr's status and why. */
+enum hf_status hf_jwt_sign_rs256(struct hf_request *req, const char *operation,
+                                 CK_OBJECT_HANDLE key, const char *kid,
+                                 const struct json_object *claims, char **token, char *why,
+                                 size_t whylen);
+/* The public JWK {"kty":"RSA","alg":"RS256","use":"sig","kid","n","e"} of an RSA key object
+ * (private or public: its CKA_MODULUS and CKA_PUBLIC_EXPONENT), read on this thread's session.
+ * A new object; NULL if it cannot be read. */
+struct json_object *hf_jwk_rsa_public(CK_OBJECT_HANDLE key, const char *kid);
+
+/* ---- Holdfast's AES-256-GCM blob (provided by holdfastd; gateway/blob.c) ---------------------
+ * specs/google-ekm.md "Crypto", shared by every API that hands out an opaque wrapped blob
+ * (gcp-ekm with api "google-ekm", gws-cse with "gws-cse" and "gws-cse-pk"):
+ *
+ *   blob = 0x01 || BE32(version) || IV(12) || C || T(16)
+ *   AAD  = 0x01 || BE32(version) || BE16(len api) || api || BE16(len uuid) || uuid
+ *          || BE32(len aad) || aad
+ *
+ * with uuid the key's UUID (names change, UUIDs never) and aad the caller's. The version sits
+ * in both, so a blob moves neither to another version, nor another key, nor another API. */
+#define HF_BLOB_FORMAT 0x01
+#define HF_BLOB_IV_LEN 12
+#define HF_BLOB_TAG_LEN 16
+#define HF_BLOB_HEADER_LEN (1 + 4 + HF_BLOB_IV_LEN)
+#define HF_BLOB_OVERHEAD (HF_BLOB_HEADER_LEN + HF_BLOB_TAG_LEN) /* 33 */
+
+/* A blob's parts, pointing into the blob. */
+struct hf_blob {
+    CK_ULONG version;
+    const unsigned char *iv;     /* HF_BLOB_IV_LEN bytes */
+    const unsigned char *sealed; /* C || T: what CKM_AES_GCM decrypts */
+    size_t sealed_len;           /* pt_len + HF_BLOB_TAG_LEN */
+};
+/* Splits a blob; false for an unknown format byte, a version 0 or a blob shorter than
+ * HF_BLOB_OVERHEAD (fail closed). */
+bool hf_blob_parse(const unsigned char *blob, size_t len, struct hf_blob *out);
+/* Seals pt under key (version `version` of the key whose UUID is key_uuid) with iv: out gets
+ * HF_BLOB_OVERHEAD + pt_len bytes, the whole blob. One C_EncryptInit + C_Encrypt on session s
+ * (the caller's key operation, from hf_p11_begin). */
+CK_RV hf_blob_seal(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                   CK_ULONG version, const char *api, const char *key_uuid,
+                   const unsigned char iv[HF_BLOB_IV_LEN], const unsigned char *aad, size_t aad_len,
+                   const unsigned char *pt, size_t pt_len, unsigned char *out);
+/* Opens a parsed blob into pt (blob->sealed_len - HF_BLOB_TAG_LEN bytes; cleansed on failure).
+ * A failed tag is the module's CKR_ENCRYPTED_DATA_INVALID. */
+CK_RV hf_blob_open(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                   const char *api, const char *key_uuid, const struct hf_blob *blob,
+                   const unsigned char *aad, size_t aad_len, unsigned char *pt);
 
 /* ---- randomness (provided by holdfastd; OpenSSL's DRBG underneath) -------------------------- */
 

@@ -307,13 +307,13 @@ static enum hf_status post_only_handle(void *state, struct hf_request *req)
 }
 
 static const struct hf_route routes[] = {
-    {"POST", "/test/v1/links/{linkId}/encrypt", "encrypt", encrypt_handle},
-    {"POST", "/test/v1/links/{linkId}/decrypt", "decrypt", decrypt_handle},
-    {"GET", "/test/v1/fail", "fail", fail_handle},
-    {"GET", "/test/v1/config", "config", config_handle},
-    {"POST", "/test/v1/post-only", "post-only", post_only_handle},
-    {"GET", "/test/v1/versions/{versionUuid}", "version", version_handle},
-    {"GET", "/test/{rest*}/echo/{id}", "echo", echo_handle},
+    {"POST", "/test/v1/links/{linkId}/encrypt", "encrypt", encrypt_handle, NULL},
+    {"POST", "/test/v1/links/{linkId}/decrypt", "decrypt", decrypt_handle, NULL},
+    {"GET", "/test/v1/fail", "fail", fail_handle, NULL},
+    {"GET", "/test/v1/config", "config", config_handle, NULL},
+    {"POST", "/test/v1/post-only", "post-only", post_only_handle, NULL},
+    {"GET", "/test/v1/versions/{versionUuid}", "version", version_handle, NULL},
+    {"GET", "/test/{rest*}/echo/{id}", "echo", echo_handle, NULL},
 };
 
 static void *create(void)

@@ -84,16 +84,16 @@ static enum hf_status xks_handle_get(void *state, struct hf_request *req)
  * InvalidUriPathException; with GET as well, so an unknown path is 404 (not 405) whatever the
  * method. */
 static const struct hf_route xks_routes[] = {
-    {"POST", XKS_BASE "/keys/{keyId}/metadata", "metadata", hf_xks_handle_metadata},
-    {"POST", XKS_BASE "/keys/{keyId}/encrypt", "encrypt", hf_xks_handle_encrypt},
-    {"POST", XKS_BASE "/keys/{keyId}/decrypt", "decrypt", hf_xks_handle_decrypt},
-    {"POST", XKS_BASE "/health", "health", hf_xks_handle_health},
-    {"GET", XKS_BASE "/keys/{keyId}/metadata", "metadata", xks_handle_get},
-    {"GET", XKS_BASE "/keys/{keyId}/encrypt", "encrypt", xks_handle_get},
-    {"GET", XKS_BASE "/keys/{keyId}/decrypt", "decrypt", xks_handle_get},
-    {"GET", XKS_BASE "/health", "health", xks_handle_get},
-    {"POST", XKS_BASE "/{rest*}", "unknown", xks_handle_unknown},
-    {"GET", XKS_BASE "/{rest*}", "unknown", xks_handle_unknown},
+    {"POST", XKS_BASE "/keys/{keyId}/metadata", "metadata", hf_xks_handle_metadata, NULL},
+    {"POST", XKS_BASE "/keys/{keyId}/encrypt", "encrypt", hf_xks_handle_encrypt, NULL},
+    {"POST", XKS_BASE "/keys/{keyId}/decrypt", "decrypt", hf_xks_handle_decrypt, NULL},
+    {"POST", XKS_BASE "/health", "health", hf_xks_handle_health, NULL},
+    {"GET", XKS_BASE "/keys/{keyId}/metadata", "metadata", xks_handle_get, NULL},
+    {"GET", XKS_BASE "/keys/{keyId}/encrypt", "encrypt", xks_handle_get, NULL},
+    {"GET", XKS_BASE "/keys/{keyId}/decrypt", "decrypt", xks_handle_get, NULL},
+    {"GET", XKS_BASE "/health", "health", xks_handle_get, NULL},
+    {"POST", XKS_BASE "/{rest*}", "unknown", xks_handle_unknown, NULL},
+    {"GET", XKS_BASE "/{rest*}", "unknown", xks_handle_unknown, NULL},
 };
 
 /* ---- the state ------------------------------------------------------------------------------- */

@@ -223,7 +223,7 @@ static enum hf_status ekm_handle(void *state, struct hf_request *req)
 
 #define ROUTE(m)                                                                                   \
     {                                                                                              \
-        m, "/{path*}", "ekm", ekm_handle                                                           \
+        m, "/{path*}", "ekm", ekm_handle, NULL                                                     \
     }
 static const struct hf_route ekm_routes[] = {
     ROUTE("POST"), ROUTE("GET"), ROUTE("PUT"), ROUTE("DELETE"), ROUTE("PATCH"),
