@@ -22,6 +22,7 @@ GATEWAY_SOURCES = \
 	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \
+	gateway/reply.c \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
 	gateway/keys.c gateway/keys.h \
