@@ -27,6 +27,8 @@ GATEWAY_SOURCES = \
 	gateway/p11.c gateway/p11.h \
 	gateway/keys.c gateway/keys.h \
 	gateway/key-check.c \
+	gateway/blob.c gateway/blob.h \
+	gateway/blob-gcm.c \
 	gateway/audit.c gateway/audit.h \
 	gateway/audit-fields.c \
 	gateway/preauth.c gateway/preauth.h \
