@@ -25,3 +25,8 @@ gateway_plugins_gcp_ekm_gcp_ekm_la_LIBADD = gateway/plugins/gcp-ekm/libhf-ekm.la
 	$(JSONC_LIBS) $(CRYPTO_LIBS)
 
 EXTRA_DIST += gateway/plugins/gcp-ekm/README.md
+
+# Its tests (the scheme of gateway/README.md, "Adding a plugin").
+include $(top_srcdir)/tests/unit/ekm.mk
+include $(top_srcdir)/tests/integration/ekm.mk
+include $(top_srcdir)/tests/fuzz/ekm.mk
