@@ -6,7 +6,10 @@
 # gateway for a request refused before one), none of its own for a request refused before
 # authentication (404, 405, 413, a plugin failure before it marks the request authenticated) but
 # summary records that count them per source and reason, written at the interval and at stop, TLS 1.2/1.3 only, mTLS (no certificate and a foreign CA refused in
-# the handshake), SIGHUP reloading plugin config under an open keep-alive connection (and a bad
+# the handshake), a second catch-all route that declines paths outside its prefix (404, never
+# 405), reply headers on successes and error bodies (the gateway's own names and CR/LF refused),
+# a bodiless 204 without Content-Type, unaudited requests with no record and no summary share,
+# the metrics series a handler names (hf_request_set_operation), SIGHUP reloading plugin config under an open keep-alive connection (and a bad
 # config refused), a rotation seen within a second with old ciphertexts still decrypting (through
 # hf_keys_version), the link kill switch acting within a second, no core file and no memory
 # readable by the user's other processes (PR_SET_DUMPABLE 0, RLIMIT_CORE 0), OpenSSL's secure
@@ -79,6 +82,7 @@ client_san = $client_name
 
 [test]
 greeting = $1
+catchall_prefix = /tc
 $2
 EOF
 }
@@ -210,6 +214,36 @@ check "$(json na 'd["errorName"]')" TestMethod "405 in the plugin's shape"
 check "$(header na Allow)" GET "405 Allow header"
 id_na=$(header na X-Request-Id)
 ids="$ids $id_na"
+# The test plugin's catch-all (GET and OPTIONS "/{any*}") takes only /tc: elsewhere it
+# declines, so the gateway's 404 stands, never a 405 from its pattern (plugin.h's accepts).
+check "$(req nfo OPTIONS /no/such/path)" 404 "OPTIONS outside the catch-all's prefix"
+check "$(json nfo 'd["error"]')" NotFound "a declined catch-all: the generic 404"
+ids="$ids $(header nfo X-Request-Id)"
+check "$(req tc GET /tc/a/b)" 200 "the catch-all under its prefix"
+check "$(json tc 'd["catchall"]')" /tc/a/b "the catch-all's path"
+check "$(header tc X-Test-Extra)" yes "hf_reply_header on a success"
+ids="$ids $(header tc X-Request-Id)"
+check "$(req tcf GET /tc/fail)" 400 "the catch-all's failure"
+check "$(json tcf 'd["errorName"]')" TestUnsupported "the failure in the plugin's shape"
+check "$(header tcf X-Test-Extra)" yes "hf_reply_header on an error body"
+ids="$ids $(header tcf X-Request-Id)"
+check "$(req pre OPTIONS /tc/a -H 'Origin: https://client.example')" 204 "a preflight"
+[ ! -s "$HF_TMP/pre.body" ] || hf_fail "hf_reply_empty sent a body: $(cat "$HF_TMP/pre.body")"
+[ -z "$(header pre Content-Type)" ] || hf_fail "hf_reply_empty sent a Content-Type"
+check "$(header pre Access-Control-Allow-Origin)" https://client.example "the preflight's CORS header"
+[ -n "$(header pre X-Request-Id)" ] || hf_fail "no X-Request-Id on the preflight"
+if grep -qi -e '^Injected:' -e '^X-Split:' "$HF_TMP/pre.hdr"; then
+    hf_fail "a header value with CR LF reached the wire: $(cat "$HF_TMP/pre.hdr")"
+fi
+id_pre=$(header pre X-Request-Id)
+ids="$ids $id_pre"
+for i in 1 2; do
+    check "$(req pref OPTIONS /tc/fail)" 400 "an unaudited failure"
+    ids="$ids $(header pref X-Request-Id)"
+    id_pref=$(header pref X-Request-Id)
+done
+check "$(metric 'holdfast_requests_total{api="test",operation="catchall.get",status="200"}')" 1 \
+    "hf_request_set_operation names the metrics series"
 check "$(req ec GET '/test/a/b%2Fc/echo/k%41y?x=1' -H 'X-Test-Echo: hi')" 200 "echo"
 check "$(json ec 'd["rest"], d["id"], d["query"], d["header"]')" "('a/b/c', 'kAy', 'x=1', 'hi')" \
     "captures, query, header"
@@ -398,7 +432,8 @@ for id in $id_enc $id_fail; do
     [ "$n" = 1 ] || hf_fail "request $id has $n audit records"
 done
 # Refused before authentication: no record, no wait; counted (the summaries are checked at stop).
-for id in $id_nokey $id_nf $id_na $id_big; do
+# Unaudited (a preflight, its success or failure): no record either, nor counted.
+for id in $id_nokey $id_nf $id_na $id_big $id_pre $id_pref; do
     n=$(grep -a -o "\"request_id\":\"$id\"" "$audit" | wc -l)
     [ "$n" = 0 ] || hf_fail "request $id, refused before authentication, has $n audit records"
 done
@@ -443,6 +478,9 @@ for want in "test TestKeyNotFound 1" "gateway NotFound 1" "test TestMethod 1" "t
     got=$(hf_preauth_count "$audit" "$1" "$2" 127.0.0.1)
     [ "${got% *}" -ge "$3" ] || hf_fail "summaries count ${got% *} $1 $2 refusals, want $3 or more"
 done
+# GET /tc/fail once, OPTIONS /tc/fail (unaudited) twice: only the first is counted.
+got=$(hf_preauth_count "$audit" test TestUnsupported 127.0.0.1)
+check "${got% *}" 1 "refusals summarised as TestUnsupported (unaudited ones are not)"
 if grep -q -e "ERROR: AddressSanitizer" -e "ERROR: LeakSanitizer" -e "runtime error:" "$log"; then
     cat "$log"
     hf_fail "sanitizer report"

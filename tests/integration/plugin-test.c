@@ -17,8 +17,9 @@
  *   GET, OPTIONS /{any*}                   a catch-all that accepts only paths under [test]
  *        catchall_prefix (none: it declines every path), as gcp-ekm and gws-cse do on one
  *        listener: GET answers {"catchall": path} with header X-Test-Extra, its operation set to
- *        "catchall.get" (hf_request_set_operation); GET .../fail fails, X-Test-Extra still
- *        sent; OPTIONS is a bodiless 204 with Access-Control-Allow-Origin, unaudited
+ *        "catchall.get" (hf_request_set_operation); GET .../fail fails (Unsupported), with
+ *        X-Test-Extra still; OPTIONS is unaudited: a bodiless 204 with
+ *        Access-Control-Allow-Origin, or for .../fail a failure that no summary counts
  *
  * Its link type is its own, "test-api" (holdfastd registers it at start): [test] link_type
  * overrides it. Headers X-Test-Caller and X-Test-Request-Id become the audit caller and cloud
@@ -321,25 +322,34 @@ static bool catchall_accepts(void *state, const char *path)
            (path[n] == '/' || path[n] == '\0');
 }
 
+static bool path_ends_with_fail(const char *path)
+{
+    size_t len = strlen(path);
+
+    return len >= 5 && strcmp(path + len - 5, "/fail") == 0;
+}
+
 static enum hf_status catchall_handle(void *state, struct hf_request *req)
 {
     const char *path = hf_request_path(req);
     struct json_object *out;
-    size_t len = strlen(path);
 
     hf_reply_header(req, "X-Test-Extra", "yes");
     if (strcmp(hf_request_method(req), "OPTIONS") == 0) {
         hf_request_set_unaudited(req);
+        if (path_ends_with_fail(path))
+            return hf_request_fail(req, HF_STATUS_UNSUPPORTED, "an unaudited failure");
         hf_reply_header(req, "Access-Control-Allow-Origin", "https://client.example");
-        /* Refused by the gateway (it sets these itself), logged, never sent. */
+        /* Refused by the gateway (it sets these itself, or they would split the response),
+         * logged, never sent. */
         hf_reply_header(req, "Content-Type", "text/evil");
         hf_reply_header(req, "X-Split", "a\r\nInjected: yes");
         hf_reply_empty(req, 204);
         return HF_STATUS_OK;
     }
     hf_request_set_operation(req, "catchall.get");
-    if (len >= 5 && strcmp(path + len - 5, "/fail") == 0)
-        return hf_request_fail(req, HF_STATUS_BAD_REQUEST, "the catch-all fails on request");
+    if (path_ends_with_fail(path))
+        return hf_request_fail(req, HF_STATUS_UNSUPPORTED, "the catch-all fails on request");
     out = json_object_new_object();
     json_object_object_add(out, "catchall", json_object_new_string(path));
     hf_reply_json(req, 200, out);
