@@ -1,6 +1,6 @@
-/* plugin.h's hf_reply_empty and hf_reply_header: a bodiless success, and the extra headers a
- * plugin wants on whatever the request is answered (server.c sends them on every path that
- * writes a response). */
+/* plugin.h's replies: hf_reply_json, hf_reply_empty (a bodiless success) and hf_reply_header,
+ * the extra headers a plugin wants on whatever the request is answered (server.c sends them on
+ * every path that writes a response). */
 #include "hf-build.h"
 
 #include "gateway/log.h"
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <json-c/json.h>
 #include <openssl/crypto.h>
 
 /* The gateway's own: a plugin's copy would contradict the body, the framing or the id. */
@@ -39,15 +40,46 @@ static bool value_is_safe(const char *value)
     return strpbrk(value, "\r\n") == NULL && strlen(value) <= 4096;
 }
 
-HF_PLUGIN_EXPORT void hf_reply_empty(struct hf_request *req, unsigned http_status)
+/* A later reply replaces an earlier one; the earlier body may be a plaintext. */
+static void reply_reset(struct hf_request *req, unsigned http_status, bool empty)
 {
-    if (!req) return;
     if (req->reply) OPENSSL_clear_free(req->reply, req->reply_len);
     req->reply = NULL;
     req->reply_len = 0;
     req->replied = true;
-    req->reply_empty = true;
+    req->reply_empty = empty;
     req->http_status = http_status;
+}
+
+HF_PLUGIN_EXPORT void hf_reply_json(struct hf_request *req, unsigned http_status,
+                                    struct json_object *body)
+{
+    const char *s;
+    size_t len;
+
+    if (!req) {
+        json_object_put(body);
+        return;
+    }
+    reply_reset(req, http_status, false);
+    if (!body) return;
+    s = json_object_to_json_string_ext(body,
+                                       JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    len = s ? strlen(s) : 0;
+    if (s && (req->reply = malloc(len + 1))) {
+        memcpy(req->reply, s, len + 1);
+        req->reply_len = len;
+    } else {
+        req->replied = false; /* out of memory: the server answers INTERNAL */
+    }
+    /* json-c keeps the serialisation inside the object; it may be a plaintext. */
+    if (s) OPENSSL_cleanse((void *)s, len);
+    json_object_put(body);
+}
+
+HF_PLUGIN_EXPORT void hf_reply_empty(struct hf_request *req, unsigned http_status)
+{
+    if (req) reply_reset(req, http_status, true);
 }
 
 HF_PLUGIN_EXPORT void hf_reply_header(struct hf_request *req, const char *name, const char *value)

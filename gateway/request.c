@@ -1,6 +1,6 @@
-/* The request object behind plugin.h's hf_request_* accessors, hf_request_fail and
- * hf_reply_json. Headers come from libmicrohttpd (case-insensitive lookup) when the request has a
- * connection, from the request's own list otherwise (unit tests). */
+/* The request object behind plugin.h's hf_request_* accessors and hf_request_fail (the replies
+ * are reply.c's). Headers come from libmicrohttpd (case-insensitive lookup) when the request has
+ * a connection, from the request's own list otherwise (unit tests). */
 #include "hf-build.h"
 
 #include "gateway/audit.h"
@@ -377,38 +377,6 @@ HF_PLUGIN_EXPORT enum hf_status hf_request_fail(struct hf_request *req, enum hf_
         va_end(ap);
     }
     return status;
-}
-
-HF_PLUGIN_EXPORT void hf_reply_json(struct hf_request *req, unsigned http_status,
-                                    struct json_object *body)
-{
-    const char *s;
-    size_t len;
-
-    if (!req) {
-        json_object_put(body);
-        return;
-    }
-    if (req->reply) OPENSSL_clear_free(req->reply, req->reply_len);
-    req->reply = NULL;
-    req->reply_len = 0;
-    req->replied = true;
-    req->reply_empty = false;
-    req->http_status = http_status;
-    if (body) {
-        s = json_object_to_json_string_ext(body,
-                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        len = s ? strlen(s) : 0;
-        if (s && (req->reply = malloc(len + 1))) {
-            memcpy(req->reply, s, len + 1);
-            req->reply_len = len;
-        } else {
-            req->replied = false; /* out of memory: the server answers INTERNAL */
-        }
-        /* json-c keeps the serialisation inside the object; it may be a plaintext. */
-        if (s) OPENSSL_cleanse((void *)s, len);
-        json_object_put(body);
-    }
 }
 
 HF_PLUGIN_EXPORT bool hf_request_past_deadline(const struct hf_request *req, unsigned deadline_ms)

@@ -43,13 +43,15 @@ tests_unit_test_gateway_random_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_log_SOURCES = tests/unit/test-gateway-log.c
 tests_unit_test_gateway_log_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_log_LDADD = $(GATEWAY_UNIT_LDADD)
-tests_unit_test_gateway_preauth_SOURCES = tests/unit/test-gateway-preauth.c
+tests_unit_test_gateway_preauth_SOURCES = tests/unit/test-gateway-preauth.c \
+	tests/unit/gw-log.c tests/unit/gw-log.h
 tests_unit_test_gateway_preauth_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_preauth_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_json_SOURCES = tests/unit/test-gateway-json.c
 tests_unit_test_gateway_json_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_json_LDADD = $(GATEWAY_UNIT_LDADD)
-tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c
+tests_unit_test_gateway_request_SOURCES = tests/unit/test-gateway-request.c \
+	tests/unit/gw-log.c tests/unit/gw-log.h
 tests_unit_test_gateway_request_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_request_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_jwt_SOURCES = tests/unit/test-gateway-jwt.c \

@@ -3,33 +3,14 @@
  * vendor interface (no module here) a summary goes to the gateway's log, which this reads. */
 #include "hf-build.h"
 
-#include "gateway/log.h"
 #include "gateway/preauth.h"
 #include "gateway/request.h"
+#include "tests/unit/gw-log.h"
 #include "tests/unit/harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static char log_path[] = "/tmp/hf-test-gwpreauth-XXXXXX";
-
-static int suite_init(void)
-{
-    char err[256];
-    int fd = mkstemp(log_path);
-
-    if (fd < 0) return -1;
-    close(fd);
-    return hf_gw_log_open(log_path, err, sizeof(err)) ? 0 : -1;
-}
-
-static int suite_clean(void)
-{
-    hf_gw_log_close();
-    return unlink(log_path);
-}
 
 /* A refused request of api with error name reason, as server.c settles one. */
 static void refuse(const char *api, const char *reason, int times)
@@ -50,7 +31,7 @@ static void refuse(const char *api, const char *reason, int times)
  * their counts for reason (NULL: all), and whether one was the overflow key's. */
 static size_t summaries_since(long *at, const char *reason, unsigned long *count, bool *overflow)
 {
-    FILE *f = fopen(log_path, "r");
+    FILE *f = fopen(hf_test_gw_log_path(), "r");
     char line[2048], want[96];
     size_t n = 0;
 
@@ -142,7 +123,7 @@ static CU_TestInfo preauth_tests[] = {
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
-        {"gateway-preauth", suite_init, suite_clean, NULL, NULL, preauth_tests},
+        {"gateway-preauth", hf_test_gw_log_init, hf_test_gw_log_clean, NULL, NULL, preauth_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);

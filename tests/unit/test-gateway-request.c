@@ -8,40 +8,21 @@
 #include "hf-build.h"
 
 #include "gateway/audit.h"
-#include "gateway/log.h"
 #include "gateway/metrics.h"
 #include "gateway/plugins.h"
 #include "gateway/preauth.h"
 #include "gateway/request.h"
+#include "tests/unit/gw-log.h"
 #include "tests/unit/harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static char log_path[] = "/tmp/hf-test-gwrequest-XXXXXX";
-
-static int suite_init(void)
-{
-    char err[256];
-    int fd = mkstemp(log_path);
-
-    if (fd < 0) return -1;
-    close(fd);
-    return hf_gw_log_open(log_path, err, sizeof(err)) ? 0 : -1;
-}
-
-static int suite_clean(void)
-{
-    hf_gw_log_close();
-    return unlink(log_path);
-}
 
 /* How many lines of the gateway's log (JSON: a quote is \") contain needle. */
 static size_t log_lines_with(const char *needle)
 {
-    FILE *f = fopen(log_path, "r");
+    FILE *f = fopen(hf_test_gw_log_path(), "r");
     char line[4096];
     size_t n = 0;
 
@@ -137,25 +118,29 @@ static const char *reply_header(const struct hf_request *req, const char *name)
 
 static void test_reply_headers_are_kept_refused_and_bounded(void)
 {
+    /* The gateway's own names, any case, what would split the response, and no name at all. */
+    static const char *const refused[][2] = {
+        {"content-type", "text/html"},
+        {"Content-Length", "0"},
+        {"CONNECTION", "keep-alive"},
+        {"X-Request-Id", "forged"},
+        {"Allow", "GET"},
+        {"X-Split", "a\r\nSet-Cookie: evil=1"},
+        {"X-Lf", "a\nb"},
+        {"Bad Name", "x"},
+        {"Bad:Name", "x"},
+        {"", "x"},
+        {NULL, "x"},
+        {"X-Null", NULL},
+    };
     struct hf_request *req = hf_request_new("OPTIONS", "/cse/wrap");
     char name[32];
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
     hf_reply_header(req, "Access-Control-Allow-Origin", "https://client.example");
     hf_reply_header(req, "Vary", "Origin");
-    /* The gateway's own names, any case, and what would split the response. */
-    hf_reply_header(req, "content-type", "text/html");
-    hf_reply_header(req, "Content-Length", "0");
-    hf_reply_header(req, "CONNECTION", "keep-alive");
-    hf_reply_header(req, "X-Request-Id", "forged");
-    hf_reply_header(req, "Allow", "GET");
-    hf_reply_header(req, "X-Split", "a\r\nSet-Cookie: evil=1");
-    hf_reply_header(req, "X-Lf", "a\nb");
-    hf_reply_header(req, "Bad Name", "x");
-    hf_reply_header(req, "Bad:Name", "x");
-    hf_reply_header(req, "", "x");
-    hf_reply_header(req, NULL, "x");
-    hf_reply_header(req, "X-Null", NULL);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        hf_reply_header(req, refused[i][0], refused[i][1]);
     CU_ASSERT_EQUAL(req->nreply_headers, 2);
     CU_ASSERT_STRING_EQUAL(reply_header(req, "Access-Control-Allow-Origin"),
                            "https://client.example");
@@ -301,7 +286,7 @@ static CU_TestInfo request_tests[] = {
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
-        {"gateway-request", suite_init, suite_clean, NULL, NULL, request_tests},
+        {"gateway-request", hf_test_gw_log_init, hf_test_gw_log_clean, NULL, NULL, request_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);
