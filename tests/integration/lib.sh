@@ -19,6 +19,10 @@
 #   hf_preauth_count LOG API REASON [SOURCE]   requests counted (and records) in the summary
 #                        records of refusals before authentication in audit log LOG
 #   hf_now_ms            milliseconds since the epoch
+#   hf_gateway_section PLUGINS MAX_BODY LISTEN...   print a holdfastd.conf's [gateway] section:
+#                        a `listen =` line per LISTEN ("127.0.0.1:PORT [tls]"), the module and
+#                        the gateway PIN of hf_store_setup's store, plugins, max_body, and the
+#                        log in $HF_TMP/holdfastd.log
 #   hf_gateway_start URL CMD...  run CMD (holdfastd -f, or a wrapper that execs it) in the
 #                        background, its output in $HF_TMP/holdfastd.out, HF_GW_PID its pid
 #                        (stopped on exit); fails unless URL/healthz answers 200 within 30 s
@@ -182,6 +186,20 @@ PY
 }
 
 hf_now_ms() { date +%s%3N; }
+
+hf_gateway_section() {
+    _plugins=$1 _max_body=$2
+    shift 2
+    echo "[gateway]"
+    for _l in "$@"; do echo "listen = $_l"; done
+    cat <<EOF
+module = $HF_MODULE
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
+plugins = $_plugins
+max_body = $_max_body
+log = $HF_TMP/holdfastd.log
+EOF
+}
 
 HF_GW_PID=
 hf_gateway_start() {

@@ -66,14 +66,7 @@ CONF="$HF_TMP/holdfastd.conf"
 MAIN_CREDS="credential = $AKID_A:$SEC_A"
 write_conf() {
     cat >"$CONF" <<EOF
-[gateway]
-listen = 127.0.0.1:$P_PLAIN
-listen = 127.0.0.1:$P_TLS tls
-module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
-plugins = aws-xks
-max_body = 32k
-log = $HF_TMP/holdfastd.log
+$(hf_gateway_section aws-xks 32k "127.0.0.1:$P_PLAIN" "127.0.0.1:$P_TLS tls")
 
 [plugin:aws-xks]
 path = $XKS_PLUGIN
