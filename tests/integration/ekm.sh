@@ -14,7 +14,8 @@
 # record's fields on each call, and `holdfast audit verify`; a second catch-all plugin on the
 # same listener (the test plugin, under /tc): each takes only the paths under its own prefix
 # (plugin.h's accepts), a path under neither is the gateway's 404, never a 405; the metrics
-# count wrap and unwrap as operations (hf_request_set_operation), not the route's "ekm".
+# count wrap and unwrap as operations (hf_request_set_operation), not the route's "ekm"; a key's
+# policy from a policy_file (and a key in both the file and the section refused).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 HOLDFASTD="$top_builddir/gateway/holdfastd"
@@ -52,6 +53,8 @@ hf key create ekm2
 hf link add gcp-ekm v0/keys/kaj ekm2
 hf key create ekm3
 hf link add gcp-ekm v0/keys/blk ekm3
+hf key create ekm4
+hf link add gcp-ekm v0/keys/pf ekm4
 
 # ---- the JWKS over HTTPS, under a CA of the test's own ----
 JW="$HF_TMP/jwks"
@@ -77,13 +80,7 @@ PORT=$(hf_free_port)
 BASE="http://127.0.0.1:$PORT"
 CONF="$HF_TMP/holdfastd.conf"
 cat >"$CONF" <<EOC
-[gateway]
-listen = 127.0.0.1:$PORT
-module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
-plugins = gcp-ekm, test
-max_body = 256k
-log = $HF_TMP/holdfastd.log
+$(hf_gateway_section "gcp-ekm, test" 256k "127.0.0.1:$PORT")
 
 [plugin:gcp-ekm]
 path = $EKM_PLUGIN
@@ -106,7 +103,20 @@ key.v0/keys/kaj.allowed_emails = $AGENT
 key.v0/keys/kaj.reasons = CUSTOMER_INITIATED_ACCESS, 6
 key.v0/keys/kaj.reason_absent = deny
 key.v0/keys/blk.allowed_emails = $AGENT
+policy_file = ekm-policy.ini
 EOC
+# The policy file, named relative to the config file: a key's KAJ policy kept apart.
+cat >"$HF_TMP/ekm-policy.ini" <<EOC
+[key:v0/keys/pf]
+allowed_emails = $AGENT
+reasons = CUSTOMER_INITIATED_ACCESS
+EOC
+chmod 644 "$HF_TMP/ekm-policy.ini"
+# A key in both the section and the file is refused, by name.
+sed 's|^key.v0/keys/blk.allowed_emails|key.v0/keys/pf.allowed_emails|' "$CONF" >"$HF_TMP/both.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/both.conf"
+grep -q "key v0/keys/pf is defined both" "$HF_ERR" ||
+    { cat "$HF_ERR"; hf_fail "a key in the section and the policy_file is not refused"; }
 hf_gateway_start "$BASE" "$HOLDFASTD" -f -c "$CONF"
 
 # ---- calls ----
@@ -238,6 +248,12 @@ ekm /ekm/v0/keys/kaj:unwrap "{\"wrappedBlob\":\"$KAJ_BLOB\",\"additionalContext\
 expect 200
 check "$(json plaintext)" "$PT" "unwrap under the KAJ policy"
 [ -z "$(json allowedCacheDuration)" ] || hf_fail "allowedCacheDuration on a key that sets none"
+
+# The policy_file's key: its reasons, as a section's would be.
+ekm /ekm/v0/keys/pf:wrap "$(kaj '"CUSTOMER_INITIATED_ACCESS"')"
+expect 200
+ekm /ekm/v0/keys/pf:wrap "$(kaj '"GOOGLE_INITIATED_REVIEW"')"
+expect 403 7
 
 # Blocked link: 403 within a second; unblocked: works again.
 ekm /ekm/v0/keys/blk:wrap "$WRAP"

@@ -1,12 +1,19 @@
-/* The gcp-ekm configuration (gateway/plugins/gcp-ekm/config.[ch]): endpoints and their
- * defaults (audience from the key URI, Google's issuers and JWKS), per-key allowlists and KAJ
- * policies, what a whole config must have, and routing a path to its endpoint and keyPath. */
+/* The gcp-ekm configuration (gateway/plugins/gcp-ekm/config.[ch], policy-file.c): endpoints and
+ * their defaults (audience from the key URI, Google's issuers and JWKS), per-key allowlists and
+ * KAJ policies, in the section or from a policy_file (relative to the config file's directory),
+ * what a whole config must have, routing a path to its endpoint and keyPath, and which paths the
+ * plugin's catch-all routes accept. */
 #include "hf-build.h"
 
 #include "harness.h"
+#include "gateway/conf-value.h"
 #include "gateway/plugins/gcp-ekm/config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct hf_ekm_config cfg;
 static char err[256];
@@ -189,6 +196,118 @@ static void test_audience_from_a_uri(void)
     CU_ASSERT_FALSE(hf_ekm_uri_audience("https://h.test", out, 8));
 }
 
+/* The paths the catch-all routes take: under a prefix ("" takes all), nothing else. */
+static void test_served_paths_are_under_a_prefix(void)
+{
+    minimal();
+    CU_ASSERT_TRUE(set("b", "prefix", "/x/y"));
+    CU_ASSERT_TRUE(hf_ekm_config_is_served(&cfg, "/ekm/v0/keys/k1:wrap"));
+    CU_ASSERT_TRUE(hf_ekm_config_is_served(&cfg, "/ekm"));
+    CU_ASSERT_TRUE(hf_ekm_config_is_served(&cfg, "/x/y/k:unwrap"));
+    CU_ASSERT_FALSE(hf_ekm_config_is_served(&cfg, "/ekmx/k:wrap"));
+    CU_ASSERT_FALSE(hf_ekm_config_is_served(&cfg, "/x/k:wrap"));
+    CU_ASSERT_FALSE(hf_ekm_config_is_served(&cfg, "/cse/wrap"));
+    CU_ASSERT_FALSE(hf_ekm_config_is_served(&cfg, "/"));
+    CU_ASSERT_TRUE(set("c", "prefix", ""));
+    CU_ASSERT_TRUE(hf_ekm_config_is_served(&cfg, "/cse/wrap"));
+    CU_ASSERT_FALSE(hf_ekm_config_is_served(NULL, "/ekm/k"));
+}
+
+/* A policy file in a temp dir, named as the config gives it: relative to that dir. */
+static char policy_dir[] = "/tmp/hf-test-ekmpolicy-XXXXXX";
+
+static void policy_write(const char *name, const char *text, mode_t mode)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", policy_dir, name);
+    f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(chmod(path, mode), 0);
+}
+
+static void test_policy_file_keys(void)
+{
+    const struct hf_ekm_key *k;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(policy_dir));
+    policy_write("kaj.ini",
+                 "; the payroll keys\n"
+                 "[key:v0/keys/pay.1]\n"
+                 "allowed_emails = A@x.example, b@x.example\n"
+                 "reasons = CUSTOMER_INITIATED_ACCESS, 6\n"
+                 "reason_absent = deny\n"
+                 "cache_duration = 2m\n"
+                 "[key:v0/keys/pay.2]\n"
+                 "allowed_emails = c@x.example\n",
+                 0644);
+    hf_gw_conf_dir_set(policy_dir);
+    minimal();
+    CU_ASSERT_TRUE(set("a", "policy_file", "kaj.ini"));
+    CU_ASSERT_TRUE_FATAL(hf_ekm_config_check(&cfg, err, sizeof(err)));
+    CU_ASSERT_EQUAL(cfg.endpoints[0].nkeys, 3);
+    k = hf_ekm_endpoint_key(&cfg.endpoints[0], "v0/keys/pay.1");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_TRUE(hf_ekm_key_allows_email(k, "a@X.example"));
+    CU_ASSERT_EQUAL(k->kaj.allowed, (1u << 5) | (1u << 6));
+    CU_ASSERT_FALSE(k->kaj.absent_allowed);
+    CU_ASSERT_EQUAL(k->cache_duration_s, 120);
+    k = hf_ekm_endpoint_key(&cfg.endpoints[0], "v0/keys/pay.2");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_TRUE(k->kaj.absent_allowed);
+    /* The section's key stays the section's. */
+    CU_ASSERT_PTR_NOT_NULL(hf_ekm_endpoint_key(&cfg.endpoints[0], "v0/keys/k1"));
+    hf_gw_conf_dir_set(NULL);
+}
+
+static void test_policy_file_refusals(void)
+{
+    hf_gw_conf_dir_set(policy_dir);
+    /* A key in both places, whichever comes first. */
+    minimal();
+    CU_ASSERT_TRUE(set("a", "policy_file", "kaj.ini"));
+    CU_ASSERT_FALSE(set("a", "key.v0/keys/pay.2.reasons", "all"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "v0/keys/pay.2 is defined both"));
+    policy_write("k1.ini", "[key:v0/keys/k1]\nreasons = all\n", 0644);
+    minimal();
+    CU_ASSERT_FALSE(set("a", "policy_file", "k1.ini"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "k1.ini:2: key v0/keys/k1 is defined both"));
+    /* Bad lines are named with the file and line. */
+    policy_write("bad.ini", "[key:v0/keys/z]\nallowed_emails = z@x\ncolour = red\n", 0644);
+    minimal();
+    CU_ASSERT_FALSE(set("a", "policy_file", "bad.ini"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "bad.ini:3: unknown key option 'colour'"));
+    policy_write("sect.ini", "[keys]\nallowed_emails = z@x\n", 0644);
+    minimal();
+    CU_ASSERT_FALSE(set("a", "policy_file", "sect.ini"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "sect.ini:2: want sections [key:<keyPath>]"));
+    /* One writable by others could grant them keys. */
+    policy_write("open.ini", "[key:v0/keys/z]\nallowed_emails = z@x\n", 0666);
+    minimal();
+    CU_ASSERT_FALSE(set("a", "policy_file", "open.ini"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "world-writable"));
+    minimal();
+    CU_ASSERT_FALSE(set("a", "policy_file", "missing.ini"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "missing.ini"));
+    /* One per endpoint. */
+    minimal();
+    CU_ASSERT_TRUE(set("a", "policy_file", "kaj.ini"));
+    CU_ASSERT_FALSE(set("a", "policy_file", "kaj.ini"));
+    hf_gw_conf_dir_set(NULL);
+    hf_ekm_config_free(&cfg);
+    for (const char *const *n =
+             (const char *const[]){"kaj.ini", "k1.ini", "bad.ini", "sect.ini", "open.ini", NULL};
+         *n; n++) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s/%s", policy_dir, *n);
+        unlink(path);
+    }
+    rmdir(policy_dir);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
@@ -200,6 +319,10 @@ int main(void)
         {"a whole config needs its parts", test_a_whole_config_needs_its_parts},
         {"routing by prefix", test_routing_by_prefix},
         {"audience from a uri", test_audience_from_a_uri},
+        {"served paths are under a prefix", test_served_paths_are_under_a_prefix},
+        {"a policy_file's [key:PATH] sections, relative to the config file", test_policy_file_keys},
+        {"a policy_file: a key in both places, bad lines with file:line, writable by others",
+         test_policy_file_refusals},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {

@@ -80,20 +80,33 @@ static struct hf_ekm_endpoint *endpoint_get(struct hf_ekm_config *cfg, const cha
     return ep;
 }
 
-static struct hf_ekm_key *key_get(struct hf_ekm_endpoint *ep, const char *path)
+struct hf_ekm_key *hf_ekm_endpoint_key_get(struct hf_ekm_endpoint *ep, const char *path, size_t len,
+                                           enum hf_ekm_key_origin origin, char *err, size_t errlen)
 {
-    struct hf_ekm_key *grown, *k;
+    struct hf_ekm_key *grown, *k = NULL;
 
-    for (size_t i = 0; i < ep->nkeys; i++)
-        if (strcmp(ep->keys[i].path, path) == 0) return &ep->keys[i];
-    if ((grown = realloc(ep->keys, (ep->nkeys + 1) * sizeof(*grown))) == NULL) return NULL;
+    for (size_t i = 0; i < ep->nkeys && k == NULL; i++)
+        if (strlen(ep->keys[i].path) == len && strncmp(ep->keys[i].path, path, len) == 0)
+            k = &ep->keys[i];
+    if (k != NULL && k->origin != origin) {
+        /* Two places for one key's policy: which would an auditor believe? */
+        snprintf(err, errlen, "key %.*s is defined both in [gcp-ekm:%s] and in its policy_file",
+                 (int)(len > 200 ? 200 : len), path, ep->name);
+        return NULL;
+    }
+    if (k != NULL) return k;
+    if ((grown = realloc(ep->keys, (ep->nkeys + 1) * sizeof(*grown))) == NULL) goto oom;
     ep->keys = grown;
     k = &grown[ep->nkeys];
     memset(k, 0, sizeof(*k));
     k->kaj = hf_ekm_kaj_default();
-    if ((k->path = strdup(path)) == NULL) return NULL;
+    k->origin = origin;
+    if ((k->path = strndup(path, len)) == NULL) goto oom;
     ep->nkeys++;
     return k;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return NULL;
 }
 
 static bool emails_set(struct hf_ekm_key *k, const char *value, char *err, size_t errlen)
@@ -110,15 +123,41 @@ static bool emails_set(struct hf_ekm_key *k, const char *value, char *err, size_
     return true;
 }
 
+bool hf_ekm_key_attr_set(struct hf_ekm_key *k, const char *attr, const char *value, char *err,
+                         size_t errlen)
+{
+    uint64_t ms;
+
+    if (strcmp(attr, "allowed_emails") == 0) return emails_set(k, value, err, errlen);
+    if (strcmp(attr, "reasons") == 0)
+        return hf_ekm_kaj_reasons_parse(value, &k->kaj.allowed, err, errlen);
+    if (strcmp(attr, "reason_absent") == 0) {
+        if (strcmp(value, "allow") != 0 && strcmp(value, "deny") != 0) {
+            snprintf(err, errlen, "reason_absent: allow or deny");
+            return false;
+        }
+        k->kaj.absent_allowed = strcmp(value, "allow") == 0;
+        return true;
+    }
+    if (strcmp(attr, "cache_duration") == 0) {
+        if (!hf_conf_duration_ms(value, 0, UINT64_C(86400) * 1000, &ms, err, errlen)) return false;
+        k->cache_duration_s = ms / 1000;
+        return true;
+    }
+    snprintf(err, errlen,
+             "unknown key option '%.32s' (allowed_emails, reasons, reason_absent, "
+             "cache_duration)",
+             attr);
+    return false;
+}
+
 /* "key.<PATH>.<attribute>": PATH may hold dots, the attribute never does. */
 static bool key_option_set(struct hf_ekm_endpoint *ep, const char *name, const char *value,
                            char *err, size_t errlen)
 {
     const char *dot = strrchr(name, '.');
-    char path[HF_EKM_KEY_PATH_MAX + 1];
     size_t len = dot ? (size_t)(dot - name) - 4 : 0;
     struct hf_ekm_key *k;
-    uint64_t ms;
 
     if (dot == NULL || dot < name + 4 || !hf_ekm_key_path_is_valid(name + 4, len)) {
         snprintf(err, errlen,
@@ -127,33 +166,10 @@ static bool key_option_set(struct hf_ekm_endpoint *ep, const char *name, const c
                  name);
         return false;
     }
-    memcpy(path, name + 4, len);
-    path[len] = '\0';
-    if ((k = key_get(ep, path)) == NULL) {
-        snprintf(err, errlen, "out of memory");
+    if ((k = hf_ekm_endpoint_key_get(ep, name + 4, len, HF_EKM_KEY_FROM_SECTION, err, errlen)) ==
+        NULL)
         return false;
-    }
-    if (strcmp(dot + 1, "allowed_emails") == 0) return emails_set(k, value, err, errlen);
-    if (strcmp(dot + 1, "reasons") == 0)
-        return hf_ekm_kaj_reasons_parse(value, &k->kaj.allowed, err, errlen);
-    if (strcmp(dot + 1, "reason_absent") == 0) {
-        if (strcmp(value, "allow") != 0 && strcmp(value, "deny") != 0) {
-            snprintf(err, errlen, "reason_absent: allow or deny");
-            return false;
-        }
-        k->kaj.absent_allowed = strcmp(value, "allow") == 0;
-        return true;
-    }
-    if (strcmp(dot + 1, "cache_duration") == 0) {
-        if (!hf_conf_duration_ms(value, 0, UINT64_C(86400) * 1000, &ms, err, errlen)) return false;
-        k->cache_duration_s = ms / 1000;
-        return true;
-    }
-    snprintf(err, errlen,
-             "unknown key option '%.32s' (allowed_emails, reasons, reason_absent, "
-             "cache_duration)",
-             dot + 1);
-    return false;
+    return hf_ekm_key_attr_set(k, dot + 1, value, err, errlen);
 }
 
 static bool prefix_set(struct hf_ekm_endpoint *ep, const char *value, char *err, size_t errlen)
@@ -189,6 +205,7 @@ static bool endpoint_set(struct hf_ekm_endpoint *ep, const char *name, const cha
 
     if (strncmp(name, "key.", 4) == 0) return key_option_set(ep, name, value, err, errlen);
     if (strcmp(name, "prefix") == 0) return prefix_set(ep, value, err, errlen);
+    if (strcmp(name, "policy_file") == 0) return hf_ekm_policy_file_load(ep, value, err, errlen);
     if (strcmp(name, "audiences") == 0)
         return list_set(&ep->audiences, &ep->naudiences, value, err, errlen);
     if (strcmp(name, "issuers") == 0)
@@ -331,6 +348,7 @@ static void endpoint_free(struct hf_ekm_endpoint *ep)
     free(ep->key_uri);
     free(ep->jwks);
     free(ep->jwks_ca);
+    free(ep->policy_file);
 }
 
 void hf_ekm_config_free(struct hf_ekm_config *cfg)

@@ -20,6 +20,11 @@
  *   key.PATH.reasons = all | none | NAME-or-NUMBER, ...    allowed access reasons (all)
  *   key.PATH.reason_absent = allow | deny                  a call without a reason (allow)
  *   key.PATH.cache_duration = 300s                         unwrap's allowedCacheDuration
+ *   policy_file = PATH             more keys, from a file (relative: to the config file's
+ *                                  directory) of [key:PATH] sections holding the same four
+ *                                  options (allowed_emails = ..., reasons = ...); a key is
+ *                                  defined in the file or in the section, never both; the file
+ *                                  may not be group- or world-writable (it grants access)
  *
  * Pure, except for the hf_conf_* value parsers of plugin.h, so unit tests drive it. */
 #ifndef HF_EKM_CONFIG_H
@@ -34,8 +39,12 @@
 #define HF_EKM_DEFAULT_JWKS "https://www.googleapis.com/oauth2/v3/certs"
 #define HF_EKM_SKEW_MAX_S 300
 
+/* Where a key's policy was written: one place only (config.h, policy_file). */
+enum hf_ekm_key_origin { HF_EKM_KEY_FROM_SECTION, HF_EKM_KEY_FROM_FILE };
+
 struct hf_ekm_key {
-    char *path;    /* the gcp-ekm link's id */
+    char *path; /* the gcp-ekm link's id */
+    enum hf_ekm_key_origin origin;
     char **emails; /* lower case */
     size_t nemails;
     struct hf_ekm_kaj_policy kaj;
@@ -58,6 +67,7 @@ struct hf_ekm_endpoint {
     unsigned skew_s;
     unsigned rate_limit;
     unsigned deadline_ms;
+    char *policy_file; /* the file's path, as hf_conf_path made it; NULL: none */
     struct hf_ekm_key *keys;
     size_t nkeys;
 };
@@ -82,6 +92,18 @@ void hf_ekm_config_free(struct hf_ekm_config *cfg);
 const struct hf_ekm_endpoint *hf_ekm_config_route(const struct hf_ekm_config *cfg, const char *path,
                                                   size_t base_len, const char **key_path,
                                                   size_t *key_path_len);
+/* The endpoint's key path[0..len), made on first use with the defaults and origin; NULL with
+ * err when it was defined from the other origin, or out of memory. */
+struct hf_ekm_key *hf_ekm_endpoint_key_get(struct hf_ekm_endpoint *ep, const char *path, size_t len,
+                                           enum hf_ekm_key_origin origin, char *err, size_t errlen);
+/* One of a key's options ("allowed_emails", "reasons", "reason_absent", "cache_duration"). */
+bool hf_ekm_key_attr_set(struct hf_ekm_key *k, const char *attr, const char *value, char *err,
+                         size_t errlen);
+/* policy_file (policy-file.c): value through hf_conf_path, its [key:PATH] sections into ep's
+ * keys; false with "FILE:LINE: why" or "FILE: why". At most one per endpoint. */
+bool hf_ekm_policy_file_load(struct hf_ekm_endpoint *ep, const char *value, char *err,
+                             size_t errlen);
+
 /* Whether path lies under an endpoint's prefix ("<prefix>" itself or "<prefix>/..."): the
  * paths this plugin answers, with its 404 for those that name nothing. An endpoint with
  * prefix "" takes every path, so it leaves none to another catch-all plugin on its listener. */

@@ -6,9 +6,10 @@ noinst_LTLIBRARIES += gateway/plugins/gcp-ekm/libhf-ekm.la
 gateway_plugins_gcp_ekm_libhf_ekm_la_SOURCES = \
 	gateway/plugins/gcp-ekm/request.c gateway/plugins/gcp-ekm/request.h \
 	gateway/plugins/gcp-ekm/kaj.c gateway/plugins/gcp-ekm/kaj.h \
-	gateway/plugins/gcp-ekm/config.c gateway/plugins/gcp-ekm/config.h
-gateway_plugins_gcp_ekm_libhf_ekm_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-gateway_plugins_gcp_ekm_libhf_ekm_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
+	gateway/plugins/gcp-ekm/config.c gateway/plugins/gcp-ekm/config.h \
+	gateway/plugins/gcp-ekm/policy-file.c
+gateway_plugins_gcp_ekm_libhf_ekm_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS) $(INIH_CFLAGS)
+gateway_plugins_gcp_ekm_libhf_ekm_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS) $(INIH_LIBS)
 
 # The plugin: plugin.h's hf_* resolve from holdfastd when it loads the module.
 plugin_LTLIBRARIES += gateway/plugins/gcp-ekm/gcp-ekm.la
