@@ -255,13 +255,13 @@ int main(int argc, char **argv)
     session_key_setup(&targets[IMPL_HOLDFAST]);
     raw_setup();
 
-    printf("%-26s %-9s %7s %12s\n", "operation", "impl", "threads", "ops/s");
+    printf("%-26s %-10s %7s %12s\n", "operation", "impl", "threads", "ops/s");
     for (int op = 0; op < 2; op++)
         for (int t = 0; t < n_counts; t++)
             for (int impl = 0; impl < IMPLS; impl++) {
                 if (impl == IMPL_HOLDFAST_SESSION && op != OP_AES_GCM) continue;
                 result[impl][op][t] = run_cell(impl, op, thread_counts[t]);
-                printf("%-26s %-9s %7d %12.0f\n", op_names[op], impl_names[impl], thread_counts[t],
+                printf("%-26s %-10s %7d %12.0f\n", op_names[op], impl_names[impl], thread_counts[t],
                        result[impl][op][t]);
                 fflush(stdout);
             }
