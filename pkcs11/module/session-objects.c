@@ -199,10 +199,13 @@ CK_RV hf_session_object_destroy(struct hf_session *s, CK_OBJECT_HANDLE handle)
     }
     pthread_rwlock_unlock(&table.lock);
     if (!obj) return CKR_OBJECT_HANDLE_INVALID;
-    /* s NULL: an object whose creation record failed leaves unrecorded, as it came. */
-    rv = s ? hf_module_audit_object(s->has_ctx ? &s->ctx : NULL, "object.destroy", obj,
-                                    "C_DestroyObject", CKR_OK)
-           : CKR_OK;
+    /* s NULL: an object whose creation record failed leaves unrecorded, as it came. Without a
+     * request context the record is the maker's (a gateway cleans up after its request's
+     * record, whose context that record used up). */
+    if (s && s->has_ctx)
+        rv = hf_module_audit_object(&s->ctx, "object.destroy", obj, "C_DestroyObject", CKR_OK);
+    else
+        rv = s ? record_end(obj, "C_DestroyObject") : CKR_OK;
     hf_object_unref(obj);
     return rv;
 }

@@ -139,8 +139,8 @@ static bool found_has(const CK_OBJECT_HANDLE *found, CK_ULONG n, CK_OBJECT_HANDL
     return false;
 }
 
-/* An AES-GCM round trip through key h in session s. */
-static CK_RV gcm_round_trip(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE h)
+/* GCM: encrypt with enc, decrypt with dec in session s, and compare. */
+static CK_RV gcm_across(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE enc, CK_OBJECT_HANDLE dec)
 {
     unsigned char iv[12] = {1, 2, 3}, pt[] = "session object", ct[64], back[64];
     CK_GCM_PARAMS gp = {iv, sizeof(iv), 96, NULL, 0, 128};
@@ -148,11 +148,17 @@ static CK_RV gcm_round_trip(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE h)
     CK_ULONG ctlen = sizeof(ct), backlen = sizeof(back);
     CK_RV rv;
 
-    if ((rv = p11->C_EncryptInit(s, &m, h)) != CKR_OK) return rv;
+    if ((rv = p11->C_EncryptInit(s, &m, enc)) != CKR_OK) return rv;
     if ((rv = p11->C_Encrypt(s, pt, sizeof(pt), ct, &ctlen)) != CKR_OK) return rv;
-    if ((rv = p11->C_DecryptInit(s, &m, h)) != CKR_OK) return rv;
+    if ((rv = p11->C_DecryptInit(s, &m, dec)) != CKR_OK) return rv;
     if ((rv = p11->C_Decrypt(s, ct, ctlen, back, &backlen)) != CKR_OK) return rv;
     return backlen == sizeof(pt) && memcmp(back, pt, backlen) == 0 ? CKR_OK : CKR_GENERAL_ERROR;
+}
+
+/* An AES-GCM round trip through key h. */
+static CK_RV gcm_round_trip(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE h)
+{
+    return gcm_across(s, h, h);
 }
 
 /* The RSA private key template with CKA_TOKEN FALSE and the given label (t holds 12). */
@@ -425,21 +431,6 @@ static void test_ec_import_signs_for_openssl(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(ro), CKR_OK);
 }
 
-/* GCM: encrypt with one key, decrypt with the other (the same material, or not). */
-static CK_RV gcm_across(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE enc, CK_OBJECT_HANDLE dec)
-{
-    unsigned char iv[12] = {9}, pt[] = "across", ct[64], back[64];
-    CK_GCM_PARAMS gp = {iv, sizeof(iv), 96, NULL, 0, 128};
-    CK_MECHANISM m = {CKM_AES_GCM, &gp, sizeof(gp)};
-    CK_ULONG ctlen = sizeof(ct), backlen = sizeof(back);
-    CK_RV rv;
-
-    if ((rv = p11->C_EncryptInit(s, &m, enc)) != CKR_OK) return rv;
-    if ((rv = p11->C_Encrypt(s, pt, sizeof(pt), ct, &ctlen)) != CKR_OK) return rv;
-    if ((rv = p11->C_DecryptInit(s, &m, dec)) != CKR_OK) return rv;
-    return p11->C_Decrypt(s, ct, ctlen, back, &backlen);
-}
-
 static void test_session_keys_wrap_and_unwrap(void)
 {
     CK_SESSION_HANDLE ro = open_session(RO);
@@ -690,6 +681,18 @@ static void test_a_gateway_request_imports_and_uses_one(void)
         audit_line_has("\"op\":\"object.create\"", key, "\"request_id\":\"req-session-1\""));
     CU_ASSERT_TRUE(audit_line_has("\"op\":\"privilegedprivatekeydecrypt\"", key,
                                   "\"request_id\":\"req-session-1\""));
+    /* Destroyed after the request's record, without a context: on record as its maker's. */
+    {
+        CK_OBJECT_HANDLE tmp = 0;
+        char tmp_key[64];
+        CU_ASSERT_EQUAL_FATAL(hf->HF_SetRequestContext(rw, &ctx), CKR_OK);
+        CU_ASSERT_EQUAL_FATAL(aes_session_key(rw, "per-request", NULL, &tmp), CKR_OK);
+        CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, NULL), CKR_OK);
+        CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, tmp), CKR_OK);
+        snprintf(tmp_key, sizeof(tmp_key), "\"key\":\"session:0x%lx\"", (unsigned long)tmp);
+        CU_ASSERT_TRUE(audit_line_has("\"op\":\"object.destroy\"", tmp_key,
+                                      "\"caller\":\"alice@example.com\""));
+    }
     /* A link: open and naming another key, the session object is still the request's to use;
      * blocked, it stops there too. */
     CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
@@ -705,10 +708,12 @@ static void test_a_gateway_request_imports_and_uses_one(void)
     usleep(650000); /* the store's link cache answers at most 500 ms late */
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, &ctx), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_SignInit(rw, &pss, h), CKR_HF_LINK_BLOCKED);
-    /* Cleaning up after a refused request still works. */
+    /* Cleaning up after a refused request still works, through the blocked link too. */
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, &ctx), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, h), CKR_OK);
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, NULL), CKR_OK);
+    CU_ASSERT_TRUE(
+        audit_line_has("\"op\":\"object.destroy\"", key, "\"caller\":\"alice@example.com\""));
     CU_ASSERT_EQUAL(p11->C_Logout(rw), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_CloseSession(rw), CKR_OK);
 }
