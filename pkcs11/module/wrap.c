@@ -70,8 +70,12 @@ static CK_RV wrap_run(struct hf_session *s, struct hf_op *op, const struct hf_ob
     hf_secmem_free(bytes, len);
     if (rv == CKR_DATA_LEN_RANGE) rv = CKR_KEY_SIZE_RANGE;
     if (rv == CKR_BUFFER_TOO_SMALL || (rv == CKR_OK && out == NULL)) return rv;
-    snprintf(detail, sizeof(detail), "%s wrapped=%s version=%u", mech_name(op->mech),
-             target->key.uuid, target->version.version);
+    if (target->sobj)
+        snprintf(detail, sizeof(detail), "%s wrapped=session:0x%lx", mech_name(op->mech),
+                 (unsigned long)target->handle);
+    else
+        snprintf(detail, sizeof(detail), "%s wrapped=%s version=%u", mech_name(op->mech),
+                 target->key.uuid, target->version.version);
     if (hf_module_audit(s, "wrap", op->obj, detail, rv, op->started_us) != CKR_OK) {
         if (out != NULL) OPENSSL_cleanse(out, cap);
         rv = CKR_HF_AUDIT_FAILED;
@@ -176,6 +180,7 @@ HF_EXPORT CK_RV C_UnwrapKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechan
     struct hf_object *unwrapping = NULL;
     struct hf_op op = {0};
     struct hf_session *s;
+    bool session = false;
     CK_RV rv = hf_session_get(hSession, &s);
 
     if (rv != CKR_OK) return rv;
@@ -184,10 +189,13 @@ HF_EXPORT CK_RV C_UnwrapKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechan
         goto done;
     }
     rv = hf_tmpl_check(pTemplate, ulAttributeCount);
+    if (rv == CKR_OK) rv = hf_tmpl_is_session(pTemplate, ulAttributeCount, &session);
     if (rv != CKR_OK) goto done;
-    if (atomic_load(&hf_mod.login) != HF_LOGIN_USER)
+    /* A session object may be made in any session; a private one needs the user (checked as it
+     * is added). */
+    if (!session && atomic_load(&hf_mod.login) != HF_LOGIN_USER)
         rv = CKR_USER_NOT_LOGGED_IN;
-    else if (!(s->flags & CKF_RW_SESSION))
+    else if (!session && !(s->flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
         rv = object_get(s, hUnwrappingKey, CKR_UNWRAPPING_KEY_HANDLE_INVALID, &unwrapping);
