@@ -6,6 +6,7 @@
 #include "gateway/plugins/gws-cse/config.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,15 @@ static bool vec_append(char ***items, size_t *count, const char *const *src, siz
     return true;
 }
 
-static bool fail(char *err, size_t errlen, const char *fmt, const char *arg)
+static bool fail(char *err, size_t errlen, const char *fmt, ...) HF_PRINTF(3, 4);
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...)
 {
-    snprintf(err, errlen, fmt, arg);
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
     return false;
 }
 
@@ -87,8 +94,14 @@ struct option {
     size_t count_off; /* lists: their count */
 };
 
-#define OPT(n, k, m) {n, k, offsetof(struct hf_cse_prefix, m), 0}
-#define OPT_LIST(s, k, m) {s, k, offsetof(struct hf_cse_prefix, m), offsetof(struct hf_cse_prefix, n##m)}
+#define OPT(n, k, m)                                                                               \
+    {                                                                                              \
+        n, k, offsetof(struct hf_cse_prefix, m), 0                                                 \
+    }
+#define OPT_LIST(s, k, m)                                                                          \
+    {                                                                                              \
+        s, k, offsetof(struct hf_cse_prefix, m), offsetof(struct hf_cse_prefix, n##m)              \
+    }
 
 static const struct option options[] = {
     OPT("kacls_url", K_HTTPS, kacls_url),
@@ -398,8 +411,8 @@ static bool rules_parse(struct hf_cse_perimeter *pm, char **items, size_t n, cha
     return true;
 }
 
-static bool perimeter_put(struct hf_cse_prefix *px, const char *name, const char *value,
-                          char *err, size_t errlen)
+static bool perimeter_put(struct hf_cse_prefix *px, const char *name, const char *value, char *err,
+                          size_t errlen)
 {
     const char *id = name + 10;
     struct hf_cse_perimeter *pm = NULL, *grown;
@@ -460,14 +473,14 @@ bool hf_cse_config_set(struct hf_cse_config *cfg, const char *instance, const ch
     err[0] = '\0';
     if (instance == NULL || *instance == '\0')
         return fail(err, errlen, "%s", "gws-cse options go in a prefix's section [gws-cse:NAME]");
-    if (strlen(value) > HF_CSE_VALUE_MAX)
-        return fail(err, errlen, "%s: over 1024 bytes", name);
+    if (strlen(value) > HF_CSE_VALUE_MAX) return fail(err, errlen, "%s: over 1024 bytes", name);
     if ((px = prefix_get(cfg, instance)) == NULL) return fail(err, errlen, "%s", "out of memory");
     if (strcmp(name, "prefix") == 0) return prefix_put(px, value, err, errlen);
     if (strncmp(name, "authn.", 6) == 0) return authn_put(px, name, value, err, errlen);
     if (strncmp(name, "perimeter.", 10) == 0) return perimeter_put(px, name, value, err, errlen);
     for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
-        if (strcmp(name, options[i].name) == 0) return option_put(&options[i], px, value, err, errlen);
+        if (strcmp(name, options[i].name) == 0)
+            return option_put(&options[i], px, value, err, errlen);
     return fail(err, errlen, "unknown option '%.64s'", name);
 }
 
@@ -500,13 +513,12 @@ static bool authn_check(const struct hf_cse_prefix *px, char *err, size_t errlen
     }
     for (size_t i = 0; i < px->nauthn; i++) {
         const struct hf_cse_authn *a = &px->authn[i];
-        const char *missing = a->issuer == NULL ? "issuer"
-                              : a->jwks == NULL ? "jwks"
+        const char *missing = a->issuer == NULL    ? "issuer"
+                              : a->jwks == NULL    ? "jwks"
                               : a->naudiences == 0 ? "audiences"
                                                    : NULL;
         if (missing != NULL) {
-            snprintf(err, errlen, "[gws-cse:%s]: authn.%s has no %s", px->name, a->label,
-                     missing);
+            snprintf(err, errlen, "[gws-cse:%s]: authn.%s has no %s", px->name, a->label, missing);
             return false;
         }
     }
@@ -604,14 +616,15 @@ const struct hf_cse_prefix *hf_cse_config_route(const struct hf_cse_config *cfg,
     return best;
 }
 
-bool hf_cse_authz_jwks(const struct hf_cse_prefix *px, const char *issuer, char *out,
-                       size_t outlen)
+bool hf_cse_authz_jwks(const struct hf_cse_prefix *px, const char *issuer, char *out, size_t outlen)
 {
+    const char *at;
     int n;
 
     if (px == NULL || px->authz_jwks == NULL || issuer == NULL || out == NULL) return false;
-    if (strstr(px->authz_jwks, "%s") != NULL)
-        n = snprintf(out, outlen, px->authz_jwks, issuer);
+    if ((at = strstr(px->authz_jwks, "%s")) != NULL)
+        n = snprintf(out, outlen, "%.*s%s%s", (int)(at - px->authz_jwks), px->authz_jwks, issuer,
+                     at + 2);
     else
         n = snprintf(out, outlen, "%s", px->authz_jwks);
     return n >= 0 && (size_t)n < outlen;

@@ -95,8 +95,8 @@ bool hf_cse_tokens_start(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt
 void hf_cse_tokens_stop(struct hf_cse_prefix_rt *rt);
 /* cse-mint's hooks: rt->delegated, rt->migration and rt->own for px (at start, after
  * hf_cse_tokens_start), and their release. */
-bool hf_cse_tokens_start_own(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt,
-                             char *err, size_t errlen);
+bool hf_cse_tokens_start_own(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt, char *err,
+                             size_t errlen);
 void hf_cse_tokens_stop_own(struct hf_cse_prefix_rt *rt);
 
 /* Checks 3-10 (checks.c) on a call whose tokens are verified; the audit fields are set first.
@@ -143,8 +143,7 @@ enum hf_status hf_cse_delegate(struct hf_cse_call *call, struct hf_request *req)
 enum hf_status hf_cse_status(struct hf_cse_call *call, struct hf_request *req);
 enum hf_status hf_cse_certs(struct hf_cse_call *call, struct hf_request *req);
 enum hf_status hf_cse_privatekeydecrypt(struct hf_cse_call *call, struct hf_request *req);
-enum hf_status hf_cse_privilegedprivatekeydecrypt(struct hf_cse_call *call,
-                                                  struct hf_request *req);
+enum hf_status hf_cse_privilegedprivatekeydecrypt(struct hf_cse_call *call, struct hf_request *req);
 enum hf_status hf_cse_privatekeysign(struct hf_cse_call *call, struct hf_request *req);
 enum hf_status hf_cse_wrapprivatekey(struct hf_cse_call *call, struct hf_request *req);
 

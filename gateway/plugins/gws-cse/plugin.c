@@ -144,8 +144,8 @@ static enum hf_status cse_handle(void *state, struct hf_request *req)
     info = hf_cse_op_info(op);
     hf_request_set_operation(req, info->name);
     if (strcmp(method, info->method) != 0)
-        return hf_request_fail(req, HF_STATUS_METHOD_NOT_ALLOWED, "%s takes %s, not %s",
-                               info->name, info->method, method);
+        return hf_request_fail(req, HF_STATUS_METHOD_NOT_ALLOWED, "%s takes %s, not %s", info->name,
+                               info->method, method);
     if (!hf_cse_op_is_enabled(px, op))
         return hf_request_fail(req, HF_STATUS_UNSUPPORTED, "%s is not enabled on this KACLS",
                                info->name);
@@ -166,7 +166,7 @@ static bool cse_accepts(void *state, const char *path)
         m, "/{path*}", "cse", cse_handle, cse_accepts                                              \
     }
 static const struct hf_route cse_routes[] = {
-    ROUTE("POST"), ROUTE("GET"),    ROUTE("OPTIONS"), ROUTE("PUT"),
+    ROUTE("POST"),   ROUTE("GET"),   ROUTE("OPTIONS"), ROUTE("PUT"),
     ROUTE("DELETE"), ROUTE("PATCH"), ROUTE("HEAD"),
 };
 
@@ -217,8 +217,7 @@ static bool rt_start(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt
         snprintf(err, errlen, "out of memory");
         return false;
     }
-    return hf_cse_tokens_start(px, rt, err, errlen) &&
-           hf_cse_tokens_start_own(px, rt, err, errlen);
+    return hf_cse_tokens_start(px, rt, err, errlen) && hf_cse_tokens_start_own(px, rt, err, errlen);
 }
 
 static bool cse_start(void *state, char *err, size_t errlen)

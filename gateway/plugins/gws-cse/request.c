@@ -175,9 +175,8 @@ static enum hf_status int_get(const struct json_object *obj, const struct field 
     return HF_STATUS_OK;
 }
 
-static enum hf_status field_get(const struct json_object *obj, const struct field *f,
-                                bool required, struct hf_cse_request *out, char *why,
-                                size_t whylen)
+static enum hf_status field_get(const struct json_object *obj, const struct field *f, bool required,
+                                struct hf_cse_request *out, char *why, size_t whylen)
 {
     char *slot = (char *)out + f->off;
     struct hf_cse_string *str = (struct hf_cse_string *)slot;

@@ -90,13 +90,13 @@ struct hf_cse_request {
     struct hf_cse_string algorithm;
     struct hf_cse_string spki_hash;
     struct hf_cse_string spki_hash_algorithm;
-    struct hf_cse_bytes key;                           /* a DEK: secret */
+    struct hf_cse_bytes key; /* a DEK: secret */
     struct hf_cse_bytes wrapped_key;
     struct hf_cse_bytes encrypted_data_encryption_key;
     struct hf_cse_bytes rsa_oaep_label;
     struct hf_cse_bytes wrapped_private_key;
     struct hf_cse_bytes digest;
-    struct hf_cse_bytes private_key;                   /* PKCS#8 DER: secret */
+    struct hf_cse_bytes private_key; /* PKCS#8 DER: secret */
     int64_t rsa_pss_salt_length;
     bool rsa_pss_salt_length_present;
 };

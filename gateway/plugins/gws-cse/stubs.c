@@ -27,8 +27,8 @@ enum hf_status hf_cse_certs(struct hf_cse_call *call, struct hf_request *req)
     return not_yet(call, req);
 }
 
-bool hf_cse_tokens_start_own(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt,
-                             char *err, size_t errlen)
+bool hf_cse_tokens_start_own(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt, char *err,
+                             size_t errlen)
 {
     (void)px;
     (void)rt;
@@ -48,8 +48,7 @@ enum hf_status hf_cse_privatekeydecrypt(struct hf_cse_call *call, struct hf_requ
     return not_yet(call, req);
 }
 
-enum hf_status hf_cse_privilegedprivatekeydecrypt(struct hf_cse_call *call,
-                                                  struct hf_request *req)
+enum hf_status hf_cse_privilegedprivatekeydecrypt(struct hf_cse_call *call, struct hf_request *req)
 {
     return not_yet(call, req);
 }
