@@ -23,8 +23,8 @@ bool hf_cse_same_user(const char *authz_email, const char *authn_identity);
 bool hf_cse_email_type_is_allowed(const char *email_type, bool guests);
 /* Check 6: kacls_url byte for byte. */
 bool hf_cse_kacls_url_matches(const char *claim, const char *kacls_url);
-/* Check 6: kacls_owner_domain, when the token sets it, equals the configured domain (without
- * case: a DNS name); a token setting it where none is configured fails. */
+/* Check 6: kacls_owner_domain, when the token sets it and a domain is configured, equals it
+ * (without case: a DNS name). Without owner_domain there is nothing to hold it to. */
 bool hf_cse_owner_domain_is_allowed(const char *claim, const char *owner_domain);
 /* Check 7: a delegated authn token's delegated_to and resource_name equal the authz token's. */
 bool hf_cse_delegation_matches(const struct json_object *authz, const struct json_object *authn);

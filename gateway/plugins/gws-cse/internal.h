@@ -119,6 +119,35 @@ enum hf_status hf_cse_kek_seal(struct hf_cse_call *call, struct hf_request *req,
 enum hf_status hf_cse_kek_open(struct hf_cse_call *call, struct hf_request *req, const char *api,
                                const unsigned char *blob, size_t blob_len, unsigned char **pt,
                                size_t *pt_len);
+/* ---- the wrapped_key (keyblob.c) ----------------------------------------------------------- */
+
+/* dek bound to resource_name and perimeter_id ("" when absent), sealed under the KEK as the
+ * request's key operation: *wrapped, a new json string of the blob's base64. Fails the
+ * request on error. */
+enum hf_status hf_cse_key_seal(struct hf_cse_call *call, struct hf_request *req,
+                               const unsigned char *dek, size_t dek_len, const char *resource_name,
+                               const char *perimeter_id, struct json_object **wrapped);
+/* An opened wrapped_key: the fields point into pt (secret: release with hf_cse_opened_clear). */
+struct hf_cse_opened {
+    unsigned char *pt;
+    size_t pt_len;
+    const unsigned char *dek;
+    size_t dek_len;
+    const char *resource_name; /* not NUL-terminated */
+    size_t resource_name_len;
+    const char *perimeter_id; /* not NUL-terminated */
+    size_t perimeter_id_len;
+};
+/* Opens a wrapped_key under the version it names. Fails the request on error. */
+enum hf_status hf_cse_key_open(struct hf_cse_call *call, struct hf_request *req,
+                               const unsigned char *blob, size_t blob_len,
+                               struct hf_cse_opened *out);
+void hf_cse_opened_clear(struct hf_cse_opened *o);
+/* Whether the blob was bound to resource_name, byte for byte. */
+bool hf_cse_opened_is_for(const struct hf_cse_opened *o, const char *resource_name);
+/* The blob's perimeter_id as a new C string (free()); NULL out of memory. */
+char *hf_cse_opened_perimeter(const struct hf_cse_opened *o);
+
 /* A key operation's CK_RV in the spec's words: refusals 403, a bad blob 400, the rest 503. */
 enum hf_status hf_cse_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
 

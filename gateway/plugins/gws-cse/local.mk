@@ -6,6 +6,9 @@ noinst_LTLIBRARIES += gateway/plugins/gws-cse/libhf-cse.la
 gateway_plugins_gws_cse_libhf_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/request.c gateway/plugins/gws-cse/request.h \
 	gateway/plugins/gws-cse/config.c gateway/plugins/gws-cse/config.h \
+	gateway/plugins/gws-cse/checks.c gateway/plugins/gws-cse/checks.h \
+	gateway/plugins/gws-cse/payload.c gateway/plugins/gws-cse/rkh.c \
+	gateway/plugins/gws-cse/payload.h \
 	gateway/plugins/gws-cse/minted.c gateway/plugins/gws-cse/minted.h
 gateway_plugins_gws_cse_libhf_cse_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 gateway_plugins_gws_cse_libhf_cse_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
@@ -14,9 +17,15 @@ gateway_plugins_gws_cse_libhf_cse_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
 plugin_LTLIBRARIES += gateway/plugins/gws-cse/gws-cse.la
 gateway_plugins_gws_cse_gws_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/internal.h \
-	gateway/plugins/gws-cse/checks.h \
-	gateway/plugins/gws-cse/payload.h \
 	gateway/plugins/gws-cse/plugin.c \
+	gateway/plugins/gws-cse/call.c \
+	gateway/plugins/gws-cse/tokens.c \
+	gateway/plugins/gws-cse/kek.c \
+	gateway/plugins/gws-cse/keyblob.c \
+	gateway/plugins/gws-cse/wrap.c \
+	gateway/plugins/gws-cse/unwrap.c \
+	gateway/plugins/gws-cse/digest.c \
+	gateway/plugins/gws-cse/status.c \
 	gateway/plugins/gws-cse/cors.c \
 	gateway/plugins/gws-cse/stubs.c \
 	gateway/plugins/gws-cse/own.c gateway/plugins/gws-cse/own.h \

@@ -212,7 +212,6 @@ static void cse_destroy(void *state)
 static bool rt_start(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt, char *err,
                      size_t errlen)
 {
-    pthread_mutex_init(&rt->health.lock, NULL);
     if ((rt->rate = hf_rate_new(px->rate_limit, 0)) == NULL) {
         snprintf(err, errlen, "out of memory");
         return false;
@@ -229,7 +228,9 @@ static bool cse_start(void *state, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return false;
     }
-    /* Each rt is made whole or not at all, so destroy frees exactly the ones begun. */
+    /* Every lock first, so destroy may take down each rt whatever start reached. */
+    for (size_t i = 0; i < st->cfg.nprefixes; i++)
+        pthread_mutex_init(&st->rt[i].health.lock, NULL);
     for (size_t i = 0; i < st->cfg.nprefixes; i++)
         if (!rt_start(&st->cfg.prefixes[i], &st->rt[i], err, errlen)) return false;
     st->started = true;
