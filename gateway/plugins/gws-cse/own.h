@@ -25,11 +25,6 @@
 enum hf_status hf_cse_own_mint(struct hf_cse_call *call, struct hf_request *req,
                                const char *operation, const struct json_object *claims,
                                char **token);
-/* Our delegated token (iss = aud = kacls_url), verified against the current key set:
- * hf_jwt_verify's contract. HF_STATUS_UNAUTHENTICATED when the prefix has no signing key. */
-enum hf_status hf_cse_own_verify_delegated(struct hf_cse_prefix_rt *rt, const char *token,
-                                           size_t len, struct hf_jwt **out, char *why,
-                                           size_t whylen);
 /* {"keys":[current, previous]} as a new object; {"keys":[]} without a signing key. NULL when
  * out of memory or the key set cannot be read (no set was ever built). */
 struct json_object *hf_cse_own_jwks(struct hf_cse_prefix_rt *rt);
