@@ -137,7 +137,9 @@ mv "$HF_TMP/holdfastd.out" "$HF_TMP/holdfastd-a.out"
 HF_GW_PID=
 hf_gateway_start "https://127.0.0.1:$PB" env HOLDFAST_CONF="$B_CONF" \
     HOLDFAST_STATE_DIR="$B_STATE" "$HOLDFASTD" -f -c "$HF_TMP/holdfastd-b.conf"
-hf_on_exit "kill $A_PID"
+# Stopped and waited for, so its store is closed before the temp dir goes.
+a_stop() { [ -z "$A_PID" ] || { kill "$A_PID" 2>/dev/null; wait "$A_PID" 2>/dev/null; A_PID=; }; }
+hf_on_exit a_stop
 
 # ---- tokens and calls ----
 AUTHN_CLAIMS="{\"iss\":\"https://idp.example.com\",\"aud\":\"cse-client\",\"email\":\"$ALICE\",\"iat\":\"+0\",\"exp\":\"+600\"}"
@@ -255,9 +257,15 @@ DZU=$(authz "$A_URL" reader delegated_to="$BOB")
 post "$A_URL/unwrap" "$(unwrap_body "$DT" "$DZU" "$WA")"
 expect 200 "unwrap with the delegated token"
 check "$(json key)" "$DEK" "the key unwrapped by the delegate"
-# Check 7: the authz token must name the token's resource and delegate.
-post "$A_URL/unwrap" "$(unwrap_body "$DT" "$(authz "$A_URL" reader delegated_to="$BOB" resource_name=//other/doc)" "$WA")"
+# Check 7: the authz token must name the token's resource and delegate. The blob here is
+# sealed for the other resource, so only check 7 stands between the delegate and its key.
+post "$A_URL/wrap" "{\"authentication\":\"$AN\",\"authorization\":\"$(authz "$A_URL" writer resource_name=//other/doc)\",\"key\":\"$DEK\",\"reason\":\"test\"}"
+expect 200 "wrap at A for another resource"
+WO=$(json wrapped_key)
+post "$A_URL/unwrap" "$(unwrap_body "$DT" "$(authz "$A_URL" reader delegated_to="$BOB" resource_name=//other/doc)" "$WO")"
 expect 403 "unwrap with a delegated token for another resource_name"
+post "$A_URL/unwrap" "$(unwrap_body "$AN" "$(authz "$A_URL" reader resource_name=//other/doc)" "$WO")"
+expect 200 "unwrap of the other resource's blob by its owner"
 post "$A_URL/unwrap" "$(unwrap_body "$DT" "$(authz "$A_URL" reader delegated_to=carol@example.com)" "$WA")"
 expect 403 "unwrap with a delegated token for another delegate"
 # A delegated token does not delegate again.
@@ -298,4 +306,5 @@ post "$A_URL/rewrap" "$(rewrap_body "$MIG" "$B_URL" "$WB")"
 expect 200 "rewrap after the rotation (B refetches A's /certs)"
 
 hf_gateway_stop || hf_fail "holdfastd B did not stop cleanly"
+a_stop
 exit 0
