@@ -2,17 +2,8 @@
 #include "hf-build.h"
 
 #include "gateway/plugins/gws-cse/minted.h"
+#include "gateway/plugins/gws-cse/checks.h"
 #include "gateway/plugins/gws-cse/internal.h"
-
-static const char *claim(const struct json_object *o, const char *name)
-{
-    struct json_object *v;
-
-    if (!json_object_object_get_ex((struct json_object *)o, name, &v) ||
-        !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
-}
 
 /* Adds name = value (a string); false out of memory. */
 static bool put_string(struct json_object *o, const char *name, const char *value)
@@ -40,8 +31,8 @@ struct json_object *hf_cse_delegated_claims(const char *kacls_url, const struct 
                                             const char *delegated_to, const char *resource_name,
                                             int64_t now)
 {
-    const char *email = authn ? claim(authn, "email") : NULL;
-    const char *google_email = authn ? claim(authn, "google_email") : NULL;
+    const char *email = authn ? hf_cse_claim(authn, "email") : NULL;
+    const char *google_email = authn ? hf_cse_claim(authn, "google_email") : NULL;
     struct json_object *c;
 
     if (!kacls_url || !email || !email[0] || !delegated_to || !delegated_to[0]) return NULL;
