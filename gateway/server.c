@@ -100,6 +100,7 @@ static const struct hf_error_map gateway_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_TIMEOUT] = {504, "Timeout"},
     [HF_STATUS_UNAVAILABLE] = {503, "Unavailable"},
     [HF_STATUS_INTERNAL] = {500, "InternalError"},
+    [HF_STATUS_BAD_GATEWAY] = {502, "BadGateway"},
 };
 
 static struct json_object *gateway_error_body(const char *name, const char *message, const char *id)

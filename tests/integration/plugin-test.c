@@ -62,6 +62,7 @@ static const struct hf_error_map errors[HF_STATUS_COUNT] = {
     [HF_STATUS_TIMEOUT] = {504, "TestTimeout"},
     [HF_STATUS_UNAVAILABLE] = {503, "TestUnavailable"},
     [HF_STATUS_INTERNAL] = {500, "TestInternal"},
+    [HF_STATUS_BAD_GATEWAY] = {502, "TestBadGateway"},
 };
 
 static struct json_object *error_body(const char *name, const char *message)

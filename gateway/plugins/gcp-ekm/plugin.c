@@ -35,6 +35,7 @@ static const struct hf_error_map ekm_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_TIMEOUT] = {503, "UNAVAILABLE"},
     [HF_STATUS_UNAVAILABLE] = {503, "UNAVAILABLE"},
     [HF_STATUS_INTERNAL] = {500, "INTERNAL"},
+    [HF_STATUS_BAD_GATEWAY] = {500, "INTERNAL"}, /* EKM makes no outbound call */
 };
 
 /* google.rpc.Code numbers of the names above. */
