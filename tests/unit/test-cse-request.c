@@ -197,6 +197,14 @@ static void test_sizes(void)
              true, 1024);
 }
 
+static void test_an_empty_key_is_refused(void)
+{
+    CU_ASSERT_EQUAL(
+        parse(HF_CSE_OP_WRAP, "{\"authentication\":\"x\",\"authorization\":\"x\",\"key\":\"\"}"),
+        HF_STATUS_BAD_REQUEST);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "key"));
+}
+
 static void test_base64_is_strict(void)
 {
     static const char *const bad[] = {"8A0", "8A0==", "8A0=\\n", "8A-_", " 8A0="};
@@ -281,6 +289,7 @@ int main(void)
         {"unknown and other ops' fields are ignored", test_unknown_and_other_fields_are_ignored},
         {"sizes at their edge", test_sizes},
         {"base64 is strict", test_base64_is_strict},
+        {"an empty key is refused", test_an_empty_key_is_refused},
         {"types", test_types},
         {"reason is opaque", test_reason_is_opaque},
         {"the body itself", test_the_body_itself},
