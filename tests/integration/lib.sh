@@ -31,6 +31,9 @@
 #                        $HF_PKI/NAME.key and NAME.pem (HF_PKI: $HF_TMP/pki unless set)
 #   hf_pki_cert NAME CN CA EXT   a P-256 key and a certificate for /CN=CN signed by CA, with
 #                        the x509v3 extension lines EXT, in $HF_PKI/NAME.key and NAME.pem
+#   hf_jwks_serve DIR CERT KEY PATH=SET...   jwt-token.py's HTTPS key-set server over DIR
+#                        (see its usage) on a free port, HF_JWKS_PORT, stopped on exit; fails
+#                        unless it answers within 10 s (its probe, a GET /, is in DIR/fetches)
 
 # What the tests write holds secrets (PINs, credentials, TLS keys): private, as holdfastd and
 # the core want such files (common/secret-file.h refuses world-readable ones).
@@ -230,6 +233,23 @@ hf_pki_cert() {
     printf '%s\n' "$4" >"$HF_PKI/$1.ext"
     _hf_pki x509 -req -in "$HF_PKI/$1.csr" -CA "$HF_PKI/$3.pem" -CAkey "$HF_PKI/$3.key" \
         -CAcreateserial -days 1 -out "$HF_PKI/$1.pem" -extfile "$HF_PKI/$1.ext"
+}
+
+hf_jwks_serve() {
+    _hf_jd=$1 _hf_jc=$2 _hf_jk=$3
+    shift 3
+    hf_tmpdir
+    HF_JWKS_PORT=$(hf_free_port)
+    python3 "$top_srcdir/tests/integration/jwt-token.py" serve "$_hf_jd" "$HF_JWKS_PORT" \
+        "$_hf_jc" "$_hf_jk" "$@" 2>"$HF_TMP/jwks.err" &
+    hf_on_exit "kill $!"
+    _hf_i=0
+    # Any HTTP answer says it listens: the probe does not judge its certificate, the tests do.
+    until curl -sk -o /dev/null "https://127.0.0.1:$HF_JWKS_PORT/"; do
+        _hf_i=$((_hf_i + 1))
+        [ "$_hf_i" -lt 100 ] || hf_fail "the JWKS server did not start: $(cat "$HF_TMP/jwks.err")"
+        sleep 0.1
+    done
 }
 
 hf_xks_need() {
