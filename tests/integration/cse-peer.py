@@ -4,7 +4,7 @@
   cse-peer.py PORT CERT KEY LOG status CODE    every POST answers CODE with a JSON error body
   cse-peer.py PORT CERT KEY LOG hang SECONDS   every POST is read, then answered after SECONDS
 
-Every request appends "METHOD PATH" to LOG before it is answered. GET answers 404.
+Every request appends "METHOD PATH TIME" to LOG before it is answered. GET answers 404.
 """
 import http.server
 import json
@@ -19,7 +19,7 @@ def main():
     class Handler(http.server.BaseHTTPRequestHandler):
         def note(self):
             with open(log, "a") as f:
-                f.write("%s %s\n" % (self.command, self.path))
+                f.write("%s %s %.3f\n" % (self.command, self.path, time.time()))
 
         def do_GET(self):
             self.note()

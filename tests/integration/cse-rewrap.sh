@@ -9,12 +9,13 @@
 # the resource key hash of the spec's formula; the SSRF guard refuses, with 403 and nothing
 # sent, a loopback peer and a private (10.x) peer that peer_allow does not list; a target off
 # the peer list or not https is 403; a peer answering 500 is 502; a peer that hangs is 504
-# within the 5 s timeout; a blob rewrapped for another resource is refused by B; delegate,
-# then unwrap with the delegated token (check 7 both ways: matching, and another resource_name
-# or delegated_to); a delegated token cannot delegate again; /certs lists the current and the
-# previous public key after `holdfast key rotate`, a token minted before the rotation still
-# verifies and one minted after carries the new kid; a signing_key that is no RSA key, or no
-# link, stops holdfastd at start. Prints the median and max latency of delegate and rewrap.
+# within the 5 s timeout, and while four rewraps wait on it a fifth is 429; a blob rewrapped
+# for another resource is refused by B; delegate, then unwrap with the delegated token (check
+# 7 both ways: matching, and another resource_name or delegated_to); a delegated token cannot
+# delegate again; /certs lists the current and the previous public key after `holdfast key
+# rotate`, a token minted before the rotation still verifies and one minted after carries the
+# new kid; a signing_key that is no RSA key, or no link, stops holdfastd at start. Prints the
+# median and max latency of delegate and rewrap.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 HOLDFASTD="$top_builddir/gateway/holdfastd"
@@ -103,6 +104,8 @@ module = $HF_MODULE
 pin_file = $3/token-gateway.pin
 plugins = gws-cse
 log = $HF_TMP/holdfastd-$1.log
+; more workers than rewrap slots (4), so the slots, not the threads, are what runs out
+threads = 8
 
 [plugin:gws-cse]
 path = $CSE_PLUGIN
@@ -235,13 +238,34 @@ expect 403 "rewrap with role writer"
 # A failing peer is 502; one that hangs 504 within the 5 s timeout.
 post "$A_URL/rewrap" "$(rewrap_body "$MIG" "$BAD500" "$WB")"
 expect 502 "rewrap from a peer answering 500"
-grep -q "POST /cse/privilegedunwrap" "$HF_TMP/peer-500.log" || hf_fail "the 500 peer was not called"
+grep -q "POST /cse/privilegedunwrap " "$HF_TMP/peer-500.log" || hf_fail "the 500 peer was not called"
+# Four of them hold every rewrap slot of the prefix (each a worker thread): a fifth is 429 at
+# once rather than a fifth thread waiting on the peer. One at a time, each once the last
+# reached the peer: libmicrohttpd's threads each accept for themselves, and a thread that
+# took two connections at once would serve the second only after the first's timeout.
 t0=$(hf_now_ms)
+pids=
+for i in 1 2 3 4; do
+    curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary "$(rewrap_body "$MIG" "$HANG" "$WB")" "$A_URL/rewrap" >"$HF_TMP/hang.$i" 2>&1 &
+    pids="$pids $!"
+    n=0
+    until [ "$(grep -c 'POST /cse/privilegedunwrap ' "$HF_TMP/peer-hang.log" 2>/dev/null)" = "$i" ]; do
+        n=$((n + 1))
+        [ "$n" -lt 30 ] || hf_fail "rewrap $i did not reach the hanging peer"
+        sleep 0.1
+    done
+done
 post "$A_URL/rewrap" "$(rewrap_body "$MIG" "$HANG" "$WB")"
+expect 429 "a fifth rewrap while four wait on a peer"
+wait $pids
 t=$(($(hf_now_ms) - t0))
-expect 504 "rewrap from a peer that hangs"
-[ "$t" -ge 4500 ] && [ "$t" -lt 8000 ] || hf_fail "the hanging peer answered 504 after $t ms, want ~5000"
-echo "rewrap: the hanging peer gave 504 after $t ms"
+for i in 1 2 3 4; do
+    check "$(cat "$HF_TMP/hang.$i")" 504 "rewrap from a peer that hangs"
+done
+[ "$t" -ge 4500 ] && [ "$t" -lt 10000 ] || hf_fail "the hanging peer answered 504 after $t ms, want ~5000"
+echo "rewrap: four calls to a hanging peer gave 504 after $t ms"
+check "$(grep -c 'POST /cse/privilegedunwrap ' "$HF_TMP/peer-hang.log")" 4 "calls the hanging peer got"
 
 # B holds the migration token to its resource: authz for another resource_name at A mints a
 # token for that one, and B refuses to open a blob sealed for $RES with it.

@@ -9,10 +9,12 @@
  * 16 KiB at most. A failing peer is 502, a peer out of time 504. The key then is sealed with
  * the authz token's resource_name and perimeter_id, as wrap would.
  *
- * The call blocks the worker thread that runs it, for up to the timeout: so the timeout is the
- * spec's 5 s or what is left of the prefix's deadline if less, the prefix's rate limit has
- * already run (call.c), and at most HF_CSE_REWRAP_CONCURRENCY rewraps of a prefix wait on
- * peers at once (more answer 429), so a slow peer cannot take every worker. */
+ * The call blocks the worker thread that runs it, for up to the timeout (and with it the other
+ * connections libmicrohttpd handed that thread: its threads each poll their own): so the
+ * timeout is the spec's 5 s or what is left of the prefix's deadline if less, the prefix's
+ * rate limit has already run (call.c), and at most HF_CSE_REWRAP_CONCURRENCY rewraps of a
+ * prefix wait on peers at once (more answer 429), so a slow peer cannot take every worker of a
+ * gateway with more threads than that. */
 #include "hf-build.h"
 
 #include "gateway/plugins/gws-cse/minted.h"
