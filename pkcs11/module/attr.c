@@ -249,9 +249,15 @@ static CK_RV val_flag(struct attr_val *v, const struct hf_object *obj, unsigned 
     return val_bool(v, x);
 }
 
+static bool is_imported(const struct hf_object *obj)
+{
+    if (obj->sobj) return !obj->sobj->is_local;
+    return hf_key_label_get(&obj->key, "hf.imported") != NULL;
+}
+
 static CK_MECHANISM_TYPE keygen_mechanism(const struct hf_object *obj)
 {
-    if (hf_key_label_get(&obj->key, "hf.imported")) return CK_UNAVAILABLE_INFORMATION;
+    if (is_imported(obj)) return CK_UNAVAILABLE_INFORMATION;
     switch (obj->key.alg) {
     case HF_ALG_AES:
         return CKM_AES_KEY_GEN;
@@ -263,11 +269,39 @@ static CK_MECHANISM_TYPE keygen_mechanism(const struct hf_object *obj)
     return CK_UNAVAILABLE_INFORMATION;
 }
 
+/* What a session object shows in place of a managed key's values: the caller's label and id,
+ * its own CKA_PRIVATE, and the sensitivity a key made or imported here has had all along (an
+ * imported key was outside before: never ALWAYS_SENSITIVE, never NEVER_EXTRACTABLE). */
+static CK_RV session_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type,
+                             struct attr_val *v)
+{
+    const struct hf_session_attrs *sa = obj->sobj;
+    bool sensitive = !obj->key.exportable;
+
+    switch (type) {
+    case CKA_TOKEN:
+        return val_bool(v, false);
+    case CKA_PRIVATE:
+        return val_bool(v, sa->is_private);
+    case CKA_LABEL:
+        return val_bytes(v, sa->label, sa->label_len);
+    case CKA_ID:
+        return val_bytes(v, sa->id, sa->id_len);
+    case CKA_ALWAYS_SENSITIVE:
+        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && sa->is_local);
+    case CKA_NEVER_EXTRACTABLE:
+        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && sa->is_local);
+    }
+    return CKR_ATTRIBUTE_TYPE_INVALID;
+}
+
 /* Storage and key attributes common to every face. */
 static CK_RV common_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type, struct attr_val *v)
 {
     bool sensitive = !obj->key.exportable;
+    CK_RV rv;
 
+    if (obj->sobj && (rv = session_compute(obj, type, v)) != CKR_ATTRIBUTE_TYPE_INVALID) return rv;
     switch (type) {
     case CKA_CLASS:
         return val_ulong(v, obj->cls);
@@ -293,7 +327,7 @@ static CK_RV common_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type,
     case CKA_DERIVE:
         return val_bool(v, false);
     case CKA_LOCAL:
-        return val_bool(v, !hf_key_label_get(&obj->key, "hf.imported"));
+        return val_bool(v, !is_imported(obj));
     case CKA_KEY_GEN_MECHANISM:
         return val_ulong(v, keygen_mechanism(obj));
     case CKA_ENCRYPT:
@@ -392,6 +426,8 @@ static CK_RV ec_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type, str
 /* holdfast.h's vendor attributes, on every face. */
 static CK_RV vendor_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type, struct attr_val *v)
 {
+    /* A session object is no managed key: no UUID, versions, state, labels, owner or source. */
+    if (obj->sobj) return CKR_ATTRIBUTE_TYPE_INVALID;
     switch (type) {
     case CKA_HF_KEY_UUID:
         return val_str(v, obj->key.uuid);
@@ -532,6 +568,67 @@ CK_RV hf_tmpl_ulong(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type
     if (a->ulValueLen != sizeof(CK_ULONG) || !a->pValue) return CKR_ATTRIBUTE_VALUE_INVALID;
     memcpy(val, a->pValue, sizeof(CK_ULONG));
     return CKR_OK;
+}
+
+/* A pair's two templates are read one after the other (public first, then private). */
+CK_RV hf_tmpl_usage(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned long *usage)
+{
+    static const struct {
+        CK_ATTRIBUTE_TYPE type;
+        unsigned long bit;
+    } map[] = {
+        {CKA_ENCRYPT, HF_USAGE_ENCRYPT}, {CKA_DECRYPT, HF_USAGE_DECRYPT},
+        {CKA_WRAP, HF_USAGE_WRAP},       {CKA_UNWRAP, HF_USAGE_UNWRAP},
+        {CKA_SIGN, HF_USAGE_SIGN},       {CKA_VERIFY, HF_USAGE_VERIFY},
+    };
+
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        bool present, val = false;
+        CK_RV rv = hf_tmpl_bool(t, n, map[i].type, &present, &val);
+        if (rv != CKR_OK) return rv;
+        if (present && val) *usage |= map[i].bit;
+        if (present && !val) *usage &= ~map[i].bit;
+    }
+    return CKR_OK;
+}
+
+/* Our key model has one switch, exportable, for both CKA_EXTRACTABLE and !CKA_SENSITIVE: a key
+ * is exportable only when asked to be extractable and not asked to be sensitive. */
+CK_RV hf_tmpl_exportable(const CK_ATTRIBUTE *t, CK_ULONG n, bool *exportable)
+{
+    bool has_ext, ext = false, has_sens, sens = false;
+    CK_RV rv;
+
+    if ((rv = hf_tmpl_bool(t, n, CKA_EXTRACTABLE, &has_ext, &ext)) != CKR_OK) return rv;
+    if ((rv = hf_tmpl_bool(t, n, CKA_SENSITIVE, &has_sens, &sens)) != CKR_OK) return rv;
+    *exportable = has_ext && ext && !(has_sens && sens);
+    return CKR_OK;
+}
+
+/* CKA_EC_PARAMS: the DER namedCurve OID, or (PKCS#11 3.0) a DER PrintableString curve name. */
+CK_RV hf_tmpl_ec_bits(const CK_ATTRIBUTE *a, unsigned *bits)
+{
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {{"prime256v1", 256},
+                 {"secp256r1", 256},
+                 {"P-256", 256},
+                 {"secp384r1", 384},
+                 {"P-384", 384}};
+    const unsigned char *p = a->pValue;
+    CK_ULONG len = a->ulValueLen;
+
+    if (!p) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (len == sizeof(oid_p256) && memcmp(p, oid_p256, len) == 0) return *bits = 256, CKR_OK;
+    if (len == sizeof(oid_p384) && memcmp(p, oid_p384, len) == 0) return *bits = 384, CKR_OK;
+    if (len >= 2 && p[0] == 0x13 && p[1] == len - 2) {
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            if (strlen(names[i].name) == len - 2 && memcmp(p + 2, names[i].name, len - 2) == 0)
+                return *bits = names[i].bits, CKR_OK;
+        }
+    }
+    return CKR_ATTRIBUTE_VALUE_INVALID;
 }
 
 /* ---- C_GetAttributeValue ---------------------------------------------------------------- */
@@ -681,6 +778,30 @@ static CK_RV change_apply(struct hf_session *s, const struct hf_object *obj,
     return rv;
 }
 
+/* A session object's label and id are the caller's to change; the rest is what the key is. */
+static CK_RV session_change(const struct hf_object *obj, const CK_ATTRIBUTE *tmpl, CK_ULONG n)
+{
+    const CK_ATTRIBUTE *label = NULL, *id = NULL;
+
+    for (CK_ULONG i = 0; i < n; i++) {
+        struct attr_val v = {0};
+        CK_RV rv = CKR_OK;
+
+        if (tmpl[i].type == CKA_LABEL)
+            label = &tmpl[i];
+        else if (tmpl[i].type == CKA_ID)
+            id = &tmpl[i];
+        else
+            rv = type_is_secret(tmpl[i].type) ? CKR_OK : attr_compute(obj, tmpl[i].type, &v);
+        val_clear(&v);
+        if (rv == CKR_OK && tmpl[i].type != CKA_LABEL && tmpl[i].type != CKA_ID)
+            rv = CKR_ATTRIBUTE_READ_ONLY;
+        if (rv == CKR_ATTRIBUTE_SENSITIVE) rv = CKR_ATTRIBUTE_READ_ONLY;
+        if (rv != CKR_OK) return rv;
+    }
+    return hf_session_object_set(obj, label, id);
+}
+
 HF_EXPORT CK_RV C_SetAttributeValue(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hObject,
                                     CK_ATTRIBUTE_PTR pTemplate, CK_ULONG ulCount)
 {
@@ -693,6 +814,11 @@ HF_EXPORT CK_RV C_SetAttributeValue(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE
     if (rv != CKR_OK) return rv;
     if ((rv = hf_tmpl_check(pTemplate, ulCount)) != CKR_OK) goto done;
     if ((rv = hf_object_get(s, hObject, &obj)) != CKR_OK) goto done;
+    if (obj->sobj) {
+        /* Session objects change in any session (PKCS#11 2.40 section 4.4's table). */
+        rv = session_change(obj, pTemplate, ulCount);
+        goto done;
+    }
     if ((rv = hf_session_check_write(s)) != CKR_OK) goto done;
     if ((rv = change_parse(obj, pTemplate, ulCount, &change)) != CKR_OK) goto done;
     rv = change_apply(s, obj, &change, started);

@@ -1,8 +1,8 @@
 /* C_FindObjects*: a snapshot of matching handles taken at C_FindObjectsInit, walking every key
- * version of the store in id order and each version's faces in kind order, so the order is the
- * same on every search (pkcs11-tool picks keys "by index" across several searches). Matching
- * uses the attribute values of attr.c, so a template matches exactly what C_GetAttributeValue
- * would show. */
+ * version of the store in id order and each version's faces in kind order, then the session
+ * objects in the order they were made, so the order is the same on every search (pkcs11-tool picks
+ * keys "by index" across several searches). Matching uses the attribute values of attr.c, so a
+ * template matches exactly what C_GetAttributeValue would show. */
 #include "hf-build.h"
 
 #include "internal.h"
@@ -60,6 +60,27 @@ static CK_RV version_visit(const struct hf_key *key, const struct hf_key_version
     return rv;
 }
 
+static CK_RV session_visit(const struct hf_object *obj, void *arg)
+{
+    struct find_ctx *f = arg;
+
+    if (obj->sobj->is_private && !f->logged_in) return CKR_OK;
+    return hf_object_matches(obj, f->tmpl, f->n) ? found_push(f, obj->handle) : CKR_OK;
+}
+
+/* Token objects (the store's, in version order), then session objects (in creation order);
+ * CKA_TOKEN in the template spares the walk that cannot match. */
+static CK_RV find_all(struct find_ctx *f)
+{
+    bool present, token = false;
+    CK_RV rv = hf_tmpl_bool(f->tmpl, f->n, CKA_TOKEN, &present, &token);
+
+    if (rv != CKR_OK) return rv == CKR_ATTRIBUTE_VALUE_INVALID ? CKR_OK : rv;
+    if (!present || token) rv = hf_store_version_each(hf_core_store(hf_mod.core), version_visit, f);
+    if (rv == CKR_OK && (!present || !token)) rv = hf_session_objects_each(session_visit, f);
+    return rv;
+}
+
 HF_EXPORT CK_RV C_FindObjectsInit(CK_SESSION_HANDLE hSession, CK_ATTRIBUTE_PTR pTemplate,
                                   CK_ULONG ulCount)
 {
@@ -77,7 +98,7 @@ HF_EXPORT CK_RV C_FindObjectsInit(CK_SESSION_HANDLE hSession, CK_ATTRIBUTE_PTR p
     f.n = ulCount;
     f.current_only = template_wants_current(pTemplate, ulCount);
     f.logged_in = atomic_load(&hf_mod.login) == HF_LOGIN_USER;
-    rv = hf_store_version_each(hf_core_store(hf_mod.core), version_visit, &f);
+    rv = find_all(&f);
     if (rv != CKR_OK) {
         free(f.found);
         goto done;

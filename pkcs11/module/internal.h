@@ -76,6 +76,10 @@ void hf_module_actor(const struct hf_session *s, struct hf_actor *who, char *buf
  * caller and request id from the session's request context (vendor interface) or "pkcs11". */
 CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct hf_object *obj,
                       const char *detail, CK_RV result, uint64_t started_us);
+/* The record of a session object's creation or destruction: under ctx (may be NULL: "pkcs11"
+ * and the application's uid), which it leaves to the session's next key operation. */
+CK_RV hf_module_audit_object(const HF_REQUEST_CONTEXT *ctx, const char *operation,
+                             const struct hf_object *obj, const char *detail, CK_RV result);
 /* The record of a gateway request that ended before any key operation (HF_AuditRequest), or
  * with preauth a summary of requests refused before authentication (HF_AuditSummary), which may
  * not use the audit log's free-space reserve. */
@@ -90,7 +94,28 @@ enum hf_object_kind { HF_OBJ_SECRET = 1, HF_OBJ_PRIVATE = 2, HF_OBJ_PUBLIC = 3 }
 #define HF_HANDLE_VERSION_ID(h) ((int64_t)((uint64_t)(h) >> 2))
 #define HF_HANDLE_KIND(h) ((enum hf_object_kind)((h)&3))
 
-/* An immutable snapshot of one face of one key version. Shared by reference count. */
+/* Session objects (session-objects.c) have handles of their own range: the bit below set, a
+ * counter that never repeats while the module is loaded, and the kind in the low bits. Token
+ * handles would need a store row id past 2^(CK_ULONG bits - 4) to reach it. */
+#define HF_SESSION_HANDLE_BIT ((CK_OBJECT_HANDLE)1 << (sizeof(CK_OBJECT_HANDLE) * 8 - 2))
+#define HF_HANDLE_IS_SESSION(h) (((h)&HF_SESSION_HANDLE_BIT) != 0)
+
+/* What only a session object has: it is no managed key (no versions, links or states), so these
+ * stand where the key model's own values stand for a token object. Owned by the object. */
+struct hf_session_attrs {
+    CK_SESSION_HANDLE owner; /* the session that made it: closing that session destroys it */
+    bool is_private;         /* CKA_PRIVATE: visible only while the user is logged in */
+    bool is_local;           /* CKA_LOCAL: generated here, not imported */
+    unsigned char *label;    /* CKA_LABEL and CKA_ID as given (any bytes) */
+    size_t label_len;
+    unsigned char *id;
+    size_t id_len;
+    char *api, *caller; /* who made it, for the record of its destruction */
+};
+
+/* An immutable snapshot of one face of one key version, or a session object (sobj != NULL: key
+ * and version then hold only what the mechanisms and attributes read: alg, bits, usage, state,
+ * exportable, public_der). Shared by reference count. */
 struct hf_object {
     atomic_uint refs;
     CK_OBJECT_HANDLE handle;
@@ -105,6 +130,7 @@ struct hf_object {
      * core's cache sits behind one mutex that every operation would otherwise take. */
     _Atomic(struct hf_material *) material;
     uint64_t generation;
+    struct hf_session_attrs *sobj; /* NULL for a token object */
 };
 
 /* A new reference to the object behind handle, loaded from the store on first use and reloaded
@@ -136,6 +162,52 @@ CK_RV hf_object_face_init(struct hf_object *obj, enum hf_object_kind kind);
 /* Whether the calling application may see obj (private faces need a user login). */
 bool hf_object_is_visible(const struct hf_object *obj);
 
+/* ---- session objects (session-objects.c, session-keys.c) ---------------------------------- */
+
+/* A new reference to the session object behind handle: CKR_OBJECT_HANDLE_INVALID when there is
+ * none (visibility is hf_object_get's). */
+CK_RV hf_session_object_get(CK_OBJECT_HANDLE handle, struct hf_object **out);
+/* Gives obj (kind, cls, key_type, key, version, pub, material and sobj filled in; the reference
+ * is taken over) a handle and makes it visible to every session, with its creation record.
+ * A private object needs the user logged in (CKR_USER_NOT_LOGGED_IN), checked under the table's
+ * lock so that a logout in between cannot leave it behind. */
+CK_RV hf_session_object_add(struct hf_session *s, struct hf_object *obj, CK_OBJECT_HANDLE *out);
+/* C_DestroyObject of a session object (any session may: they are the application's). */
+CK_RV hf_session_object_destroy(struct hf_session *s, CK_OBJECT_HANDLE handle);
+/* C_SetAttributeValue of a session object: its CKA_LABEL and CKA_ID become label's and id's
+ * values (NULL: unchanged). The object is replaced by a changed copy: objects are immutable. */
+CK_RV hf_session_object_set(const struct hf_object *obj, const CK_ATTRIBUTE *label,
+                            const CK_ATTRIBUTE *id);
+/* Calls visit on every session object in handle order (creation order), under the table's read
+ * lock: visit must not call back into the table. */
+CK_RV hf_session_objects_each(CK_RV (*visit)(const struct hf_object *obj, void *arg), void *arg);
+/* The ends of a session object's life, each recorded: the closing of the session that made it
+ * (with s locked), logout (the private ones), C_Finalize (flush: every object, recorded with
+ * detail why unless it is NULL), and fork (atfork: the parent's objects are abandoned, the table
+ * starts empty). */
+void hf_session_objects_close(struct hf_session *s);
+void hf_session_objects_logout(void);
+void hf_session_objects_flush(const char *why);
+void hf_session_objects_atfork(void);
+
+/* Session key objects from templates (session-keys.c), called by keygen.c once the mechanism and
+ * the template's class and key type are checked. m is borrowed (the objects take their own
+ * references); local: generated here (CKA_LOCAL). */
+CK_RV hf_session_key_secret(struct hf_session *s, struct hf_material *m, bool local,
+                            const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_OBJECT_HANDLE *out);
+/* pub NULL: only the private object (C_CreateObject, C_UnwrapKey). */
+CK_RV hf_session_key_pair(struct hf_session *s, struct hf_material *m, bool local,
+                          const CK_ATTRIBUTE *pub_tmpl, CK_ULONG pub_n,
+                          const CK_ATTRIBUTE *priv_tmpl, CK_ULONG priv_n, CK_OBJECT_HANDLE *pub,
+                          CK_OBJECT_HANDLE *priv);
+/* C_CreateObject of a CKO_PUBLIC_KEY (RSA: CKA_MODULUS and CKA_PUBLIC_EXPONENT; EC:
+ * CKA_EC_PARAMS and CKA_EC_POINT). */
+CK_RV hf_session_key_public(struct hf_session *s, const CK_ATTRIBUTE *tmpl, CK_ULONG n,
+                            CK_OBJECT_HANDLE *out);
+/* The template asks for a session object: CKA_TOKEN FALSE (absent means a token object here: a
+ * Holdfast key is persistent unless asked otherwise). */
+CK_RV hf_tmpl_is_session(const CK_ATTRIBUTE *tmpl, CK_ULONG n, bool *session);
+
 /* ---- attributes and templates (attr.c) -------------------------------------------------- */
 
 /* Fills one attribute by the rules of C_GetAttributeValue (PKCS#11 2.40 section 5.7): CKR_OK,
@@ -151,6 +223,13 @@ CK_RV hf_tmpl_bool(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type,
                    bool *val);
 CK_RV hf_tmpl_ulong(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type, bool *present,
                     CK_ULONG *val);
+/* The usage mask a template asks for: *usage (the algorithm's default) with each CKA_ENCRYPT &
+ * co. given TRUE added and each given FALSE removed. */
+CK_RV hf_tmpl_usage(const CK_ATTRIBUTE *tmpl, CK_ULONG n, unsigned long *usage);
+/* Exportable: CKA_EXTRACTABLE TRUE and CKA_SENSITIVE not TRUE (the key model has one switch). */
+CK_RV hf_tmpl_exportable(const CK_ATTRIBUTE *tmpl, CK_ULONG n, bool *exportable);
+/* CKA_EC_PARAMS (namedCurve OID or PrintableString name) to P-256 / P-384 bits. */
+CK_RV hf_tmpl_ec_bits(const CK_ATTRIBUTE *a, unsigned *bits);
 /* CKR_ARGUMENTS_BAD when a template or one of its values is NULL where a length says data. */
 CK_RV hf_tmpl_check(const CK_ATTRIBUTE *tmpl, CK_ULONG n);
 

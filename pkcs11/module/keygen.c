@@ -1,7 +1,8 @@
 /* New keys from templates: C_GenerateKey, C_GenerateKeyPair and C_CreateObject (import), and
  * hf_keygen_import for C_UnwrapKey. A template becomes a struct hf_key_spec (name, usage,
- * exportability) and the core creates the key, writing its audit record. Every object we make
- * is a token object: a Holdfast key is persistent by nature. */
+ * exportability) and the core creates the key, writing its audit record. A template with
+ * CKA_TOKEN FALSE makes session objects instead (session-keys.c): the same checks of mechanism,
+ * size and template, material kept in memory only. */
 #include "hf-build.h"
 
 #include "internal.h"
@@ -17,10 +18,6 @@
 
 #include "pkcs11/core/crypto.h"
 #include "pkcs11/core/secmem.h"
-
-static const unsigned char oid_p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
-                                         0xce, 0x3d, 0x03, 0x01, 0x07};
-static const unsigned char oid_p384[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22};
 
 /* A spec and the storage its strings point into. */
 struct spec_buf {
@@ -68,54 +65,43 @@ static CK_RV spec_name(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIBU
     return CKR_OK;
 }
 
-/* The usage mask: the algorithm's default, with each CKA_ENCRYPT & co. given TRUE added and
- * each given FALSE removed (public template first, then private). */
-static CK_RV spec_usage(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned long *usage)
-{
-    static const struct {
-        CK_ATTRIBUTE_TYPE type;
-        unsigned long bit;
-    } map[] = {
-        {CKA_ENCRYPT, HF_USAGE_ENCRYPT}, {CKA_DECRYPT, HF_USAGE_DECRYPT},
-        {CKA_WRAP, HF_USAGE_WRAP},       {CKA_UNWRAP, HF_USAGE_UNWRAP},
-        {CKA_SIGN, HF_USAGE_SIGN},       {CKA_VERIFY, HF_USAGE_VERIFY},
-    };
-
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-        bool present, val = false;
-        CK_RV rv = hf_tmpl_bool(t, n, map[i].type, &present, &val);
-        if (rv != CKR_OK) return rv;
-        if (present && val) *usage |= map[i].bit;
-        if (present && !val) *usage &= ~map[i].bit;
-    }
-    return CKR_OK;
-}
-
-/* Our key model has one switch, exportable, for both CKA_EXTRACTABLE and !CKA_SENSITIVE: a key
- * is exportable only when asked to be extractable and not asked to be sensitive. */
-static CK_RV spec_exportable(const CK_ATTRIBUTE *t, CK_ULONG n, bool *exportable)
-{
-    bool has_ext, ext = false, has_sens, sens = false;
-    CK_RV rv;
-
-    if ((rv = hf_tmpl_bool(t, n, CKA_EXTRACTABLE, &has_ext, &ext)) != CKR_OK) return rv;
-    if ((rv = hf_tmpl_bool(t, n, CKA_SENSITIVE, &has_sens, &sens)) != CKR_OK) return rv;
-    *exportable = has_ext && ext && !(has_sens && sens);
-    return CKR_OK;
-}
-
-/* Session objects (CKA_TOKEN = FALSE) do not exist here. */
-static CK_RV tmpl_token_check(const CK_ATTRIBUTE *t, CK_ULONG n)
+CK_RV hf_tmpl_is_session(const CK_ATTRIBUTE *tmpl, CK_ULONG n, bool *session)
 {
     bool present, token = true;
-    CK_RV rv = hf_tmpl_bool(t, n, CKA_TOKEN, &present, &token);
+    CK_RV rv = hf_tmpl_bool(tmpl, n, CKA_TOKEN, &present, &token);
 
+    *session = rv == CKR_OK && present && !token;
+    return rv;
+}
+
+/* A pair is made of session objects when a template asks for it and neither asks for a token
+ * object: a token key always has both faces in the store, so half a pair cannot be one. */
+static CK_RV pair_is_session(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIBUTE *priv,
+                             CK_ULONG priv_n, bool *session)
+{
+    bool pub_present, pub_token = true, priv_present, priv_token = true;
+    CK_RV rv = hf_tmpl_bool(pub, pub_n, CKA_TOKEN, &pub_present, &pub_token);
+
+    if (rv == CKR_OK) rv = hf_tmpl_bool(priv, priv_n, CKA_TOKEN, &priv_present, &priv_token);
     if (rv != CKR_OK) return rv;
-    if (present && !token) {
-        hf_log_info("session objects are not supported: every key is a token object");
+    *session = (pub_present && !pub_token) || (priv_present && !priv_token);
+    if (*session && ((pub_present && pub_token) || (priv_present && priv_token)))
         return CKR_TEMPLATE_INCONSISTENT;
-    }
     return CKR_OK;
+}
+
+/* The token path's guard: a session template never gets this far. */
+static CK_RV tmpl_token_check(const CK_ATTRIBUTE *t, CK_ULONG n)
+{
+    bool session;
+    CK_RV rv = hf_tmpl_is_session(t, n, &session);
+
+    return rv != CKR_OK ? rv : session ? CKR_TEMPLATE_INCONSISTENT : CKR_OK;
+}
+
+static CK_KEY_TYPE alg_key_type(enum hf_alg alg)
+{
+    return alg == HF_ALG_AES ? CKK_AES : alg == HF_ALG_RSA ? CKK_RSA : CKK_EC;
 }
 
 /* CKA_CLASS and CKA_KEY_TYPE, when present, must be what the mechanism makes. */
@@ -130,12 +116,7 @@ static CK_RV tmpl_kind_check(const CK_ATTRIBUTE *t, CK_ULONG n, CK_OBJECT_CLASS 
     if (present && v != cls) return CKR_TEMPLATE_INCONSISTENT;
     if ((rv = hf_tmpl_ulong(t, n, CKA_KEY_TYPE, &present, &v)) != CKR_OK) return rv;
     if (present && v != type) return CKR_TEMPLATE_INCONSISTENT;
-    return tmpl_token_check(t, n);
-}
-
-static CK_KEY_TYPE alg_key_type(enum hf_alg alg)
-{
-    return alg == HF_ALG_AES ? CKK_AES : alg == HF_ALG_RSA ? CKK_RSA : CKK_EC;
+    return CKR_OK;
 }
 
 /* pub: the public template of a pair (NULL for a secret key); priv: the secret or private
@@ -151,17 +132,49 @@ static CK_RV spec_parse(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIB
     sb->spec.bits = bits;
     sb->spec.usage = hf_usage_default(alg);
     if (pub && (rv = tmpl_kind_check(pub, pub_n, CKO_PUBLIC_KEY, type)) != CKR_OK) return rv;
+    if (pub && (rv = tmpl_token_check(pub, pub_n)) != CKR_OK) return rv;
     rv = tmpl_kind_check(priv, priv_n, alg == HF_ALG_AES ? CKO_SECRET_KEY : CKO_PRIVATE_KEY, type);
+    if (rv == CKR_OK) rv = tmpl_token_check(priv, priv_n);
     if (rv != CKR_OK) return rv;
     if ((rv = spec_name(pub, pub_n, priv, priv_n, sb)) != CKR_OK) return rv;
-    if ((rv = spec_usage(pub, pub_n, &sb->spec.usage)) != CKR_OK) return rv;
-    if ((rv = spec_usage(priv, priv_n, &sb->spec.usage)) != CKR_OK) return rv;
+    if ((rv = hf_tmpl_usage(pub, pub_n, &sb->spec.usage)) != CKR_OK) return rv;
+    if ((rv = hf_tmpl_usage(priv, priv_n, &sb->spec.usage)) != CKR_OK) return rv;
     /* The core reads 0 as "the default": a template that clears every use is refused. */
     if (sb->spec.usage == 0) return CKR_TEMPLATE_INCONSISTENT;
-    return spec_exportable(priv, priv_n, &sb->spec.exportable);
+    return hf_tmpl_exportable(priv, priv_n, &sb->spec.exportable);
 }
 
 /* ---- creation --------------------------------------------------------------------------- */
+
+/* Session objects from material: generated (bytes NULL) or imported. pub NULL with a secret key
+ * or a lone private key. */
+static CK_RV session_make(struct hf_session *s, enum hf_alg alg, unsigned bits,
+                          const unsigned char *bytes, size_t len, const CK_ATTRIBUTE *pub,
+                          CK_ULONG pub_n, const CK_ATTRIBUTE *priv, CK_ULONG priv_n,
+                          CK_OBJECT_HANDLE *pub_out, CK_OBJECT_HANDLE *priv_out)
+{
+    CK_KEY_TYPE type = alg_key_type(alg);
+    struct hf_material *m = NULL;
+    bool present, is_private = true;
+    CK_RV rv = hf_tmpl_bool(priv, priv_n, CKA_PRIVATE, &present, &is_private);
+
+    /* Before an RSA key is made for nothing; the table checks again as it takes the object. */
+    if (rv == CKR_OK && is_private && atomic_load(&hf_mod.login) != HF_LOGIN_USER)
+        rv = CKR_USER_NOT_LOGGED_IN;
+    if (rv == CKR_OK && pub) rv = tmpl_kind_check(pub, pub_n, CKO_PUBLIC_KEY, type);
+    if (rv == CKR_OK)
+        rv = tmpl_kind_check(priv, priv_n, alg == HF_ALG_AES ? CKO_SECRET_KEY : CKO_PRIVATE_KEY,
+                             type);
+    if (rv == CKR_OK)
+        rv = bytes ? hf_material_from_bytes(alg, bits, bytes, len, &m)
+                   : hf_material_generate(alg, bits, &m);
+    if (rv == CKR_OK && alg == HF_ALG_AES)
+        rv = hf_session_key_secret(s, m, !bytes, priv, priv_n, priv_out);
+    else if (rv == CKR_OK)
+        rv = hf_session_key_pair(s, m, !bytes, pub, pub_n, priv, priv_n, pub_out, priv_out);
+    hf_material_unref(m);
+    return rv;
+}
 
 /* Creates (bytes NULL) or imports the key; *v is its first version. */
 static CK_RV key_make(struct hf_session *s, const struct spec_buf *sb, const unsigned char *bytes,
@@ -185,7 +198,7 @@ CK_RV hf_keygen_secret(struct hf_session *s, const CK_MECHANISM *mech, const CK_
 {
     struct hf_key_version v = {0};
     struct spec_buf sb;
-    bool present;
+    bool present, session;
     CK_ULONG len = 0;
     CK_RV rv;
 
@@ -194,6 +207,9 @@ CK_RV hf_keygen_secret(struct hf_session *s, const CK_MECHANISM *mech, const CK_
     if ((rv = hf_tmpl_ulong(tmpl, n, CKA_VALUE_LEN, &present, &len)) != CKR_OK) return rv;
     if (!present) return CKR_TEMPLATE_INCOMPLETE;
     if (len != 16 && len != 24 && len != 32) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if ((rv = hf_tmpl_is_session(tmpl, n, &session)) != CKR_OK) return rv;
+    if (session)
+        return session_make(s, HF_ALG_AES, (unsigned)len * 8, NULL, 0, NULL, 0, tmpl, n, NULL, out);
     if ((rv = spec_parse(NULL, 0, tmpl, n, HF_ALG_AES, (unsigned)len * 8, &sb)) != CKR_OK)
         return rv;
     rv = key_make(s, &sb, NULL, 0, &v);
@@ -232,37 +248,11 @@ static CK_RV rsa_bits(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned *bits)
     return rsa_exponent_check(t, n);
 }
 
-/* CKA_EC_PARAMS: the DER namedCurve OID, or (PKCS#11 3.0) a DER PrintableString curve name. */
-static CK_RV ec_bits_of(const CK_ATTRIBUTE *a, unsigned *bits)
-{
-    static const struct {
-        const char *name;
-        unsigned bits;
-    } names[] = {{"prime256v1", 256},
-                 {"secp256r1", 256},
-                 {"P-256", 256},
-                 {"secp384r1", 384},
-                 {"P-384", 384}};
-    const unsigned char *p = a->pValue;
-    CK_ULONG len = a->ulValueLen;
-
-    if (!p) return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (len == sizeof(oid_p256) && memcmp(p, oid_p256, len) == 0) return *bits = 256, CKR_OK;
-    if (len == sizeof(oid_p384) && memcmp(p, oid_p384, len) == 0) return *bits = 384, CKR_OK;
-    if (len >= 2 && p[0] == 0x13 && p[1] == len - 2) {
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-            if (strlen(names[i].name) == len - 2 && memcmp(p + 2, names[i].name, len - 2) == 0)
-                return *bits = names[i].bits, CKR_OK;
-        }
-    }
-    return CKR_ATTRIBUTE_VALUE_INVALID;
-}
-
 static CK_RV ec_bits(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned *bits)
 {
     const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, CKA_EC_PARAMS);
 
-    return a ? ec_bits_of(a, bits) : CKR_TEMPLATE_INCOMPLETE;
+    return a ? hf_tmpl_ec_bits(a, bits) : CKR_TEMPLATE_INCOMPLETE;
 }
 
 CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub_tmpl,
@@ -273,6 +263,7 @@ CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_AT
     struct spec_buf sb;
     enum hf_alg alg;
     unsigned bits = 0;
+    bool session;
     CK_RV rv;
 
     switch (mech->mechanism) {
@@ -289,6 +280,9 @@ CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_AT
     }
     if (rv != CKR_OK) return rv;
     if (mech->pParameter || mech->ulParameterLen) return CKR_MECHANISM_PARAM_INVALID;
+    if ((rv = pair_is_session(pub_tmpl, pub_n, priv_tmpl, priv_n, &session)) != CKR_OK) return rv;
+    if (session)
+        return session_make(s, alg, bits, NULL, 0, pub_tmpl, pub_n, priv_tmpl, priv_n, pub, priv);
     if ((rv = spec_parse(pub_tmpl, pub_n, priv_tmpl, priv_n, alg, bits, &sb)) != CKR_OK) return rv;
     rv = key_make(s, &sb, NULL, 0, &v);
     if (rv == CKR_OK) {
@@ -305,10 +299,13 @@ CK_RV hf_keygen_import(struct hf_session *s, enum hf_alg alg, unsigned bits,
 {
     struct hf_key_version v = {0};
     struct spec_buf sb;
+    bool session;
     CK_RV rv;
 
     hf_return_val_if_fail(s && bytes && out, CKR_ARGUMENTS_BAD);
     if ((rv = hf_tmpl_check(tmpl, n)) != CKR_OK) return rv;
+    if ((rv = hf_tmpl_is_session(tmpl, n, &session)) != CKR_OK) return rv;
+    if (session) return session_make(s, alg, bits, bytes, len, NULL, 0, tmpl, n, NULL, out);
     if ((rv = spec_parse(NULL, 0, tmpl, n, alg, bits, &sb)) != CKR_OK) return rv;
     /* CKA_LOCAL is FALSE for a key that came from outside (attr.c reads this label). */
     sb.imported.name = "hf.imported";
@@ -328,12 +325,16 @@ HF_EXPORT CK_RV C_GenerateKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMech
                               CK_OBJECT_HANDLE_PTR phKey)
 {
     struct hf_session *s;
+    bool session = false;
     CK_RV rv = hf_session_get(hSession, &s);
 
     if (rv != CKR_OK) return rv;
     if (!pMechanism || !phKey) rv = CKR_ARGUMENTS_BAD;
     if (rv == CKR_OK) rv = hf_tmpl_check(pTemplate, ulCount);
-    if (rv == CKR_OK) rv = hf_session_check_write(s);
+    if (rv == CKR_OK) rv = hf_tmpl_is_session(pTemplate, ulCount, &session);
+    /* Section 4.4's table: session objects in any session; a private one needs the user, which
+     * the session object table checks as it takes it. */
+    if (rv == CKR_OK && !session) rv = hf_session_check_write(s);
     if (rv == CKR_OK) rv = hf_keygen_secret(s, pMechanism, pTemplate, ulCount, phKey);
     hf_session_put(s);
     return rv;
@@ -348,13 +349,17 @@ HF_EXPORT CK_RV C_GenerateKeyPair(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR p
                                   CK_OBJECT_HANDLE_PTR phPrivateKey)
 {
     struct hf_session *s;
+    bool session = false;
     CK_RV rv = hf_session_get(hSession, &s);
 
     if (rv != CKR_OK) return rv;
     if (!pMechanism || !phPublicKey || !phPrivateKey) rv = CKR_ARGUMENTS_BAD;
     if (rv == CKR_OK) rv = hf_tmpl_check(pPublicKeyTemplate, ulPublicKeyAttributeCount);
     if (rv == CKR_OK) rv = hf_tmpl_check(pPrivateKeyTemplate, ulPrivateKeyAttributeCount);
-    if (rv == CKR_OK) rv = hf_session_check_write(s);
+    if (rv == CKR_OK)
+        rv = pair_is_session(pPublicKeyTemplate, ulPublicKeyAttributeCount, pPrivateKeyTemplate,
+                             ulPrivateKeyAttributeCount, &session);
+    if (rv == CKR_OK && !session) rv = hf_session_check_write(s);
     if (rv == CKR_OK)
         rv = hf_keygen_pair(s, pMechanism, pPublicKeyTemplate, ulPublicKeyAttributeCount,
                             pPrivateKeyTemplate, ulPrivateKeyAttributeCount, phPublicKey,
@@ -457,7 +462,8 @@ static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **de
     const char *curve;
     CK_RV rv = bld ? CKR_OK : CKR_HOST_MEMORY;
 
-    if (rv == CKR_OK) rv = params_attr ? ec_bits_of(params_attr, bits) : CKR_TEMPLATE_INCOMPLETE;
+    if (rv == CKR_OK)
+        rv = params_attr ? hf_tmpl_ec_bits(params_attr, bits) : CKR_TEMPLATE_INCOMPLETE;
     curve = *bits == 384 ? SN_secp384r1 : SN_X9_62_prime256v1;
     if (rv == CKR_OK) rv = bld_push_attr(bld, t, n, CKA_VALUE, OSSL_PKEY_PARAM_PRIV_KEY, &priv);
     if (rv == CKR_OK)
@@ -525,7 +531,7 @@ static CK_RV private_import(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULON
 static CK_RV object_create(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG n,
                            CK_OBJECT_HANDLE *out)
 {
-    bool present;
+    bool present, session;
     CK_ULONG cls = 0;
     CK_RV rv = hf_tmpl_ulong(t, n, CKA_CLASS, &present, &cls);
 
@@ -536,6 +542,12 @@ static CK_RV object_create(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG
         return secret_import(s, t, n, out);
     case CKO_PRIVATE_KEY:
         return private_import(s, t, n, out);
+    case CKO_PUBLIC_KEY:
+        if ((rv = hf_tmpl_is_session(t, n, &session)) != CKR_OK) return rv;
+        /* A lone public key has no place in the key model; as a session object it is only
+         * itself. */
+        if (session) return hf_session_key_public(s, t, n, out);
+        break;
     }
     /* Certificates, data objects and lone public keys have no place in the key model. */
     hf_log_info("C_CreateObject: objects of class 0x%lx are not stored; only keys", cls);
@@ -546,12 +558,14 @@ HF_EXPORT CK_RV C_CreateObject(CK_SESSION_HANDLE hSession, CK_ATTRIBUTE_PTR pTem
                                CK_ULONG ulCount, CK_OBJECT_HANDLE_PTR phObject)
 {
     struct hf_session *s;
+    bool session = false;
     CK_RV rv = hf_session_get(hSession, &s);
 
     if (rv != CKR_OK) return rv;
     if (!pTemplate || !phObject) rv = CKR_ARGUMENTS_BAD;
     if (rv == CKR_OK) rv = hf_tmpl_check(pTemplate, ulCount);
-    if (rv == CKR_OK) rv = hf_session_check_write(s);
+    if (rv == CKR_OK) rv = hf_tmpl_is_session(pTemplate, ulCount, &session);
+    if (rv == CKR_OK && !session) rv = hf_session_check_write(s);
     if (rv == CKR_OK) rv = object_create(s, pTemplate, ulCount, phObject);
     hf_session_put(s);
     return rv;

@@ -63,7 +63,7 @@ static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, cons
                          uint64_t started_us, bool preauth, uint64_t *seq)
 {
     struct hf_audit_record rec = {0};
-    char detail_buf[512];
+    char detail_buf[512], key_buf[32], name_buf[48];
 
     if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
     rec.authenticated = !preauth && atomic_load(&hf_mod.login) != HF_LOGIN_NONE;
@@ -81,7 +81,17 @@ static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, cons
         rec.operation = ctx->operation ? ctx->operation : operation;
         rec.detail = detail_buf;
     }
-    if (obj) {
+    if (obj && obj->sobj) {
+        /* No managed key: the record names the session object by handle and kind. */
+        snprintf(key_buf, sizeof(key_buf), "session:0x%lx", (unsigned long)obj->handle);
+        snprintf(name_buf, sizeof(name_buf), "session %s-%u %s", hf_alg_name(obj->key.alg),
+                 obj->key.bits,
+                 obj->kind == HF_OBJ_SECRET    ? "secret"
+                 : obj->kind == HF_OBJ_PRIVATE ? "private"
+                                               : "public");
+        rec.key_uuid = key_buf;
+        rec.key_name = name_buf;
+    } else if (obj) {
         rec.key_uuid = obj->key.uuid;
         rec.key_name = obj->key.name;
         rec.version = obj->version.version;
@@ -103,6 +113,25 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
         if (rv == CKR_OK) s->last_audit_seq = seq;
         hf_session_clear_ctx(s);
     }
+    if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);
+    return rv;
+}
+
+CK_RV hf_module_audit_object(const HF_REQUEST_CONTEXT *ctx, const char *operation,
+                             const struct hf_object *obj, const char *detail, CK_RV result)
+{
+    /* Only who asked and for which request: the API's operation name and refusal detail are the
+     * key operation's, and so are the request's fields. */
+    HF_REQUEST_CONTEXT who = {0};
+    uint64_t seq = 0;
+    CK_RV rv;
+
+    if (ctx) {
+        who.api = ctx->api;
+        who.caller = ctx->caller;
+        who.request_id = ctx->request_id;
+    }
+    rv = audit_write(&who, NULL, operation, obj, detail, result, 0, false, &seq);
     if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);
     return rv;
 }
@@ -148,6 +177,7 @@ static void atfork_child(void)
     atomic_store(&hf_mod.session_count, 0);
     atomic_store(&hf_mod.rw_session_count, 0);
     hf_objects_atfork();
+    hf_session_objects_atfork();
 }
 
 static void atfork_register(void)
@@ -160,6 +190,7 @@ static void atfork_register(void)
 static void parent_state_drop(void)
 {
     hf_objects_atfork(); /* again, for a child the handler did not see (a raw clone) */
+    hf_session_objects_atfork();
     hf_sessions_release(true);
     if (hf_mod.core) hf_core_abandon(hf_mod.core);
     parent_core = hf_mod.core;
@@ -253,9 +284,13 @@ HF_EXPORT CK_RV C_Finalize(CK_VOID_PTR pReserved)
         rv = CKR_CRYPTOKI_NOT_INITIALIZED;
         goto done;
     }
+    /* While records can still be written (the audit writer refuses once we are not
+     * initialised); sessions closing below find nothing left to destroy. */
+    hf_session_objects_flush("C_Finalize");
     atomic_store(&hf_mod.initialized, false);
     hf_sessions_close_all();
     hf_sessions_release(false);
+    hf_session_objects_flush(NULL);
     hf_objects_flush();
     hf_core_close(hf_mod.core);
     hf_mod.core = NULL;

@@ -49,6 +49,13 @@ void hf_object_unref(struct hf_object *obj)
     hf_key_version_clear(&obj->version);
     EVP_PKEY_free(obj->pub);
     hf_material_unref(atomic_load(&obj->material));
+    if (obj->sobj) {
+        free(obj->sobj->label);
+        free(obj->sobj->id);
+        free(obj->sobj->api);
+        free(obj->sobj->caller);
+        free(obj->sobj);
+    }
     free(obj);
 }
 
@@ -147,7 +154,9 @@ CK_RV hf_object_face_init(struct hf_object *obj, enum hf_object_kind kind)
 bool hf_object_is_visible(const struct hf_object *obj)
 {
     /* CKA_PRIVATE objects (section 4.4): the user must be logged in; the SO never sees them. */
-    return obj->kind == HF_OBJ_PUBLIC || atomic_load(&hf_mod.login) == HF_LOGIN_USER;
+    bool is_private = obj->sobj ? obj->sobj->is_private : obj->kind != HF_OBJ_PUBLIC;
+
+    return !is_private || atomic_load(&hf_mod.login) == HF_LOGIN_USER;
 }
 
 static bool is_destroyed(const struct hf_object *obj)
@@ -240,8 +249,11 @@ static CK_RV link_check(const struct hf_session *s, const struct hf_object *obj)
     /* No such link: CKR_KEY_HANDLE_INVALID, as from HF_GetLinkInfo. */
     if (rv == CKR_OK && blocked) rv = CKR_HF_LINK_BLOCKED;
     /* A link moved to another key no longer opens the old one, whatever a caller's snapshot of
-     * the link still says. */
-    if (rv == CKR_OK && strcmp(key_uuid, obj->key.uuid) != 0) rv = CKR_KEY_HANDLE_INVALID;
+     * the link still says. A session object belongs to no link, but a request through a blocked
+     * one stops at it too (the key it came from, unwrapped under the link's key, is the
+     * request's). */
+    if (rv == CKR_OK && !obj->sobj && strcmp(key_uuid, obj->key.uuid) != 0)
+        rv = CKR_KEY_HANDLE_INVALID;
     return rv;
 }
 
@@ -277,10 +289,14 @@ CK_RV hf_object_get(struct hf_session *s, CK_OBJECT_HANDLE handle, struct hf_obj
 
     hf_return_val_if_fail(out, CKR_ARGUMENTS_BAD);
     if (hf_module_check() != CKR_OK) return CKR_CRYPTOKI_NOT_INITIALIZED;
-    if (HF_HANDLE_KIND(handle) == 0 || HF_HANDLE_VERSION_ID(handle) <= 0)
-        return CKR_OBJECT_HANDLE_INVALID;
-    hf_objects_revalidate();
-    rv = object_find(s, handle, atomic_load(&hf_mod.generation), &obj);
+    if (HF_HANDLE_KIND(handle) == 0) return CKR_OBJECT_HANDLE_INVALID;
+    if (HF_HANDLE_IS_SESSION(handle)) {
+        rv = hf_session_object_get(handle, &obj);
+    } else {
+        if (HF_HANDLE_VERSION_ID(handle) <= 0) return CKR_OBJECT_HANDLE_INVALID;
+        hf_objects_revalidate();
+        rv = object_find(s, handle, atomic_load(&hf_mod.generation), &obj);
+    }
     if (rv != CKR_OK) return rv;
     if (!hf_object_is_visible(obj)) rv = CKR_OBJECT_HANDLE_INVALID;
     if (rv == CKR_OK) rv = link_check(s, obj);
@@ -352,7 +368,7 @@ CK_RV hf_session_check_write(const struct hf_session *s)
 
 /* A PKCS#11 object is one face of one version, but a user deleting it expects the key gone:
  * destroying any face destroys the whole key, all versions, through the core (which erases the
- * material and records it). */
+ * material and records it). A session object is only itself, and goes in any session. */
 HF_EXPORT CK_RV C_DestroyObject(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hObject)
 {
     struct hf_object *obj = NULL;
@@ -362,6 +378,14 @@ HF_EXPORT CK_RV C_DestroyObject(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hOb
     CK_RV rv = hf_session_get(hSession, &s);
 
     if (rv != CKR_OK) return rv;
+    if (HF_HANDLE_IS_SESSION(hObject)) {
+        /* Visible to the caller first (a private one needs the login its use would), but no
+         * link check: a request refused at a blocked link still cleans up after itself. */
+        rv = hf_session_object_get(hObject, &obj);
+        if (rv == CKR_OK && !hf_object_is_visible(obj)) rv = CKR_OBJECT_HANDLE_INVALID;
+        if (rv == CKR_OK) rv = hf_session_object_destroy(s, hObject);
+        goto done;
+    }
     if ((rv = hf_session_check_write(s)) != CKR_OK) goto done;
     if ((rv = hf_object_get(s, hObject, &obj)) != CKR_OK) goto done;
     hf_module_actor(s, &who, caller, sizeof(caller));

@@ -108,6 +108,7 @@ static void session_clear(struct hf_session *s)
 static void session_close_locked(struct hf_session *s)
 {
     if (!s->open) return;
+    hf_session_objects_close(s);
     session_clear(s);
     s->open = false;
     if (s->flags & CKF_RW_SESSION) atomic_fetch_sub(&hf_mod.rw_session_count, 1);

@@ -277,6 +277,8 @@ HF_EXPORT CK_RV C_Logout(CK_SESSION_HANDLE hSession)
 
     if (rv != CKR_OK) return rv;
     if (atomic_exchange(&hf_mod.login, HF_LOGIN_NONE) == HF_LOGIN_NONE) rv = CKR_USER_NOT_LOGGED_IN;
+    /* Section 4.4 / 5.6: the private session objects go with the login that could see them. */
+    if (rv == CKR_OK) hf_session_objects_logout();
     hf_session_put(s);
     return rv;
 }

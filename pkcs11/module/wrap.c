@@ -176,6 +176,7 @@ HF_EXPORT CK_RV C_UnwrapKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechan
     struct hf_object *unwrapping = NULL;
     struct hf_op op = {0};
     struct hf_session *s;
+    bool session = false;
     CK_RV rv = hf_session_get(hSession, &s);
 
     if (rv != CKR_OK) return rv;
@@ -184,10 +185,13 @@ HF_EXPORT CK_RV C_UnwrapKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechan
         goto done;
     }
     rv = hf_tmpl_check(pTemplate, ulAttributeCount);
+    if (rv == CKR_OK) rv = hf_tmpl_is_session(pTemplate, ulAttributeCount, &session);
     if (rv != CKR_OK) goto done;
-    if (atomic_load(&hf_mod.login) != HF_LOGIN_USER)
+    /* A session object may be made in any session; a private one needs the user (checked as it
+     * is added). */
+    if (!session && atomic_load(&hf_mod.login) != HF_LOGIN_USER)
         rv = CKR_USER_NOT_LOGGED_IN;
-    else if (!(s->flags & CKF_RW_SESSION))
+    else if (!session && !(s->flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
         rv = object_get(s, hUnwrappingKey, CKR_UNWRAPPING_KEY_HANDLE_INVALID, &unwrapping);

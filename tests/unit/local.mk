@@ -17,6 +17,7 @@ UNIT_TESTS = \
 	tests/unit/test-policy \
 	tests/unit/test-module-general \
 	tests/unit/test-module-objects \
+	tests/unit/test-module-session-objects \
 	tests/unit/test-module-crypto
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -57,6 +58,10 @@ tests_unit_test_module_general_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_objects_SOURCES = tests/unit/test-module-objects.c tests/unit/module-loader.h
 tests_unit_test_module_objects_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_objects_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_session_objects_SOURCES = tests/unit/test-module-session-objects.c \
+	tests/unit/module-loader.h
+tests_unit_test_module_session_objects_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_session_objects_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_crypto_SOURCES = tests/unit/test-module-crypto.c tests/unit/module-loader.h
 tests_unit_test_module_crypto_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_crypto_LDADD = $(UNIT_LDADD)

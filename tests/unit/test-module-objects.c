@@ -272,7 +272,6 @@ static void test_keygen_template_errors(void)
     CK_ATTRIBUTE oddlen[] = {{CKA_VALUE_LEN, &badlen, sizeof(badlen)}};
     CK_ATTRIBUTE wrongcls[] = {{CKA_VALUE_LEN, &len, sizeof(len)},
                                {CKA_CLASS, &pubcls, sizeof(pubcls)}};
-    CK_ATTRIBUTE session_obj[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_TOKEN, &no, 1}};
     CK_ATTRIBUTE badname[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, "has space", 9}};
     CK_ATTRIBUTE taken[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, "aes-plain", 9}};
     CK_ATTRIBUTE badbool[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_ENCRYPT, &len, sizeof(len)}};
@@ -294,8 +293,6 @@ static void test_keygen_template_errors(void)
     CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, oddlen, N(oddlen), &h),
                     CKR_ATTRIBUTE_VALUE_INVALID);
     CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, wrongcls, N(wrongcls), &h),
-                    CKR_TEMPLATE_INCONSISTENT);
-    CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, session_obj, N(session_obj), &h),
                     CKR_TEMPLATE_INCONSISTENT);
     CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, badname, N(badname), &h),
                     CKR_ATTRIBUTE_VALUE_INVALID);
