@@ -1,4 +1,4 @@
 # The gcp-ekm plugin end to end: holdfastd with the plugin, a JWKS served over HTTPS on
-# loopback and ID tokens minted by the test (ekm-token.py, python3-cryptography).
+# loopback and ID tokens minted by the test (jwt-token.py, python3-cryptography).
 TESTS += tests/integration/ekm.sh
-EXTRA_DIST += tests/integration/ekm.sh tests/integration/ekm-token.py
+EXTRA_DIST += tests/integration/ekm.sh

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The gcp-ekm plugin end to end: holdfastd on loopback over a key store made with the CLI, a
-# JWKS served over HTTPS (a CA the test makes) by ekm-token.py, and ID tokens the test mints as
+# JWKS served over HTTPS (a CA the test makes) by jwt-token.py, and ID tokens the test mints as
 # Google's Cloud EKM service agent would send them, or as an attacker would.
 #
 # Shows, one case per rule: a wrap/unwrap round trip (and the other issuer spelling); bad
@@ -37,7 +37,10 @@ if command -v nm >/dev/null; then
 fi
 hf_store_setup
 
-TOK="python3 $top_srcdir/tests/integration/ekm-token.py"
+TOK="python3 $top_srcdir/tests/integration/jwt-token.py"
+# A valid token as Google's Cloud EKM service agent sends it; mint's arguments change claims.
+EKM_CLAIMS='{"iss":"https://accounts.google.com","aud":"https://ekm.test","email":"service-42@gcp-sa-ekms.iam.gserviceaccount.com","email_verified":true,"sub":"1234567890","iat":"+0","exp":"+600"}'
+mint() { $TOK mint "$JW" --base "$EKM_CLAIMS" "$@"; }
 # A change (block, a refetched key set) shows within a second; more for a loaded machine.
 CHANGE_MS=${EKM_CHANGE_MS:-1500}
 AGENT=service-42@gcp-sa-ekms.iam.gserviceaccount.com
@@ -60,9 +63,9 @@ HF_PKI="$HF_TMP/pki"
 hf_pki_ca ca
 hf_pki_cert jwks localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
 PKI="$HF_PKI"
-$TOK keys "$JW" || hf_fail "cannot make the signing keys"
+{ $TOK keys "$JW" k1 k2 other && $TOK publish "$JW" jwks k1; } || hf_fail "cannot make the signing keys"
 P_JWKS=$(hf_free_port)
-$TOK serve "$JW" "$P_JWKS" "$PKI/jwks.pem" "$PKI/jwks.key" 2>"$HF_TMP/jwks.err" &
+$TOK serve "$JW" "$P_JWKS" "$PKI/jwks.pem" "$PKI/jwks.key" /certs=jwks 2>"$HF_TMP/jwks.err" &
 JWKS_PID=$!
 hf_on_exit "kill $JWKS_PID"
 i=0
@@ -111,7 +114,7 @@ hf_gateway_start "$BASE" "$HOLDFASTD" -f -c "$CONF"
 
 # ---- calls ----
 OUT="$HF_TMP/out.json"
-TOKEN=$($TOK mint "$JW")
+TOKEN=$(mint)
 # ekm PATH BODY [curl args]: POST with the current $TOKEN; CODE is the HTTP status.
 ekm() {
     _path=$1 _body=$2
@@ -163,12 +166,12 @@ check "$(json plaintext)" "$PT" "unwrap of the URL-safe blob"
 bad_token() { # WHAT MINT-ARGS...
     _what=$1
     shift
-    TOKEN=$($TOK mint "$JW" "$@")
+    TOKEN=$(mint "$@")
     ekm /ekm/v0/keys/k1:wrap "$WRAP"
     [ "$CODE" = 401 ] || hf_fail "$_what: HTTP $CODE, want 401 ($(cat "$OUT"))"
     check "$(json code)" 16 "$_what: code"
 }
-bad_token "bad signature" --key other
+bad_token "bad signature" --kid k1 --key other
 bad_token "alg none" --alg none
 bad_token "HS256 keyed with the public key" --alg HS256
 bad_token "wrong iss" iss=https://evil.example.com
@@ -185,14 +188,14 @@ expect 401 16
 ekm /ekm/v0/keys/k1:wrap "$WRAP" -H "Authorization: Basic Zm9vOmJhcg=="
 expect 401 16
 # The other spelling of Google's issuer is good too.
-TOKEN=$($TOK mint "$JW" iss=accounts.google.com)
+TOKEN=$(mint iss=accounts.google.com)
 ekm /ekm/v0/keys/k1:wrap "$WRAP"
 expect 200
 
 # Unknown kid: Google published a new key after holdfastd loaded the set (whose max-age keeps
 # it an hour). The first token signed with it is refused, and makes holdfastd refetch the set
 # in the background, off the request path: the same token then passes within a second or so.
-$TOK publish "$JW" k1 k2
+$TOK publish "$JW" jwks k1 k2
 bad_token "unknown kid" --kid k2
 t0=$(hf_now_ms)
 until ekm /ekm/v0/keys/k1:wrap "$WRAP" && [ "$CODE" = 200 ]; do
@@ -203,13 +206,13 @@ echo "unknown kid: accepted $(($(hf_now_ms) - t0)) ms after the refetch it trigg
 grep -c /certs "$JW/fetches" | { read -r n; [ "$n" -ge 2 ] || hf_fail "no refetch of the JWKS ($n fetches)"; }
 
 # ---- authorization ----
-TOKEN=$($TOK mint "$JW")
+TOKEN=$(mint)
 ekm /ekm/v0/keys/nokey:wrap "$WRAP"
 expect 404 5
-TOKEN=$($TOK mint "$JW" email=intruder@gcp-sa-ekms.iam.gserviceaccount.com)
+TOKEN=$(mint email=intruder@gcp-sa-ekms.iam.gserviceaccount.com)
 ekm /ekm/v0/keys/k1:wrap "$WRAP"
 expect 403 7
-TOKEN=$($TOK mint "$JW")
+TOKEN=$(mint)
 # KAJ: the kaj key allows CUSTOMER_INITIATED_ACCESS and 6 only, and no call without a reason.
 kaj() { # REASON-JSON [HEALTH]
     printf '{"plaintext":"%s","additionalContext":{"accessReasonContext":{"reason":%s},"isKeyHealthCheck":%s}}' \
@@ -326,7 +329,7 @@ expect 501 12
 CODE=$(curl -sS -o "$OUT" -w '%{http_code}' "$BASE/ekm/v0/keys/k1:wrap")
 _path=GET-wrap
 expect 405 12
-TOKEN=$($TOK mint "$JW")
+TOKEN=$(mint)
 
 # The handler names its verb: wrap and unwrap are counted apart, and nothing as "ekm".
 curl -sS "$BASE/metrics" >"$HF_TMP/metrics.txt" || hf_fail "GET /metrics"

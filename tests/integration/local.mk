@@ -18,4 +18,5 @@ INTEGRATION_TESTS = \
 	tests/integration/crash-safety.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
-	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py
+	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py \
+	tests/integration/jwt-token.py

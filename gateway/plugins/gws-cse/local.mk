@@ -36,4 +36,5 @@ EXTRA_DIST += gateway/plugins/gws-cse/README.md
 
 # The plugin's own tests: adding the plugin is this folder and one include line.
 include $(top_srcdir)/tests/unit/cse.mk
+include $(top_srcdir)/tests/integration/cse.mk
 include $(top_srcdir)/tests/fuzz/cse.mk
