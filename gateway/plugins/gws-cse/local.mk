@@ -38,3 +38,6 @@ EXTRA_DIST += gateway/plugins/gws-cse/README.md
 include $(top_srcdir)/tests/unit/cse.mk
 include $(top_srcdir)/tests/integration/cse.mk
 include $(top_srcdir)/tests/fuzz/cse.mk
+
+# The Gmail (stage 2) operations, their sources and tests.
+include $(top_srcdir)/gateway/plugins/gws-cse/gmail.mk

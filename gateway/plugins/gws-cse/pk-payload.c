@@ -3,6 +3,8 @@
 
 #include "gateway/plugins/gws-cse/pk-payload.h"
 
+#include "gateway/plugins/gws-cse/payload.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,18 +14,7 @@
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 
-#define LEN_BYTES 2 /* BE16 */
-
-static void be16_put(unsigned char *p, size_t v)
-{
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
-}
-
-static size_t be16_get(const unsigned char *p)
-{
-    return ((size_t)p[0] << 8) | p[1];
-}
+#define LEN_BYTES 2 /* each field's BE16 length */
 
 size_t hf_cse_pk_payload_len(size_t der_len, size_t perimeter_len)
 {
@@ -36,31 +27,25 @@ size_t hf_cse_pk_payload_len(size_t der_len, size_t perimeter_len)
 bool hf_cse_pk_payload_write(const unsigned char *der, size_t der_len, const char *perimeter_id,
                              size_t perimeter_len, unsigned char *out)
 {
-    if (out == NULL || der == NULL || der_len == 0 || (perimeter_id == NULL && perimeter_len) ||
-        hf_cse_pk_payload_len(der_len, perimeter_len) == 0)
-        return false;
-    be16_put(out, der_len);
-    memcpy(out + LEN_BYTES, der, der_len);
-    be16_put(out + LEN_BYTES + der_len, perimeter_len);
-    if (perimeter_len) memcpy(out + 2 * LEN_BYTES + der_len, perimeter_id, perimeter_len);
-    return true;
+    const struct hf_cse_field f[2] = {{der, der_len},
+                                      {(const unsigned char *)perimeter_id, perimeter_len}};
+    size_t len = hf_cse_pk_payload_len(der_len, perimeter_len);
+
+    if (out == NULL || der == NULL || der_len == 0 || len == 0) return false;
+    return hf_cse_fields_encode(f, 2, out, &len);
 }
 
 bool hf_cse_pk_payload_parse(const unsigned char *pt, size_t len, struct hf_cse_pk_payload *out)
 {
-    size_t der_len, perimeter_len;
+    struct hf_cse_field f[2];
 
-    if (pt == NULL || out == NULL || len < 2 * LEN_BYTES || len > HF_CSE_PK_PAYLOAD_MAX)
+    if (pt == NULL || out == NULL || len > HF_CSE_PK_PAYLOAD_MAX ||
+        !hf_cse_fields_decode(pt, len, f, 2) || f[0].len == 0 || f[1].len > HF_CSE_PK_PERIMETER_MAX)
         return false;
-    der_len = be16_get(pt);
-    if (der_len == 0 || der_len > len - 2 * LEN_BYTES) return false;
-    perimeter_len = be16_get(pt + LEN_BYTES + der_len);
-    if (perimeter_len > HF_CSE_PK_PERIMETER_MAX || 2 * LEN_BYTES + der_len + perimeter_len != len)
-        return false;
-    out->der = pt + LEN_BYTES;
-    out->der_len = der_len;
-    out->perimeter_id = (const char *)pt + 2 * LEN_BYTES + der_len;
-    out->perimeter_len = perimeter_len;
+    out->der = f[0].p;
+    out->der_len = f[0].len;
+    out->perimeter_id = (const char *)f[1].p;
+    out->perimeter_len = f[1].len;
     return true;
 }
 
@@ -154,14 +139,14 @@ done:
     return st;
 }
 
-bool hf_cse_pk_spki_hash(const EVP_PKEY *pkey, char out[HF_CSE_PK_SPKI_HASH_LEN + 1])
+bool hf_cse_pk_spki_hash(const EVP_PKEY *pkey, unsigned char out[HF_CSE_PK_SPKI_HASH_LEN])
 {
-    unsigned char *spki = NULL, md[SHA256_DIGEST_LENGTH];
+    unsigned char *spki = NULL;
     int n;
 
     if (pkey == NULL || out == NULL) return false;
     if ((n = i2d_PUBKEY(pkey, &spki)) <= 0) return false;
-    SHA256(spki, (size_t)n, md);
+    SHA256(spki, (size_t)n, out);
     OPENSSL_free(spki);
-    return EVP_EncodeBlock((unsigned char *)out, md, sizeof(md)) == HF_CSE_PK_SPKI_HASH_LEN;
+    return true;
 }

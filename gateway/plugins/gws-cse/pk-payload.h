@@ -1,8 +1,10 @@
 /* The Gmail wrapped private key (specs/gws-cse.md "Stage 2", Decision): Google keeps it as an
  * opaque string and hands it back with each privatekeydecrypt or privatekeysign.
  *
- *   wrapped_private_key = hf_blob (api "gws-cse-pk", empty caller aad) over
+ *   wrapped_private_key = hf_blob (api HF_CSE_API_PK "gws-cse-pk", empty caller aad) over
  *   payload             = BE16(len der) || der || BE16(len perimeter_id) || perimeter_id
+ *
+ * (payload.h's fields, as the wrapped_key's)
  *
  * with der the key's PKCS#8 PrivateKeyInfo. The spec caps wrapped_private_key at 8 KB, so the
  * payload is at most 8192 - HF_BLOB_OVERHEAD bytes and a BE16 length holds any PKCS#8 that can
@@ -20,12 +22,11 @@
 
 #include "gateway/plugin.h"
 
-#define HF_CSE_PK_API "gws-cse-pk"
 #define HF_CSE_PK_WRAPPED_MAX 8192 /* the spec's cap on wrapped_private_key, bytes */
 #define HF_CSE_PK_PAYLOAD_MAX (HF_CSE_PK_WRAPPED_MAX - HF_BLOB_OVERHEAD)
 #define HF_CSE_PK_PERIMETER_MAX 128 /* the spec's cap on perimeter_id */
-/* b64(SHA-256(SPKI DER)): 44 characters. */
-#define HF_CSE_PK_SPKI_HASH_LEN 44
+/* SHA-256(SPKI DER), the spki_hash before its base64. */
+#define HF_CSE_PK_SPKI_HASH_LEN 32
 
 /* A payload's parts, pointing into it. */
 struct hf_cse_pk_payload {
@@ -53,8 +54,8 @@ bool hf_cse_pk_payload_parse(const unsigned char *pt, size_t len, struct hf_cse_
 enum hf_status hf_cse_pk_key_parse(const unsigned char *der, size_t der_len, EVP_PKEY **out,
                                    CK_KEY_TYPE *key_type, char *why, size_t whylen);
 
-/* b64(SHA-256(DER SubjectPublicKeyInfo of pkey)) into out, NUL-terminated: privileged
- * private-key decrypt's spki_hash. false if it cannot be made. */
-bool hf_cse_pk_spki_hash(const EVP_PKEY *pkey, char out[HF_CSE_PK_SPKI_HASH_LEN + 1]);
+/* SHA-256(DER SubjectPublicKeyInfo of pkey) into out: what spki_hash encodes. false if it
+ * cannot be made. */
+bool hf_cse_pk_spki_hash(const EVP_PKEY *pkey, unsigned char out[HF_CSE_PK_SPKI_HASH_LEN]);
 
 #endif /* HF_CSE_PK_PAYLOAD_H */

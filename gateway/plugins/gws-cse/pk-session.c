@@ -9,50 +9,6 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 
-/* Why a key operation failed, in the spec's table: a refusal of the input is 400, a key the
- * module will not use 403, a vanished object 404, everything else the backend's 503. */
-static enum hf_status fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
-{
-    enum hf_status st = hf_status_from_ckr(rv);
-
-    switch (st) {
-    case HF_STATUS_BAD_REQUEST:
-    case HF_STATUS_BAD_CIPHERTEXT:
-    case HF_STATUS_KEY_DISABLED:
-    case HF_STATUS_KEY_NOT_FOUND:
-    case HF_STATUS_THROTTLED:
-    case HF_STATUS_TIMEOUT:
-        break;
-    default:
-        st = HF_STATUS_UNAVAILABLE;
-    }
-    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
-}
-
-/* The object of the KEK version that sealed blob, in the API's words. */
-static enum hf_status kek_version(struct hf_request *req, const struct hf_key_ref *kek,
-                                  const struct hf_blob *blob, CK_OBJECT_HANDLE *object)
-{
-    enum hf_status st = hf_keys_decrypt_version(kek, blob->version, object);
-
-    switch (st) {
-    case HF_STATUS_OK:
-        return st;
-    case HF_STATUS_BAD_CIPHERTEXT:
-        return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
-                               "wrapped_private_key: not a key wrapped by this KACLS");
-    case HF_STATUS_KEY_NOT_FOUND:
-        return hf_request_fail(req, st, "wrapped_private_key: KEK version %lu is destroyed",
-                               (unsigned long)blob->version);
-    case HF_STATUS_KEY_DISABLED:
-    case HF_STATUS_KEY_USAGE:
-        return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
-                               "the KEK may not unwrap keys (link blocked or version state)");
-    default:
-        return hf_request_fail(req, HF_STATUS_UNAVAILABLE, "the KEK cannot be read now");
-    }
-}
-
 /* The payload's key and perimeter into key; pt is authenticated, so a failure is ours. */
 static enum hf_status payload_take(struct hf_request *req, const unsigned char *pt, size_t len,
                                    struct hf_cse_pk_key *key)
@@ -70,43 +26,18 @@ static enum hf_status payload_take(struct hf_request *req, const unsigned char *
     return HF_STATUS_OK;
 }
 
-enum hf_status hf_cse_pk_open(struct hf_request *req, const char *operation,
-                              const struct hf_key_ref *kek, const unsigned char *wrapped,
-                              size_t len, struct hf_cse_pk_key *key)
+enum hf_status hf_cse_pk_open(struct hf_cse_call *call, struct hf_request *req,
+                              struct hf_cse_pk_key *key)
 {
-    struct hf_blob blob;
-    CK_OBJECT_HANDLE object = CK_INVALID_HANDLE;
-    CK_SESSION_HANDLE s;
+    const struct hf_cse_bytes *w = &call->body.wrapped_private_key;
     unsigned char *pt = NULL;
     size_t pt_len = 0;
     enum hf_status st;
-    CK_RV rv;
 
     memset(key, 0, sizeof(*key));
-    if (!hf_blob_parse(wrapped, len, &blob) || len > HF_CSE_PK_WRAPPED_MAX)
-        return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
-                               "wrapped_private_key: not a key this KACLS wrapped (format)");
-    if ((st = kek_version(req, kek, &blob, &object)) != HF_STATUS_OK) return st;
-    pt_len = blob.sealed_len - HF_BLOB_TAG_LEN;
-    if ((pt = OPENSSL_secure_malloc(pt_len ? pt_len : 1)) == NULL)
-        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-    if ((rv = hf_p11_begin(req, operation, &s)) != CKR_OK) {
-        st = fail_ckr(req, rv, "opening a session");
-        goto done;
-    }
-    rv = hf_blob_open(hf_p11_functions(), s, object, HF_CSE_PK_API, kek->uuid, &blob, NULL, 0, pt);
-    if (rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE) {
-        st = hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
-                             "wrapped_private_key: not a key this KACLS wrapped");
-        goto done;
-    }
-    if (rv != CKR_OK) {
-        st = fail_ckr(req, rv, "unwrapping the private key");
-        goto done;
-    }
-    st = payload_take(req, pt, pt_len, key);
-done:
-    OPENSSL_secure_clear_free(pt, pt_len ? pt_len : 1);
+    st = hf_cse_kek_open(call, req, HF_CSE_API_PK, w->data, w->len, &pt, &pt_len);
+    if (st == HF_STATUS_OK) st = payload_take(req, pt, pt_len, key);
+    if (pt != NULL) OPENSSL_clear_free(pt, pt_len);
     if (st != HF_STATUS_OK) hf_cse_pk_key_clear(key);
     return st;
 }
@@ -209,7 +140,7 @@ static CK_RV object_use(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT
     return p11->C_Decrypt(s, (CK_BYTE_PTR)in, in_len, out, out_len);
 }
 
-enum hf_status hf_cse_pk_run(struct hf_request *req, const char *operation,
+enum hf_status hf_cse_pk_run(struct hf_cse_call *call, struct hf_request *req,
                              const struct hf_cse_pk_key *key, const struct hf_cse_pk_alg *alg,
                              const struct hf_cse_pk_mech *m, const unsigned char *in, size_t in_len,
                              unsigned char **out, size_t *out_len)
@@ -235,21 +166,24 @@ enum hf_status hf_cse_pk_run(struct hf_request *req, const char *operation,
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
         goto done;
     }
-    if ((rv = hf_p11_begin(req, operation, &s)) != CKR_OK) {
-        st = fail_ckr(req, rv, "opening a session");
+    /* The second key operation of the call: its record, the module's, is the request's. */
+    st = hf_request_deadline_check(req, call->px->deadline_ms, HF_STATUS_UNAVAILABLE);
+    if (st != HF_STATUS_OK) goto done;
+    if ((rv = hf_p11_begin(req, call->info->name, &s)) != CKR_OK) {
+        st = hf_cse_fail_ckr(req, rv, "opening a session");
         goto done;
     }
     rv = p11->C_CreateObject(s, t.attrs, N_FIXED + N_RSA_PARTS, &obj);
     parts_clear(&t); /* the module holds its own copy now */
     memset(&t, 0, sizeof(t));
     if (rv != CKR_OK) {
-        st = fail_ckr(req, rv, "creating the private key's session object");
+        st = hf_cse_fail_ckr(req, rv, "creating the private key's session object");
         goto done;
     }
     got = cap;
     rv = object_use(p11, s, obj, alg, m, in, in_len, buf, &got);
     if (rv != CKR_OK) {
-        st = fail_ckr(req, rv, alg->use == HF_CSE_PK_SIGN ? "signing" : "decrypting");
+        st = hf_cse_fail_ckr(req, rv, alg->use == HF_CSE_PK_SIGN ? "signing" : "decrypting");
         goto done;
     }
     *out = buf;

@@ -39,24 +39,3 @@ void hf_cse_tokens_stop_own(struct hf_cse_prefix_rt *rt)
 {
     (void)rt;
 }
-
-/* cse-gmail */
-enum hf_status hf_cse_privatekeydecrypt(struct hf_cse_call *call, struct hf_request *req)
-{
-    return not_yet(call, req);
-}
-
-enum hf_status hf_cse_privilegedprivatekeydecrypt(struct hf_cse_call *call, struct hf_request *req)
-{
-    return not_yet(call, req);
-}
-
-enum hf_status hf_cse_privatekeysign(struct hf_cse_call *call, struct hf_request *req)
-{
-    return not_yet(call, req);
-}
-
-enum hf_status hf_cse_wrapprivatekey(struct hf_cse_call *call, struct hf_request *req)
-{
-    return not_yet(call, req);
-}
