@@ -54,6 +54,21 @@ done:
     return rv;
 }
 
+/* C_Decrypt into a buffer of the size the module asked for (*got), then the plaintext into pt. */
+static CK_RV decrypt_roomy(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s,
+                           const struct hf_blob *blob, unsigned char *pt, CK_ULONG *got)
+{
+    CK_ULONG room = *got;
+    unsigned char *tmp = room <= blob->sealed_len ? OPENSSL_malloc(room) : NULL;
+    CK_RV rv;
+
+    if (tmp == NULL) return CKR_HOST_MEMORY;
+    rv = p11->C_Decrypt(s, (CK_BYTE_PTR)blob->sealed, blob->sealed_len, tmp, got);
+    if (rv == CKR_OK && *got <= blob->sealed_len - HF_BLOB_TAG_LEN) memcpy(pt, tmp, *got);
+    OPENSSL_clear_free(tmp, room);
+    return rv;
+}
+
 HF_PLUGIN_EXPORT CK_RV hf_blob_open(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s,
                                     CK_OBJECT_HANDLE key, const char *api, const char *key_uuid,
                                     const struct hf_blob *blob, const unsigned char *aad,
@@ -77,6 +92,9 @@ HF_PLUGIN_EXPORT CK_RV hf_blob_open(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE 
     got = pt_len;
     rv =
         p11->C_Decrypt(s, (CK_BYTE_PTR)blob->sealed, blob->sealed_len, pt_len ? pt : scratch, &got);
+    /* Some modules (SoftHSMv2) want room for the tag too before they check it; the operation
+     * stays active after CKR_BUFFER_TOO_SMALL (PKCS#11 5.2), so ask again with that room. */
+    if (rv == CKR_BUFFER_TOO_SMALL && got > pt_len) rv = decrypt_roomy(p11, s, blob, pt, &got);
     if (rv == CKR_OK && got != pt_len) rv = CKR_GENERAL_ERROR;
     if (rv != CKR_OK && pt_len != 0) OPENSSL_cleanse(pt, pt_len);
 done:

@@ -247,8 +247,9 @@ bad_authz() { # TAG MINT-ARGS...
     _tag=$1
     shift
     refuse 401 "$_tag" /cse/wrap "$(wrap_body "$AN" "$(authz cse writer "$@")" "$DEK" "$_tag")"
-    audit_none "$_tag"
 }
+sleep 0.5 # the summaries of what came before are written (preauth_interval_ms = 200)
+unauth0=$(hf_preauth_count "$HOLDFAST_STATE_DIR/audit.log" gws-cse UNAUTHENTICATED | cut -d' ' -f1)
 bad_authn authn-bad-signature --kid idp1 --key other
 bad_authz authz-bad-signature --kid gz1 --key other
 bad_authn authn-alg-none --alg none
@@ -268,6 +269,11 @@ bad_authn authn-no-exp exp=
 bad_authz authz-no-exp exp=
 refuse 401 no-authentication /cse/wrap "{\"authorization\":\"$AZW\",\"key\":\"$DEK\",\"reason\":\"no-authn\"}"
 refuse 401 not-a-jwt /cse/wrap "$(wrap_body "not.a.jwt" "$AZW" "$DEK" not-a-jwt)"
+# Refusals before authentication are counted in the summary records, one per interval.
+sleep 0.5
+unauth=$(hf_preauth_count "$HOLDFAST_STATE_DIR/audit.log" gws-cse UNAUTHENTICATED | cut -d' ' -f1)
+[ $((unauth - unauth0)) -ge 10 ] ||
+    hf_fail "the bad authentication tokens are not counted in the summaries ($unauth0 -> $unauth)"
 
 # Unknown kid: the IdP published a new key after holdfastd loaded the set (whose max-age keeps
 # it an hour). The first token signed with it is refused and makes holdfastd refetch the set in
@@ -407,7 +413,8 @@ bad_body resource-name-129 /cse/privilegedwrap \
 bad_body perimeter-id-129 /cse/privilegedwrap \
     "$(priv_wrap_body "$AN_ADMIN" "$DEK" "$RES" "$(python3 -c 'print("p" * 129)')" perimeter-id-129)"
 bad_body key-bad-base64 /cse/wrap "$(wrap_body "$AN" "$AZW" 'SGVsbG8*' key-bad-base64)"
-bad_body key-url-safe-base64 /cse/wrap "$(wrap_body "$AN" "$AZW" "$(echo "$DEK" | tr '+/' '-_')-_-_" key-url-safe-base64)"
+# Fields are padded standard base64 (spec, "Operations"): the URL-safe alphabet is refused.
+bad_body key-url-safe-base64 /cse/wrap "$(wrap_body "$AN" "$AZW" "$(python3 -c 'import base64; print(base64.urlsafe_b64encode(b"\xfb\xff" * 16).decode())')" key-url-safe-base64)"
 bad_body wrapped-key-bad-base64 /cse/unwrap "$(unwrap_body "$AN" "$AZR" '%%%%' wrapped-key-bad-base64)"
 bad_body key-missing /cse/wrap "{\"authentication\":\"$AN\",\"authorization\":\"$AZW\",\"reason\":\"key-missing\"}"
 bad_body key-not-a-string /cse/wrap "{\"authentication\":\"$AN\",\"authorization\":\"$AZW\",\"key\":42,\"reason\":\"key-not-a-string\"}"

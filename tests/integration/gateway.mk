@@ -13,3 +13,7 @@ EXTRA_DIST += tests/integration/gateway.sh
 # the test plugin without, one optional) and the within-limit latency metrics per API.
 TESTS += tests/integration/listeners.sh
 EXTRA_DIST += tests/integration/listeners.sh
+# Issue 11's must-show 2: aws-xks with client certificates required on one TLS port, gcp-ekm
+# and gws-cse (two catch-all plugins) without them on another, in one holdfastd.
+TESTS += tests/integration/listeners-mixed.sh
+EXTRA_DIST += tests/integration/listeners-mixed.sh

@@ -3,7 +3,8 @@
 # key hash vectors. plugin.h's hf_* come from libhfgateway.la, as holdfastd provides them.
 # Included from gateway/plugins/gws-cse/local.mk.
 if HAVE_CUNIT
-CSE_UNIT_TESTS = tests/unit/test-cse-config
+CSE_UNIT_TESTS = tests/unit/test-cse-config tests/unit/test-cse-request \
+	tests/unit/test-cse-checks tests/unit/test-cse-payload
 UNIT_TESTS += $(CSE_UNIT_TESTS)
 CSE_UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(JSONC_CFLAGS)
 CSE_UNIT_LDADD = libhftest.la gateway/plugins/gws-cse/libhf-cse.la gateway/libhfgateway.la \
@@ -11,4 +12,13 @@ CSE_UNIT_LDADD = libhftest.la gateway/plugins/gws-cse/libhf-cse.la gateway/libhf
 tests_unit_test_cse_config_SOURCES = tests/unit/test-cse-config.c
 tests_unit_test_cse_config_CPPFLAGS = $(CSE_UNIT_CPPFLAGS)
 tests_unit_test_cse_config_LDADD = $(CSE_UNIT_LDADD)
+tests_unit_test_cse_request_SOURCES = tests/unit/test-cse-request.c
+tests_unit_test_cse_request_CPPFLAGS = $(CSE_UNIT_CPPFLAGS)
+tests_unit_test_cse_request_LDADD = $(CSE_UNIT_LDADD)
+tests_unit_test_cse_checks_SOURCES = tests/unit/test-cse-checks.c
+tests_unit_test_cse_checks_CPPFLAGS = $(CSE_UNIT_CPPFLAGS)
+tests_unit_test_cse_checks_LDADD = $(CSE_UNIT_LDADD)
+tests_unit_test_cse_payload_SOURCES = tests/unit/test-cse-payload.c
+tests_unit_test_cse_payload_CPPFLAGS = $(CSE_UNIT_CPPFLAGS)
+tests_unit_test_cse_payload_LDADD = $(CSE_UNIT_LDADD) -ldl
 endif

@@ -232,6 +232,11 @@ enum hf_status hf_cse_request_parse(enum hf_cse_op op, const unsigned char *body
         st = field_get(out->root, &fields[i], (required & B(i)) != 0, out, why, whylen);
         if (st != HF_STATUS_OK) return st;
     }
+    /* An empty DEK would wrap, and unwrap to nothing a client can use. */
+    if (out->key.present && out->key.len == 0) {
+        snprintf(why, whylen, "key is empty");
+        return HF_STATUS_BAD_REQUEST;
+    }
     return HF_STATUS_OK;
 }
 
