@@ -344,6 +344,12 @@ CK_RV hf_keygen_import(struct hf_session *s, enum hf_alg alg, unsigned bits,
                        const unsigned char *bytes, size_t len, const CK_ATTRIBUTE *tmpl, CK_ULONG n,
                        CK_OBJECT_HANDLE *out);
 
+/* keygen.c: pushes the big-endian integer attribute type of the template (required:
+ * CKR_TEMPLATE_INCOMPLETE when absent or empty) as OSSL_PARAM name; *bn is the caller's to
+ * BN_clear_free. */
+CK_RV hf_tmpl_bn_push(OSSL_PARAM_BLD *bld, const CK_ATTRIBUTE *tmpl, CK_ULONG n,
+                      CK_ATTRIBUTE_TYPE type, const char *name, BIGNUM **bn);
+
 /* ---- the vendor interface (vendor.c) ---------------------------------------------------- */
 extern const HF_FUNCTION_LIST hf_vendor_functions;
 

@@ -385,8 +385,8 @@ static CK_RV params_import_der(enum hf_alg alg, OSSL_PARAM *params, unsigned cha
     return rv;
 }
 
-static CK_RV bld_push_attr(OSSL_PARAM_BLD *bld, const CK_ATTRIBUTE *t, CK_ULONG n,
-                           CK_ATTRIBUTE_TYPE type, const char *name, BIGNUM **bn)
+CK_RV hf_tmpl_bn_push(OSSL_PARAM_BLD *bld, const CK_ATTRIBUTE *t, CK_ULONG n,
+                      CK_ATTRIBUTE_TYPE type, const char *name, BIGNUM **bn)
 {
     const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, type);
 
@@ -419,7 +419,7 @@ static CK_RV rsa_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **d
 
     /* All CRT parts are required: OpenSSL cannot use a key without them efficiently. */
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && rv == CKR_OK; i++)
-        rv = bld_push_attr(bld, t, n, parts[i].type, parts[i].name, &bn[i]);
+        rv = hf_tmpl_bn_push(bld, t, n, parts[i].type, parts[i].name, &bn[i]);
     if (rv == CKR_OK && !(params = OSSL_PARAM_BLD_to_param(bld))) rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK) rv = params_import_der(HF_ALG_RSA, params, der, len, bits);
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
@@ -465,7 +465,7 @@ static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **de
     if (rv == CKR_OK)
         rv = params_attr ? hf_tmpl_ec_bits(params_attr, bits) : CKR_TEMPLATE_INCOMPLETE;
     curve = *bits == 384 ? SN_secp384r1 : SN_X9_62_prime256v1;
-    if (rv == CKR_OK) rv = bld_push_attr(bld, t, n, CKA_VALUE, OSSL_PKEY_PARAM_PRIV_KEY, &priv);
+    if (rv == CKR_OK) rv = hf_tmpl_bn_push(bld, t, n, CKA_VALUE, OSSL_PKEY_PARAM_PRIV_KEY, &priv);
     if (rv == CKR_OK)
         rv = ec_public_point(*bits == 384 ? NID_secp384r1 : NID_X9_62_prime256v1, priv, point,
                              &point_len);

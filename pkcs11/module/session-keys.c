@@ -193,17 +193,6 @@ static CK_RV ec_point(const CK_ATTRIBUTE *a, unsigned bits, const unsigned char 
     return CKR_ATTRIBUTE_VALUE_INVALID;
 }
 
-static CK_RV bn_push(OSSL_PARAM_BLD *bld, const CK_ATTRIBUTE *t, CK_ULONG n, CK_ATTRIBUTE_TYPE type,
-                     const char *name, BIGNUM **bn)
-{
-    const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, type);
-
-    if (!a || !a->pValue || a->ulValueLen == 0) return CKR_TEMPLATE_INCOMPLETE;
-    if (a->ulValueLen > 1024) return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (!(*bn = BN_bin2bn(a->pValue, (int)a->ulValueLen, NULL))) return CKR_HOST_MEMORY;
-    return OSSL_PARAM_BLD_push_BN(bld, name, *bn) ? CKR_OK : CKR_HOST_MEMORY;
-}
-
 /* The public key's parameters, as OpenSSL imports them. */
 static CK_RV public_params(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, OSSL_PARAM_BLD *bld,
                            BIGNUM **bn)
@@ -214,9 +203,9 @@ static CK_RV public_params(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, 
     CK_RV rv;
 
     if (type == CKK_RSA) {
-        rv = bn_push(bld, t, n, CKA_MODULUS, OSSL_PKEY_PARAM_RSA_N, &bn[0]);
+        rv = hf_tmpl_bn_push(bld, t, n, CKA_MODULUS, OSSL_PKEY_PARAM_RSA_N, &bn[0]);
         if (rv == CKR_OK)
-            rv = bn_push(bld, t, n, CKA_PUBLIC_EXPONENT, OSSL_PKEY_PARAM_RSA_E, &bn[1]);
+            rv = hf_tmpl_bn_push(bld, t, n, CKA_PUBLIC_EXPONENT, OSSL_PKEY_PARAM_RSA_E, &bn[1]);
         return rv;
     }
     const CK_ATTRIBUTE *params = hf_tmpl_find(t, n, CKA_EC_PARAMS);

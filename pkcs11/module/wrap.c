@@ -70,8 +70,12 @@ static CK_RV wrap_run(struct hf_session *s, struct hf_op *op, const struct hf_ob
     hf_secmem_free(bytes, len);
     if (rv == CKR_DATA_LEN_RANGE) rv = CKR_KEY_SIZE_RANGE;
     if (rv == CKR_BUFFER_TOO_SMALL || (rv == CKR_OK && out == NULL)) return rv;
-    snprintf(detail, sizeof(detail), "%s wrapped=%s version=%u", mech_name(op->mech),
-             target->key.uuid, target->version.version);
+    if (target->sobj)
+        snprintf(detail, sizeof(detail), "%s wrapped=session:0x%lx", mech_name(op->mech),
+                 (unsigned long)target->handle);
+    else
+        snprintf(detail, sizeof(detail), "%s wrapped=%s version=%u", mech_name(op->mech),
+                 target->key.uuid, target->version.version);
     if (hf_module_audit(s, "wrap", op->obj, detail, rv, op->started_us) != CKR_OK) {
         if (out != NULL) OPENSSL_cleanse(out, cap);
         rv = CKR_HF_AUDIT_FAILED;

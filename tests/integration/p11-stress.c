@@ -1,5 +1,6 @@
 /* Concurrency: N threads, each with its own session, encrypt/decrypt (AES-GCM), sign/verify
- * (RSA-PSS, ECDSA) with the same keys for a while; every result is checked. Exit 0 only with
+ * (RSA-PSS, ECDSA) with the same keys for a while, and make, use and destroy session objects;
+ * every result is checked. Exit 0 only with
  * zero errors. Run plain, under helgrind, and in a --enable-tsan build by concurrency.sh.
  *
  *   p11-stress MODULE PIN THREADS SECONDS */
@@ -75,6 +76,33 @@ static void sign_round(CK_SESSION_HANDLE s, CK_MECHANISM *m, CK_OBJECT_HANDLE pr
     }
 }
 
+/* Session objects made, used and destroyed by every thread at once: an AES key each time, an EC
+ * pair now and then (the module's session object table under its write lock). */
+static void session_round(CK_SESSION_HANDLE s, CK_MECHANISM *m_ecdsa, unsigned n)
+{
+    static const unsigned char p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
+                                         0xce, 0x3d, 0x03, 0x01, 0x07};
+    CK_FUNCTION_LIST *f = client.f;
+    CK_MECHANISM aes_gen = {CKM_AES_KEY_GEN, NULL, 0}, ec_gen = {CKM_EC_KEY_PAIR_GEN, NULL, 0};
+    CK_BBOOL no = CK_FALSE;
+    CK_ULONG len = 32;
+    CK_ATTRIBUTE aes_t[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_TOKEN, &no, sizeof(no)}};
+    CK_ATTRIBUTE pub_t[] = {{CKA_EC_PARAMS, (void *)p256, sizeof(p256)},
+                            {CKA_TOKEN, &no, sizeof(no)}};
+    CK_ATTRIBUTE priv_t[] = {{CKA_TOKEN, &no, sizeof(no)}};
+    CK_OBJECT_HANDLE aes, pub, priv;
+
+    CHECK("C_GenerateKey (session)", f->C_GenerateKey(s, &aes_gen, aes_t, 2, &aes));
+    aes_round(s, aes, n);
+    CHECK("C_DestroyObject (session)", f->C_DestroyObject(s, aes));
+    if (n % 4 != 0) return;
+    CHECK("C_GenerateKeyPair (session)",
+          f->C_GenerateKeyPair(s, &ec_gen, pub_t, 2, priv_t, 1, &pub, &priv));
+    sign_round(s, m_ecdsa, priv, pub, n);
+    CHECK("C_DestroyObject (session)", f->C_DestroyObject(s, priv));
+    CHECK("C_DestroyObject (session)", f->C_DestroyObject(s, pub));
+}
+
 /* main's single round before the threads start: OpenSSL's lazy set-up (its primary DRBG, each
  * RSA key's Montgomery contexts) happens there, so helgrind watches our concurrency, not that. */
 static bool warming;
@@ -103,7 +131,8 @@ static void *worker(void *arg)
             aes_round(s, aes, n++);
         sign_round(s, &m_ecdsa, ec, ec_pub, n++);
         if (n % 8 == 0 || warming) sign_round(s, &m_pss, rsa, rsa_pub, n);
-        atomic_fetch_add(&ops, 18);
+        session_round(s, &m_ecdsa, n++);
+        atomic_fetch_add(&ops, 19);
     } while (!warming && now_s() < end);
     client.f->C_CloseSession(s);
     return NULL;

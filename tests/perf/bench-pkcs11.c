@@ -1,6 +1,7 @@
 /* make bench-pkcs11: AES-256-GCM encrypt of 32 bytes and RSA-3072 OAEP decrypt, through Holdfast
  * (local keys), through SoftHSMv2 called directly, and with raw OpenSSL, on 1 and 2 threads, in
- * one run, so the ratios hold on a noisy machine.
+ * one run, so the ratios hold on a noisy machine. AES-GCM also with a Holdfast session object
+ * (CKA_TOKEN FALSE), against its token key.
  *
  *   bench-pkcs11 --holdfast MODULE --holdfast-pin PIN --softhsm MODULE --softhsm-token LABEL
  *                --softhsm-pin PIN [--seconds S] [--threads 1,2]
@@ -22,16 +23,17 @@
 
 #include "tests/p11-client.h"
 
-enum impl { IMPL_HOLDFAST, IMPL_SOFTHSM, IMPL_OPENSSL };
+enum impl { IMPL_HOLDFAST, IMPL_SOFTHSM, IMPL_OPENSSL, IMPL_HOLDFAST_SESSION, IMPLS };
 enum op { OP_AES_GCM, OP_RSA_OAEP };
-static const char *const impl_names[] = {"holdfast", "softhsm2", "openssl"};
+static const char *const impl_names[] = {"holdfast", "softhsm2", "openssl", "hf-session"};
 static const char *const op_names[] = {"AES-256-GCM encrypt 32 B", "RSA-3072 OAEP decrypt"};
 
 struct target {
     struct p11_client client;
     const char *pin;
     CK_OBJECT_HANDLE aes, rsa_priv;
-    unsigned char ct[512]; /* an OAEP ciphertext made with this target's public key */
+    CK_OBJECT_HANDLE aes_session; /* Holdfast: a session object, made in setup_session */
+    unsigned char ct[512];        /* an OAEP ciphertext made with this target's public key */
     CK_ULONG ct_len;
     CK_SESSION_HANDLE setup_session;
 };
@@ -69,7 +71,7 @@ static bool report(CK_RV rv)
     return rv == CKR_OK;
 }
 
-static bool p11_op(struct target *t, CK_SESSION_HANDLE s, enum op op)
+static bool p11_op(struct target *t, CK_SESSION_HANDLE s, enum op op, CK_OBJECT_HANDLE aes)
 {
     CK_FUNCTION_LIST *f = t->client.f;
     unsigned char iv[12], in[32] = {0}, out[512];
@@ -79,7 +81,7 @@ static bool p11_op(struct target *t, CK_SESSION_HANDLE s, enum op op)
         CK_GCM_PARAMS gcm = {iv, sizeof(iv), 96, NULL, 0, 128};
         CK_MECHANISM m = {CKM_AES_GCM, &gcm, sizeof(gcm)};
         RAND_bytes(iv, sizeof(iv));
-        return report(f->C_EncryptInit(s, &m, t->aes)) &&
+        return report(f->C_EncryptInit(s, &m, aes)) &&
                report(f->C_Encrypt(s, in, sizeof(in), out, &out_len)) && out_len == 48;
     }
     CK_MECHANISM m = {CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
@@ -109,6 +111,8 @@ static void *worker_main(void *arg)
     EVP_CIPHER_CTX *cctx = NULL;
     EVP_PKEY_CTX *pctx = NULL;
     CK_SESSION_HANDLE s = CK_INVALID_HANDLE;
+    struct target *t = &targets[w->impl == IMPL_HOLDFAST_SESSION ? IMPL_HOLDFAST : w->impl];
+    CK_OBJECT_HANDLE aes = w->impl == IMPL_HOLDFAST_SESSION ? t->aes_session : t->aes;
 
     if (w->impl == IMPL_OPENSSL) {
         cctx = EVP_CIPHER_CTX_new();
@@ -118,16 +122,15 @@ static void *worker_main(void *arg)
         EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_OAEP_PADDING);
         EVP_PKEY_CTX_set_rsa_oaep_md(pctx, EVP_sha1());
     } else {
-        s = p11_client_session(&targets[w->impl].client, targets[w->impl].pin);
+        s = p11_client_session(&t->client, t->pin);
     }
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-        bool ok = w->impl == IMPL_OPENSSL ? raw_op(cctx, pctx, w->op)
-                                          : p11_op(&targets[w->impl], s, w->op);
+        bool ok = w->impl == IMPL_OPENSSL ? raw_op(cctx, pctx, w->op) : p11_op(t, s, w->op, aes);
         if (!ok && atomic_fetch_add(&errors, 1) == 0)
             fprintf(stderr, "first error: %s, %s\n", impl_names[w->impl], op_names[w->op]);
         w->ops++;
     }
-    if (s != CK_INVALID_HANDLE) targets[w->impl].client.f->C_CloseSession(s);
+    if (s != CK_INVALID_HANDLE) t->client.f->C_CloseSession(s);
     EVP_CIPHER_CTX_free(cctx);
     EVP_PKEY_CTX_free(pctx);
     return NULL;
@@ -178,8 +181,21 @@ static void target_setup(struct target *t, const char *module, const char *token
     if ((rv = t->client.f->C_EncryptInit(s, &m, pub)) != CKR_OK ||
         (rv = t->client.f->C_Encrypt(s, msg, sizeof(msg), t->ct, &t->ct_len)) != CKR_OK)
         p11_die("RSA OAEP encrypt (setup)", rv);
-    /* Kept open: SoftHSMv2 invalidates object handles when a slot's last session closes. */
+    /* Kept open: SoftHSMv2 invalidates object handles when a slot's last session closes (and
+     * Holdfast's session object lives as long as the session that made it). */
     t->setup_session = s;
+}
+
+/* An AES-256 session object on Holdfast, beside its token key bench-aes. */
+static void session_key_setup(struct target *t)
+{
+    CK_MECHANISM m = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_ULONG len = 32;
+    CK_BBOOL no = CK_FALSE;
+    CK_ATTRIBUTE tmpl[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_TOKEN, &no, sizeof(no)}};
+    CK_RV rv = t->client.f->C_GenerateKey(t->setup_session, &m, tmpl, 2, &t->aes_session);
+
+    if (rv != CKR_OK) p11_die("AES session key", rv);
 }
 
 static void raw_setup(void)
@@ -210,7 +226,7 @@ int main(int argc, char **argv)
 {
     const char *hf_mod = NULL, *hf_pin = NULL, *sh_mod = NULL, *sh_token = NULL, *sh_pin = NULL;
     int thread_counts[8] = {1, 2}, n_counts = 2;
-    double result[3][2][8];
+    double result[IMPLS][2][8];
 
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--holdfast"))
@@ -236,14 +252,16 @@ int main(int argc, char **argv)
 
     target_setup(&targets[IMPL_HOLDFAST], hf_mod, NULL, hf_pin);
     target_setup(&targets[IMPL_SOFTHSM], sh_mod, sh_token, sh_pin);
+    session_key_setup(&targets[IMPL_HOLDFAST]);
     raw_setup();
 
-    printf("%-26s %-9s %7s %12s\n", "operation", "impl", "threads", "ops/s");
+    printf("%-26s %-10s %7s %12s\n", "operation", "impl", "threads", "ops/s");
     for (int op = 0; op < 2; op++)
         for (int t = 0; t < n_counts; t++)
-            for (int impl = 0; impl < 3; impl++) {
+            for (int impl = 0; impl < IMPLS; impl++) {
+                if (impl == IMPL_HOLDFAST_SESSION && op != OP_AES_GCM) continue;
                 result[impl][op][t] = run_cell(impl, op, thread_counts[t]);
-                printf("%-26s %-9s %7d %12.0f\n", op_names[op], impl_names[impl], thread_counts[t],
+                printf("%-26s %-10s %7d %12.0f\n", op_names[op], impl_names[impl], thread_counts[t],
                        result[impl][op][t]);
                 fflush(stdout);
             }
@@ -256,6 +274,9 @@ int main(int argc, char **argv)
                result[0][0][t] / result[2][0][t], result[0][1][t] / result[2][1][t],
                result[0][1][t] / result[1][1][t]);
     }
+    for (int t = 0; t < n_counts; t++)
+        printf("  %d thread(s): AES-GCM session object/token key = %.2f\n", thread_counts[t],
+               result[IMPL_HOLDFAST_SESSION][0][t] / result[IMPL_HOLDFAST][0][t]);
     if (n_counts > 1)
         printf("  scaling %d->%d threads: holdfast AES-GCM %.2fx, softhsm2 AES-GCM %.2fx\n",
                thread_counts[0], thread_counts[1], result[0][0][1] / result[0][0][0],

@@ -423,6 +423,55 @@ static void test_ec_import_signs_for_openssl(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(ro), CKR_OK);
 }
 
+/* GCM: encrypt with one key, decrypt with the other (the same material, or not). */
+static CK_RV gcm_across(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE enc, CK_OBJECT_HANDLE dec)
+{
+    unsigned char iv[12] = {9}, pt[] = "across", ct[64], back[64];
+    CK_GCM_PARAMS gp = {iv, sizeof(iv), 96, NULL, 0, 128};
+    CK_MECHANISM m = {CKM_AES_GCM, &gp, sizeof(gp)};
+    CK_ULONG ctlen = sizeof(ct), backlen = sizeof(back);
+    CK_RV rv;
+
+    if ((rv = p11->C_EncryptInit(s, &m, enc)) != CKR_OK) return rv;
+    if ((rv = p11->C_Encrypt(s, pt, sizeof(pt), ct, &ctlen)) != CKR_OK) return rv;
+    if ((rv = p11->C_DecryptInit(s, &m, dec)) != CKR_OK) return rv;
+    return p11->C_Decrypt(s, ct, ctlen, back, &backlen);
+}
+
+static void test_session_keys_wrap_and_unwrap(void)
+{
+    CK_SESSION_HANDLE ro = open_session(RO);
+    CK_MECHANISM gen = {CKM_AES_KEY_GEN, NULL, 0}, kw = {CKM_AES_KEY_WRAP_PAD, NULL, 0};
+    CK_ULONG len = 32;
+    CK_ATTRIBUTE kek_t[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_TOKEN, &no, 1}};
+    CK_ATTRIBUTE key_t[] = {
+        {CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_TOKEN, &no, 1}, {CKA_EXTRACTABLE, &yes, 1}};
+    CK_ATTRIBUTE sealed_t[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_TOKEN, &no, 1}};
+    CK_ATTRIBUTE unwrap_t[] = {{CKA_CLASS, &secret_cls, sizeof(secret_cls)},
+                               {CKA_KEY_TYPE, &aes_type, sizeof(aes_type)},
+                               {CKA_TOKEN, &no, 1}};
+    CK_OBJECT_HANDLE kek = 0, key = 0, sealed = 0, back = 0;
+    unsigned char wrapped[64];
+    CK_ULONG wlen = sizeof(wrapped);
+
+    ensure_login(ro, true);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(ro, &gen, kek_t, N(kek_t), &kek), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(ro, &gen, key_t, N(key_t), &key), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(ro, &gen, sealed_t, N(sealed_t), &sealed), CKR_OK);
+    CU_ASSERT_EQUAL(get_bool(ro, key, CKA_EXTRACTABLE), 1);
+    CU_ASSERT_EQUAL(p11->C_WrapKey(ro, &kw, kek, sealed, wrapped, &wlen), CKR_KEY_UNEXTRACTABLE);
+    wlen = sizeof(wrapped);
+    CU_ASSERT_EQUAL_FATAL(p11->C_WrapKey(ro, &kw, kek, key, wrapped, &wlen), CKR_OK);
+    /* Unwrapped in a R/O session, as a session object again: the same key. */
+    CU_ASSERT_EQUAL_FATAL(
+        p11->C_UnwrapKey(ro, &kw, kek, wrapped, wlen, unwrap_t, N(unwrap_t), &back), CKR_OK);
+    CU_ASSERT_EQUAL(get_bool(ro, back, CKA_TOKEN), 0);
+    CU_ASSERT_EQUAL(get_bool(ro, back, CKA_LOCAL), 0);
+    CU_ASSERT_EQUAL(gcm_across(ro, key, back), CKR_OK);
+    CU_ASSERT_EQUAL(gcm_across(ro, sealed, back), CKR_ENCRYPTED_DATA_INVALID);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(ro), CKR_OK);
+}
+
 static void test_login_rules_and_logout(void)
 {
     CK_SESSION_HANDLE ro = open_session(RO), rw = open_session(RW);
@@ -596,7 +645,7 @@ static void test_operations_are_audited_under_a_marker(void)
 
 /* ---- two threads ----------------------------------------------------------------------------- */
 
-#define ROUNDS 150
+#define ROUNDS 80
 
 struct worker {
     CK_OBJECT_HANDLE shared; /* made by the main thread, used by both */
@@ -623,7 +672,7 @@ static void *worker_main(void *arg)
         if (aes_session_key(s, "threaded", NULL, &aes) != CKR_OK) w->failures++;
         if (gcm_round_trip(s, aes) != CKR_OK) w->failures++;
         if (gcm_round_trip(s, w->shared) != CKR_OK) w->failures++;
-        if (i % 10 == 0) {
+        if (i % 16 == 0) {
             if (p11->C_CreateObject(s, t, n, &rsa) != CKR_OK ||
                 p11->C_SignInit(s, &pss, rsa) != CKR_OK ||
                 p11->C_Sign(s, (CK_BYTE_PTR) "x", 1, sig, &siglen) != CKR_OK ||
@@ -687,6 +736,7 @@ static CU_TestInfo session_object_tests[] = {
      test_rsa_import_decrypts_oaep_and_signs_pss},
     {"an EC session pair signs and verifies", test_ec_session_pair_signs_and_verifies},
     {"an imported EC session key signs for OpenSSL", test_ec_import_signs_for_openssl},
+    {"session keys wrap and unwrap", test_session_keys_wrap_and_unwrap},
     {"private ones need login; logout destroys them", test_login_rules_and_logout},
     {"other sessions see them until the maker closes",
      test_other_sessions_see_them_until_the_maker_closes},
