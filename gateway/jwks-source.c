@@ -5,6 +5,7 @@
 
 #include "gateway/jwks.h"
 #include "gateway/log.h"
+#include "gateway/why.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -165,6 +166,24 @@ struct hf_jwks_source *hf_jwks_source_new(const char *location,
     return s;
 }
 
+struct hf_jwks_source *hf_jwks_source_inline(const char *json, char *err, size_t errlen)
+{
+    struct hf_jwks_source *s = calloc(1, sizeof(*s));
+
+    if (err && errlen) err[0] = '\0';
+    if (!s) {
+        hf_why(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    if (!hf_jwks_parse(json, strlen(json), &s->current, err, errlen)) {
+        hf_jwks_source_free(s);
+        return NULL;
+    }
+    s->loads = 1;
+    return s;
+}
+
 struct hf_jwks *hf_jwks_source_get(struct hf_jwks_source *s)
 {
     struct hf_jwks *set;
@@ -179,6 +198,7 @@ void hf_jwks_source_refetch(struct hf_jwks_source *s)
 {
     uint64_t now = hf_now_us();
 
+    if (!s->started) return; /* an inline set: nowhere to fetch from */
     pthread_mutex_lock(&s->lock);
     if (s->last_refetch_us == 0 ||
         now - s->last_refetch_us >= (uint64_t)HF_JWKS_REFETCH_MIN_S * 1000000u) {

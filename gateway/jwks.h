@@ -57,6 +57,10 @@ struct hf_jwks_source;
 struct hf_jwks_source *hf_jwks_source_new(const char *location,
                                           const struct hf_outbound_policy *policy,
                                           unsigned refresh_max_s, char *err, size_t errlen);
+/* A set given as JWKS text (copied by parsing it): never fetched, never refreshed, refetch does
+ * nothing. For keys the gateway holds itself (a KACLS's own signing keys). NULL with the reason
+ * when the text is not a usable key set. */
+struct hf_jwks_source *hf_jwks_source_inline(const char *json, char *err, size_t errlen);
 /* The current set (a reference: hf_jwks_unref), or NULL while none was loaded. */
 struct hf_jwks *hf_jwks_source_get(struct hf_jwks_source *src);
 /* Asks the thread for a refetch, at most once per HF_JWKS_REFETCH_MIN_S; never waits. */

@@ -358,14 +358,15 @@ static bool issuer_copy(struct issuer *is, const struct hf_jwt_issuer *cfg)
     is->cfg.audiences = auds;
     is->cfg.required = req;
     if (!is->strings || !auds || !req || !(is->cfg.issuer = keep(is, cfg->issuer)) ||
-        !(is->cfg.jwks = keep(is, cfg->jwks)))
+        (cfg->jwks && !(is->cfg.jwks = keep(is, cfg->jwks))))
         return false;
     for (size_t i = 0; i < cfg->naudiences; i++)
         if (!(auds[i] = keep(is, cfg->audiences[i]))) return false;
     for (size_t i = 0; i < cfg->nrequired; i++)
         if (!(req[i] = keep(is, cfg->required[i]))) return false;
     if (!is->cfg.algs) is->cfg.algs = HF_JWT_RS256;
-    is->cfg.fetch = NULL; /* the key source keeps its own copy */
+    is->cfg.fetch = NULL;     /* the key source keeps its own copy */
+    is->cfg.jwks_json = NULL; /* parsed into the source, which keeps the keys */
     return true;
 }
 
@@ -382,7 +383,8 @@ static void issuer_clear(struct issuer *is)
 
 static bool issuer_config_is_usable(const struct hf_jwt_issuer *iss, char *err, size_t errlen)
 {
-    if (!iss || !iss->issuer || !iss->issuer[0] || !iss->jwks || !iss->jwks[0]) {
+    if (!iss || !iss->issuer || !iss->issuer[0] ||
+        !((iss->jwks && iss->jwks[0]) || iss->jwks_json)) {
         hf_why(err, errlen, "an issuer needs its iss and a JWKS");
         return false;
     }
@@ -412,9 +414,13 @@ HF_PLUGIN_EXPORT bool hf_jwt_verifier_add(struct hf_jwt_verifier *v,
         issuer_clear(is);
         goto oom;
     }
-    if (!(is->keys = hf_jwks_source_new(is->cfg.jwks, iss->fetch,
-                                        iss->refresh_max_s ? iss->refresh_max_s : 3600, why,
-                                        sizeof(why)))) {
+    if (iss->jwks_json)
+        is->keys = hf_jwks_source_inline(iss->jwks_json, why, sizeof(why));
+    else
+        is->keys =
+            hf_jwks_source_new(is->cfg.jwks, iss->fetch,
+                               iss->refresh_max_s ? iss->refresh_max_s : 3600, why, sizeof(why));
+    if (!is->keys) {
         hf_why(err, errlen, "issuer %s: %s", iss->issuer, why);
         issuer_clear(is);
         return false;

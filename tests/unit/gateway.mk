@@ -1,8 +1,8 @@
 # CUnit suites of the gateway's pure parts: the router, the config file, public randomness, the
 # log, the strict JSON reader, the request's header helpers, the latency metrics, plugin.h's
 # shared helpers (the token bucket and clock, config values and secret files, base64, body members),
-# JWT and JWKS verification, the SSRF guard's classifier and outbound HTTPS (against an
-# `openssl s_server` the test starts on loopback).
+# JWT and JWKS verification, RS256 minting through the built module, the SSRF guard's classifier
+# and outbound HTTPS (against an `openssl s_server` the test starts on loopback).
 if HAVE_CUNIT
 GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-router \
@@ -20,6 +20,7 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-json-member \
 	tests/unit/test-gateway-metrics \
 	tests/unit/test-gateway-jwt \
+	tests/unit/test-gateway-jwt-sign \
 	tests/unit/test-gateway-ssrf \
 	tests/unit/test-gateway-outbound
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
@@ -56,6 +57,9 @@ tests_unit_test_gateway_jwt_SOURCES = tests/unit/test-gateway-jwt.c \
 	tests/unit/jwt-mint.c tests/unit/jwt-mint.h
 tests_unit_test_gateway_jwt_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_jwt_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_jwt_sign_SOURCES = tests/unit/test-gateway-jwt-sign.c
+tests_unit_test_gateway_jwt_sign_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_jwt_sign_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_ssrf_SOURCES = tests/unit/test-gateway-ssrf.c
 tests_unit_test_gateway_ssrf_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_ssrf_LDADD = $(GATEWAY_UNIT_LDADD)

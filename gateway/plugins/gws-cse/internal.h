@@ -29,11 +29,13 @@ struct hf_cse_own;
 struct hf_cse_prefix_rt {
     struct hf_jwt_verifier *authn; /* the authn.LABEL issuers */
     struct hf_jwt_verifier *authz; /* the authz issuers, aud cse-authorization, RS256 */
-    /* Our delegated tokens (iss = aud = kacls_url) and the peers' migration tokens (iss a
-     * peer, aud kacls-migration): set by hf_cse_tokens_start_own; NULL: none accepted. */
-    struct hf_jwt_verifier *delegated;
+    /* The peers' migration tokens (iss a peer, aud kacls-migration): set by
+     * hf_cse_tokens_start_own; NULL: none accepted. */
     struct hf_jwt_verifier *migration;
-    struct hf_cse_own *own; /* cse-mint's signing state */
+    /* The signing key's state (own.c), NULL without signing_key: our delegated tokens
+     * (iss = aud = kacls_url) verify through hf_cse_own_verify_delegated, whose key set
+     * follows the key's rotations, so no verifier pointer here could stay current. */
+    struct hf_cse_own *own;
     struct hf_rate *rate;
     struct hf_cse_health health;
 };
@@ -93,11 +95,16 @@ enum hf_status hf_cse_tokens_verify(struct hf_cse_call *call, struct hf_request 
 bool hf_cse_tokens_start(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt, char *err,
                          size_t errlen);
 void hf_cse_tokens_stop(struct hf_cse_prefix_rt *rt);
-/* cse-mint's hooks: rt->delegated, rt->migration and rt->own for px (at start, after
+/* cse-mint's hooks (own.c): rt->migration and rt->own for px (at start, after
  * hf_cse_tokens_start), and their release. */
 bool hf_cse_tokens_start_own(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *rt, char *err,
                              size_t errlen);
 void hf_cse_tokens_stop_own(struct hf_cse_prefix_rt *rt);
+/* Our delegated token, verified against the signing key's current and previous public keys:
+ * hf_jwt_verify's contract; HF_STATUS_UNAUTHENTICATED when rt has no signing key. */
+enum hf_status hf_cse_own_verify_delegated(struct hf_cse_prefix_rt *rt, const char *token,
+                                           size_t len, struct hf_jwt **out, char *why,
+                                           size_t whylen);
 
 /* Checks 3-10 (checks.c) on a call whose tokens are verified; the audit fields are set first.
  * blocked link or KEK state: 403 "key disabled". */

@@ -8,7 +8,8 @@ gateway_plugins_gws_cse_libhf_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/config.c gateway/plugins/gws-cse/config.h \
 	gateway/plugins/gws-cse/checks.c gateway/plugins/gws-cse/checks.h \
 	gateway/plugins/gws-cse/payload.c gateway/plugins/gws-cse/rkh.c \
-	gateway/plugins/gws-cse/payload.h
+	gateway/plugins/gws-cse/payload.h \
+	gateway/plugins/gws-cse/minted.c gateway/plugins/gws-cse/minted.h
 gateway_plugins_gws_cse_libhf_cse_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 gateway_plugins_gws_cse_libhf_cse_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
 
@@ -26,7 +27,10 @@ gateway_plugins_gws_cse_gws_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/digest.c \
 	gateway/plugins/gws-cse/status.c \
 	gateway/plugins/gws-cse/cors.c \
-	gateway/plugins/gws-cse/stubs.c
+	gateway/plugins/gws-cse/own.c gateway/plugins/gws-cse/own.h \
+	gateway/plugins/gws-cse/delegate.c \
+	gateway/plugins/gws-cse/certs.c \
+	gateway/plugins/gws-cse/rewrap.c
 gateway_plugins_gws_cse_gws_cse_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 gateway_plugins_gws_cse_gws_cse_la_LDFLAGS = -module -avoid-version -shared
 gateway_plugins_gws_cse_gws_cse_la_LIBADD = gateway/plugins/gws-cse/libhf-cse.la \
@@ -36,7 +40,9 @@ EXTRA_DIST += gateway/plugins/gws-cse/README.md
 
 # The plugin's own tests: adding the plugin is this folder and one include line.
 include $(top_srcdir)/tests/unit/cse.mk
+include $(top_srcdir)/tests/unit/cse-mint.mk
 include $(top_srcdir)/tests/integration/cse.mk
+include $(top_srcdir)/tests/integration/cse-rewrap.mk
 include $(top_srcdir)/tests/fuzz/cse.mk
 
 # The Gmail (stage 2) operations, their sources and tests.

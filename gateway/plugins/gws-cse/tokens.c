@@ -124,8 +124,8 @@ static enum hf_status authn_verify(struct hf_cse_call *call, struct hf_request *
         call->authn_kind = HF_CSE_AUTHN_IDP;
         return HF_STATUS_OK;
     }
-    if (call->rt->delegated != NULL &&
-        hf_jwt_verify(call->rt->delegated, t->s, t->len, &call->authn, other, sizeof(other)) ==
+    if (call->rt->own != NULL &&
+        hf_cse_own_verify_delegated(call->rt, t->s, t->len, &call->authn, other, sizeof(other)) ==
             HF_STATUS_OK) {
         call->authn_kind = HF_CSE_AUTHN_DELEGATED;
         return HF_STATUS_OK;
