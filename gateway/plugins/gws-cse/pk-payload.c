@@ -81,7 +81,7 @@ static bool ec_is_usable(const EVP_PKEY *pkey, char *why, size_t whylen)
     return false;
 }
 
-static bool key_is_consistent(EVP_PKEY *pkey)
+bool hf_cse_pk_key_is_consistent(EVP_PKEY *pkey)
 {
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
     bool ok = ctx != NULL && EVP_PKEY_check(ctx) == 1;
@@ -124,10 +124,6 @@ enum hf_status hf_cse_pk_key_parse(const unsigned char *der, size_t der_len, EVP
         break;
     default:
         snprintf(why, whylen, "private_key: RSA or EC keys only");
-        goto done;
-    }
-    if (!key_is_consistent(pkey)) {
-        snprintf(why, whylen, "private_key: the key's parts do not agree");
         goto done;
     }
     *out = pkey;

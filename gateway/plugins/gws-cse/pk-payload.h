@@ -47,13 +47,17 @@ bool hf_cse_pk_payload_parse(const unsigned char *pt, size_t len, struct hf_cse_
 
 /* The private key in der, which must be one PKCS#8 PrivateKeyInfo (nothing after it) that the
  * gateway's module can hold as a session object: RSA of 2048 to 4096 bits with two primes (the
- * module's RSA sizes), or EC P-256 or P-384; the key's own consistency checked (EVP_PKEY_check:
- * a wrong CRT value would sign wrongly and leak the factors). HF_STATUS_OK with *out (the
- * caller's, EVP_PKEY_free) and *key_type (CKK_RSA, CKK_EC); otherwise HF_STATUS_BAD_REQUEST
- * with why, never a byte of the key. */
+ * module's RSA sizes), or EC P-256 or P-384. HF_STATUS_OK with *out (the caller's,
+ * EVP_PKEY_free) and *key_type (CKK_RSA, CKK_EC); otherwise HF_STATUS_BAD_REQUEST with why,
+ * never a byte of the key. */
 enum hf_status hf_cse_pk_key_parse(const unsigned char *der, size_t der_len, EVP_PKEY **out,
                                    CK_KEY_TYPE *key_type, char *why, size_t whylen);
 
+/* Whether the key's parts agree (EVP_PKEY_check: RSA's primes, CRT values and pair, EC's point):
+ * a wrong CRT value would sign wrongly and leak the factors. wrapprivatekey asks it once before
+ * sealing; it costs tens of milliseconds for RSA (prime tests), so a key opened from its blob,
+ * checked when it was wrapped and authenticated since, is not asked again. */
+bool hf_cse_pk_key_is_consistent(EVP_PKEY *pkey);
 /* SHA-256(DER SubjectPublicKeyInfo of pkey) into out: what spki_hash encodes. false if it
  * cannot be made. */
 bool hf_cse_pk_spki_hash(const EVP_PKEY *pkey, unsigned char out[HF_CSE_PK_SPKI_HASH_LEN]);

@@ -36,9 +36,13 @@ static enum hf_status payload_make(const struct hf_cse_call *call, struct hf_req
     CK_KEY_TYPE type;
     char why[160] = "";
     enum hf_status st = hf_cse_pk_key_parse(k->data, k->len, &pkey, &type, why, sizeof(why));
+    bool consistent = st == HF_STATUS_OK && hf_cse_pk_key_is_consistent(pkey);
 
     EVP_PKEY_free(pkey);
     if (st != HF_STATUS_OK) return hf_request_fail(req, st, "%s", why);
+    if (!consistent)
+        return hf_request_fail(req, HF_STATUS_BAD_REQUEST,
+                               "private_key: the key's parts do not agree");
     if ((*pt_len = hf_cse_pk_payload_len(k->len, pid_len)) == 0)
         return hf_request_fail(req, HF_STATUS_BAD_REQUEST,
                                "private_key: too large to wrap within the spec's 8 KB");
