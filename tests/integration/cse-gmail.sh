@@ -59,27 +59,14 @@ RSA_SPKI=$(spki_hash "$K/rsa.pub")
 EC_SPKI=$(spki_hash "$K/ec.pub")
 
 # ---- key sets over HTTPS ----
-HF_PKI="$HF_TMP/pki"
-hf_pki_ca ca
-hf_pki_cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
+hf_pki_loopback
 PKI="$HF_PKI"
-CURL_CA_BUNDLE=$PKI/ca.pem
-export CURL_CA_BUNDLE
 JW="$HF_TMP/jwks"
 mkdir -p "$JW"
 { $TOK keys "$JW" idp1 gz1 && $TOK publish "$JW" idp idp1 && $TOK publish "$JW" authz gz1; } ||
     hf_fail "cannot make the signing keys"
-P_JWKS=$(hf_free_port)
-$TOK serve "$JW" "$P_JWKS" "$PKI/server.pem" "$PKI/server.key" /idp/certs=idp '/jwk/*=authz' \
-    2>"$HF_TMP/jwks.err" &
-JWKS_PID=$!
-hf_on_exit "kill $JWKS_PID"
-i=0
-until curl -s -o /dev/null "https://127.0.0.1:$P_JWKS/idp/certs"; do
-    i=$((i + 1))
-    [ "$i" -lt 100 ] || hf_fail "the JWKS server did not start: $(cat "$HF_TMP/jwks.err")"
-    sleep 0.1
-done
+hf_jwks_serve "$JW" /idp/certs=idp '/jwk/*=authz'
+P_JWKS=$HF_JWKS_PORT
 
 # ---- holdfastd ----
 PORT=$(hf_free_port)
@@ -177,29 +164,23 @@ privileged() { # AUTHN WRAPPED SPKI-HASH [SPKI-HASH-ALGORITHM]
     post /mail/privilegedprivatekeydecrypt "{\"authentication\":\"$1\",\"wrapped_private_key\":\"$2\",\"algorithm\":\"RSA/ECB/OAEPwithSHA-256andMGF1Padding\",\"encrypted_data_encryption_key\":\"$EDEK256\",\"spki_hash\":\"$3\",\"spki_hash_algorithm\":\"${4:-SHA-256}\",\"reason\":\"$WHAT\"}"
 }
 
+# FN_expect STATUS TAG ARGS...: FN's call, under the case name TAG, answers STATUS.
+wrap_pk_expect() { _st=$1 WHAT=$2 && shift 2 && wrap_pk "$@" && expect "$_st"; }
+decrypt_expect() { _st=$1 WHAT=$2 && shift 2 && decrypt "$@" && expect "$_st"; }
+sign_expect() { _st=$1 WHAT=$2 && shift 2 && sign "$@" && expect "$_st"; }
+privileged_expect() { _st=$1 WHAT=$2 && shift 2 && privileged "$@" && expect "$_st"; }
+
 # ---- wrapprivatekey ----
-WHAT="wrapprivatekey rsa"
-wrap_pk "$AN_ADMIN" "$K/rsa.p8" ""
-expect 200
+wrap_pk_expect 200 "wrapprivatekey rsa" "$AN_ADMIN" "$K/rsa.p8" ""
 W_RSA=$(json wrapped_private_key)
 [ -n "$W_RSA" ] || hf_fail "$WHAT: no wrapped_private_key"
-WHAT="wrapprivatekey rsa p1"
-wrap_pk "$AN_ADMIN" "$K/rsa.p8" p1
-expect 200
+wrap_pk_expect 200 "wrapprivatekey rsa p1" "$AN_ADMIN" "$K/rsa.p8" p1
 W_P1=$(json wrapped_private_key)
-WHAT="wrapprivatekey ec"
-wrap_pk "$AN_ADMIN" "$K/ec.p8" ""
-expect 200
+wrap_pk_expect 200 "wrapprivatekey ec" "$AN_ADMIN" "$K/ec.p8" ""
 W_EC=$(json wrapped_private_key)
-WHAT="wrapprivatekey by a non-admin"
-wrap_pk "$AN_ALICE" "$K/rsa.p8" ""
-expect 403
-WHAT="wrapprivatekey rsa-1024"
-wrap_pk "$AN_ADMIN" "$K/rsa1024.p8" ""
-expect 400
-WHAT="wrapprivatekey pkcs1"
-wrap_pk "$AN_ADMIN" "$K/rsa.pkcs1" ""
-expect 400
+wrap_pk_expect 403 "wrapprivatekey by a non-admin" "$AN_ALICE" "$K/rsa.p8" ""
+wrap_pk_expect 400 "wrapprivatekey rsa-1024" "$AN_ADMIN" "$K/rsa1024.p8" ""
+wrap_pk_expect 400 "wrapprivatekey pkcs1" "$AN_ADMIN" "$K/rsa.pkcs1" ""
 # The private key is sealed, not carried: no PKCS#8 byte run in the wrapped form.
 python3 - "$W_RSA" "$K/rsa.p8" <<'PY' || hf_fail "the wrapped private key holds the PKCS#8 in clear"
 import base64, sys
@@ -233,67 +214,35 @@ decrypt_ok "decrypt oaep sha256 label" RSA/ECB/OAEPwithSHA-256andMGF1Padding "$E
 decrypt_ok "decrypt oaep sha512" RSA/ECB/OAEPwithSHA-512andMGF1Padding "$EDEK512"
 decrypt_ok "decrypt java spelling" RSA/ECB/OAEPWithSHA-512AndMGF1Padding "$EDEK512"
 
-WHAT="decrypt wrong label"
-decrypt "$AZ_DEC" "$W_RSA" RSA/ECB/OAEPwithSHA-256andMGF1Padding "$EDEK256L" \
+decrypt_expect 400 "decrypt wrong label" "$AZ_DEC" "$W_RSA" RSA/ECB/OAEPwithSHA-256andMGF1Padding "$EDEK256L" \
     "\"rsa_oaep_label\":\"$(printf other | b64)\""
-expect 400
-WHAT="decrypt wrong oaep hash"
-decrypt "$AZ_DEC" "$W_RSA" RSA/ECB/OAEPwithSHA-1andMGF1Padding "$EDEK256"
-expect 400
-WHAT="decrypt short edek"
-decrypt "$AZ_DEC" "$W_RSA" RSA/ECB/PKCS1Padding "$(printf abc | b64)"
-expect 400
-WHAT="decrypt unknown algorithm"
-decrypt "$AZ_DEC" "$W_RSA" RSA/ECB/NoPadding "$EDEK_PKCS1"
-expect 400
-WHAT="decrypt a sign algorithm"
-decrypt "$AZ_DEC" "$W_RSA" SHA256withRSA "$EDEK_PKCS1"
-expect 400
-WHAT="decrypt with the signer role"
-decrypt "$AZ_SIGN" "$W_RSA" RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
-expect 403
-WHAT="decrypt an ec key"
-decrypt "$AZ_DEC" "$W_EC" RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
-expect 400
+decrypt_expect 400 "decrypt wrong oaep hash" "$AZ_DEC" "$W_RSA" RSA/ECB/OAEPwithSHA-1andMGF1Padding "$EDEK256"
+decrypt_expect 400 "decrypt short edek" "$AZ_DEC" "$W_RSA" RSA/ECB/PKCS1Padding "$(printf abc | b64)"
+decrypt_expect 400 "decrypt unknown algorithm" "$AZ_DEC" "$W_RSA" RSA/ECB/NoPadding "$EDEK_PKCS1"
+decrypt_expect 400 "decrypt a sign algorithm" "$AZ_DEC" "$W_RSA" SHA256withRSA "$EDEK_PKCS1"
+decrypt_expect 403 "decrypt with the signer role" "$AZ_SIGN" "$W_RSA" RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
+decrypt_expect 400 "decrypt an ec key" "$AZ_DEC" "$W_EC" RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
 WHAT="decrypt tampered"
 TAMPERED=$(python3 -c 'import base64,sys; b=bytearray(base64.b64decode(sys.argv[1])); b[40]^=1; print(base64.b64encode(b).decode())' "$W_RSA")
 decrypt "$AZ_DEC" "$TAMPERED" RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
 expect 400
 
 # ---- the key's perimeter ----
-WHAT="decrypt perimeter p1 alice"
-decrypt "$AZ_DEC" "$W_P1" RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
-expect 200
-WHAT="decrypt perimeter p1 bob"
-decrypt "$AZ_BOB" "$W_P1" RSA/ECB/PKCS1Padding "$EDEK_PKCS1" "" "$AN_BOB"
-expect 403
-WHAT="decrypt no perimeter bob"
-decrypt "$AZ_BOB" "$W_RSA" RSA/ECB/PKCS1Padding "$EDEK_PKCS1" "" "$AN_BOB"
-expect 200
+decrypt_expect 200 "decrypt perimeter p1 alice" "$AZ_DEC" "$W_P1" RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
+decrypt_expect 403 "decrypt perimeter p1 bob" "$AZ_BOB" "$W_P1" RSA/ECB/PKCS1Padding "$EDEK_PKCS1" "" "$AN_BOB"
+decrypt_expect 200 "decrypt no perimeter bob" "$AZ_BOB" "$W_RSA" RSA/ECB/PKCS1Padding "$EDEK_PKCS1" "" "$AN_BOB"
 check "$(json data_encryption_key)" "$DEK" "$WHAT"
 
 # ---- spki_hash ----
-WHAT="privileged decrypt"
-privileged "$AN_ADMIN" "$W_RSA" "$RSA_SPKI"
-expect 200
+privileged_expect 200 "privileged decrypt" "$AN_ADMIN" "$W_RSA" "$RSA_SPKI"
 check "$(json data_encryption_key)" "$DEK" "$WHAT"
-WHAT="privileged decrypt another key's spki"
-privileged "$AN_ADMIN" "$W_RSA" "$EC_SPKI"
-expect 403
-WHAT="privileged decrypt sha-1"
-privileged "$AN_ADMIN" "$W_RSA" "$RSA_SPKI" SHA-1
-expect 400
-WHAT="privileged decrypt by a non-admin"
-privileged "$AN_ALICE" "$W_RSA" "$RSA_SPKI"
-expect 403
-WHAT="decrypt token spki of the key"
-decrypt "$(authz $ALICE decrypter spki_hash="$RSA_SPKI" spki_hash_algorithm=SHA-256)" "$W_RSA" \
+privileged_expect 403 "privileged decrypt another key's spki" "$AN_ADMIN" "$W_RSA" "$EC_SPKI"
+privileged_expect 400 "privileged decrypt sha-1" "$AN_ADMIN" "$W_RSA" "$RSA_SPKI" SHA-1
+privileged_expect 403 "privileged decrypt by a non-admin" "$AN_ALICE" "$W_RSA" "$RSA_SPKI"
+decrypt_expect 200 "decrypt token spki of the key" "$(authz $ALICE decrypter spki_hash="$RSA_SPKI" spki_hash_algorithm=SHA-256)" "$W_RSA" \
     RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
-expect 200
-WHAT="decrypt token spki of another key"
-decrypt "$(authz $ALICE decrypter spki_hash="$EC_SPKI" spki_hash_algorithm=SHA-256)" "$W_RSA" \
+decrypt_expect 403 "decrypt token spki of another key" "$(authz $ALICE decrypter spki_hash="$EC_SPKI" spki_hash_algorithm=SHA-256)" "$W_RSA" \
     RSA/ECB/PKCS1Padding "$EDEK_PKCS1"
-expect 403
 
 # ---- privatekeysign, verified by openssl ----
 printf 'SignedAttributes of an S/MIME message\n' >"$K/msg"
@@ -328,26 +277,14 @@ if openssl pkeyutl -verify -pubin -inkey "$K/rsa.pub" -in "$K/other.d" -sigfile 
     -pkeyopt digest:sha256 -pkeyopt rsa_padding_mode:pss -pkeyopt rsa_pss_saltlen:0 >/dev/null 2>&1; then
     hf_fail "openssl verified a signature over another digest"
 fi
-WHAT="sign digest of the wrong length"
-sign "$AZ_SIGN" "$W_RSA" SHA256withRSA "$(b64 "$K/sha1.d")"
-expect 400
-WHAT="sign salt too long"
-sign "$AZ_SIGN" "$W_RSA" SHA512withRSA/PSS "$(b64 "$K/sha512.d")" '"rsa_pss_salt_length":200'
-expect 400
-WHAT="sign unknown algorithm"
-sign "$AZ_SIGN" "$W_RSA" SHA384withRSA "$(b64 "$K/sha256.d")"
-expect 400
-WHAT="sign an ec key"
-sign "$AZ_SIGN" "$W_EC" SHA256withRSA "$(b64 "$K/sha256.d")"
-expect 400
-WHAT="sign with the decrypter role"
-sign "$AZ_DEC" "$W_RSA" SHA256withRSA "$(b64 "$K/sha256.d")"
-expect 403
+sign_expect 400 "sign digest of the wrong length" "$AZ_SIGN" "$W_RSA" SHA256withRSA "$(b64 "$K/sha1.d")"
+sign_expect 400 "sign salt too long" "$AZ_SIGN" "$W_RSA" SHA512withRSA/PSS "$(b64 "$K/sha512.d")" '"rsa_pss_salt_length":200'
+sign_expect 400 "sign unknown algorithm" "$AZ_SIGN" "$W_RSA" SHA384withRSA "$(b64 "$K/sha256.d")"
+sign_expect 400 "sign an ec key" "$AZ_SIGN" "$W_EC" SHA256withRSA "$(b64 "$K/sha256.d")"
+sign_expect 403 "sign with the decrypter role" "$AZ_DEC" "$W_RSA" SHA256withRSA "$(b64 "$K/sha256.d")"
 
 # ---- gmail = off ----
-WHAT="decrypt under gmail off"
-decrypt "$AZ_DEC" "$W_RSA" RSA/ECB/PKCS1Padding "$EDEK_PKCS1" "" "" off
-expect 501
+decrypt_expect 501 "decrypt under gmail off" "$AZ_DEC" "$W_RSA" RSA/ECB/PKCS1Padding "$EDEK_PKCS1" "" "" off
 for px in mail off; do
     rm -f "$OUT"
     CODE=$(curl -sS -o "$OUT" -w '%{http_code}' "$BASE/$px/status" 2>"$HF_TMP/curl.err")

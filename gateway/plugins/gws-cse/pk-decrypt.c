@@ -10,22 +10,6 @@
 
 #include <openssl/crypto.h>
 
-static enum hf_status dek_reply(struct hf_request *req, const unsigned char *dek, size_t len)
-{
-    struct json_object *o = json_object_new_object(), *v = hf_json_base64(dek, len);
-
-    if (o == NULL || v == NULL || json_object_object_add(o, "data_encryption_key", v) != 0) {
-        hf_json_put_wiped(v);
-        json_object_put(o);
-        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-    }
-    /* As unwrap's key: our own reference keeps the DEK's base64 to be wiped after the reply. */
-    json_object_get(v);
-    hf_reply_json(req, 200, o);
-    hf_json_put_wiped(v);
-    return HF_STATUS_OK;
-}
-
 /* RSAES needs exactly one block of the modulus' size (RFC 8017 7.1.2 and 7.2.2, step 1): said
  * here as the field's fault rather than left to the module's length error. */
 static enum hf_status edek_check(const struct hf_cse_call *call, struct hf_request *req,
@@ -57,7 +41,7 @@ static enum hf_status decrypt_run(struct hf_cse_call *call, struct hf_request *r
     hf_cse_pk_mechanism(alg, b->rsa_oaep_label.data, b->rsa_oaep_label.len, 0, &m);
     st = hf_cse_pk_run(call, req, &key, alg, &m, b->encrypted_data_encryption_key.data,
                        b->encrypted_data_encryption_key.len, &dek, &dek_len);
-    if (st == HF_STATUS_OK) st = dek_reply(req, dek, dek_len);
+    if (st == HF_STATUS_OK) st = hf_cse_reply_bytes(req, "data_encryption_key", dek, dek_len, true);
 done:
     if (dek != NULL) OPENSSL_secure_clear_free(dek, dek_len);
     hf_cse_pk_key_clear(&key);

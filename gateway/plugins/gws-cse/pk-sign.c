@@ -9,19 +9,6 @@
 
 #include <openssl/crypto.h>
 
-static enum hf_status signature_reply(struct hf_request *req, const unsigned char *sig, size_t len)
-{
-    struct json_object *o = json_object_new_object(), *v = hf_json_base64(sig, len);
-
-    if (o == NULL || v == NULL || json_object_object_add(o, "signature", v) != 0) {
-        json_object_put(v);
-        json_object_put(o);
-        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-    }
-    hf_reply_json(req, 200, o);
-    return HF_STATUS_OK;
-}
-
 /* RFC 8017 9.1.1 step 3: the encoded message must hold the hash, the salt and two bytes. */
 static enum hf_status salt_get(const struct hf_cse_call *call, struct hf_request *req,
                                const struct hf_cse_pk_key *key, const struct hf_cse_pk_alg *alg,
@@ -79,7 +66,7 @@ enum hf_status hf_cse_privatekeysign(struct hf_cse_call *call, struct hf_request
     if ((st = input_get(call, req, alg, &info, &info_len)) != HF_STATUS_OK) goto done;
     hf_cse_pk_mechanism(alg, NULL, 0, salt, &m);
     st = hf_cse_pk_run(call, req, &key, alg, &m, info ? info : d->data, info_len, &sig, &sig_len);
-    if (st == HF_STATUS_OK) st = signature_reply(req, sig, sig_len);
+    if (st == HF_STATUS_OK) st = hf_cse_reply_bytes(req, "signature", sig, sig_len, false);
 done:
     if (sig != NULL) OPENSSL_secure_clear_free(sig, sig_len);
     OPENSSL_free(info);

@@ -12,19 +12,6 @@
 
 #include <openssl/crypto.h>
 
-static enum hf_status wrapped_reply(struct hf_request *req, const unsigned char *blob, size_t len)
-{
-    struct json_object *o = json_object_new_object(), *v = hf_json_base64(blob, len);
-
-    if (o == NULL || v == NULL || json_object_object_add(o, "wrapped_private_key", v) != 0) {
-        json_object_put(v);
-        json_object_put(o);
-        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-    }
-    hf_reply_json(req, 200, o);
-    return HF_STATUS_OK;
-}
-
 /* The private key as the payload to seal (secret: the caller cleanses it). */
 static enum hf_status payload_make(const struct hf_cse_call *call, struct hf_request *req,
                                    unsigned char **pt, size_t *pt_len)
@@ -61,7 +48,8 @@ enum hf_status hf_cse_wrapprivatekey(struct hf_cse_call *call, struct hf_request
 
     if (st == HF_STATUS_OK)
         st = hf_cse_kek_seal(call, req, HF_CSE_API_PK, pt, pt_len, &blob, &blob_len);
-    if (st == HF_STATUS_OK) st = wrapped_reply(req, blob, blob_len);
+    if (st == HF_STATUS_OK)
+        st = hf_cse_reply_bytes(req, "wrapped_private_key", blob, blob_len, false);
     if (pt != NULL) OPENSSL_clear_free(pt, pt_len);
     free(blob);
     return st;
