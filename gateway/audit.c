@@ -31,7 +31,9 @@ bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LO
     if (req->p11_began && v->HF_GetLastAuditSeq(req->p11_session, &now) == CKR_OK &&
         now > req->seq_before) {
         *seq = now; /* the key operation's record is the request's */
-        return true;
+        /* Unless the request was refused after it (CSE: a blob bound to another resource,
+         * which only its opening shows): that record says ok, so the refusal gets one too. */
+        if (!req->failed) return true;
     }
     if (!req->failed) {
         /* A key operation that succeeded without a record: the core's success events are off.

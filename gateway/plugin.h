@@ -12,7 +12,8 @@
  * Audit: every authenticated request makes exactly one record. When the handler's key
  * operation ran on the session from hf_p11_begin, the core wrote it (with the request context
  * below); otherwise the gateway writes it (HF_AuditRequest) from the status and message the
- * handler failed with. The response leaves only once that record is durable, without holding a
+ * handler failed with. A handler that fails after its key operation succeeded (a refusal only
+ * the decrypted content could show) gets that failure record too, after the operation's. The response leaves only once that record is durable, without holding a
  * worker thread. A request that fails before the handler calls hf_request_set_authenticated
  * (and the gateway's own 404, 405 and 413) is refused before authentication: it is counted, and
  * one summary record per source address and error per interval stands for all such requests

@@ -9,11 +9,12 @@
 # the resource key hash of the spec's formula; the SSRF guard refuses, with 403 and nothing
 # sent, a loopback peer and a private (10.x) peer that peer_allow does not list; a target off
 # the peer list or not https is 403; a peer answering 500 is 502; a peer that hangs is 504
-# within the 5 s timeout; a migration token for another resource is refused by B; delegate,
+# within the 5 s timeout; a blob rewrapped for another resource is refused by B; delegate,
 # then unwrap with the delegated token (check 7 both ways: matching, and another resource_name
 # or delegated_to); a delegated token cannot delegate again; /certs lists the current and the
 # previous public key after `holdfast key rotate`, a token minted before the rotation still
-# verifies and one minted after carries the new kid.
+# verifies and one minted after carries the new kid; a signing_key that is no RSA key, or no
+# link, stops holdfastd at start. Prints the median and max latency of delegate and rewrap.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 HOLDFASTD="$top_builddir/gateway/holdfastd"
@@ -129,6 +130,18 @@ peer_ca = $PKI/ca.pem")" >"$HF_TMP/holdfastd-a.conf"
 gateway_conf b "$PB" "$B_STATE" "$(prefix b /cse "$B_URL" kek-b "peers = $A_URL
 peer_ca = $PKI/ca.pem
 peer_allow = 127.0.0.0/8")" >"$HF_TMP/holdfastd-b.conf"
+# A signing_key that is no RSA key, or no link at all, stops holdfastd at start, named.
+for bad in "kek-a:not an RSA key" "nosuch:no such gws-cse link"; do
+    gateway_conf bad "$(hf_free_port)" "$A_STATE" "$(prefix bad /cse "$A_URL" kek-a "signing_key = ${bad%%:*}")" \
+        >"$HF_TMP/holdfastd-bad.conf"
+    if HOLDFAST_CONF=$A_CONF HOLDFAST_STATE_DIR=$A_STATE timeout 60 "$HOLDFASTD" -f \
+        -c "$HF_TMP/holdfastd-bad.conf" >"$HF_TMP/bad.out" 2>&1; then
+        hf_fail "holdfastd started with signing_key = ${bad%%:*}"
+    fi
+    grep -q "signing_key ${bad%%:*}: ${bad#*:}" "$HF_TMP/bad.out" "$HF_TMP/holdfastd-bad.log" 2>/dev/null ||
+        hf_fail "signing_key = ${bad%%:*}: $(cat "$HF_TMP/bad.out")"
+done
+
 # A first: B fetches A's /certs when it starts.
 hf_gateway_start "https://127.0.0.1:$PA" env HOLDFAST_CONF="$A_CONF" \
     HOLDFAST_STATE_DIR="$A_STATE" "$HOLDFASTD" -f -c "$HF_TMP/holdfastd-a.conf"
@@ -275,6 +288,20 @@ expect 403 "delegate with a delegated token"
 BAD=$(printf '%s' "$DT" | python3 -c 'import sys; t=sys.stdin.read(); i=len(t)-5; print(t[:i]+("A" if t[i]!="A" else "B")+t[i+1:])')
 post "$A_URL/unwrap" "$(unwrap_body "$BAD" "$DZU" "$WA")"
 expect 401 "unwrap with a tampered delegated token"
+
+# Figures, not assertions: a delegate is one RSA-3072 signature in the module, a rewrap that
+# and a TLS round trip to B (a new connection each time) with B's unwrap.
+ms() { python3 -c 'import sys; print(round(float(sys.argv[1]) * 1000, 1))' "$1"; }
+DBODY="{\"authentication\":\"$AN\",\"authorization\":\"$DZ\",\"reason\":\"timing\"}"
+RBODY=$(rewrap_body "$MIG" "$B_URL" "$WB")
+for what in delegate rewrap; do
+    [ "$what" = delegate ] && body=$DBODY || body=$RBODY
+    times=$(for i in 1 2 3 4 5 6 7 8 9 10; do
+        curl -sS -o /dev/null -w '%{time_total}\n' -H 'Content-Type: application/json' \
+            --data-binary "$body" "$A_URL/$what"
+    done | sort -n)
+    echo "$what: median $(ms "$(echo "$times" | sed -n 5p)") ms, max $(ms "$(echo "$times" | tail -n 1)") ms over 10 calls (curl, TLS handshake included)"
+done
 
 # ---- /certs across a rotation of the signing key ----
 kids() { python3 -c 'import json,sys; print(" ".join(sorted(k["kid"] for k in json.load(open(sys.argv[1]))["keys"])))' "$1"; }

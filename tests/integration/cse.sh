@@ -81,17 +81,8 @@ mkdir -p "$JW"
 # idp1, idp2 (published later), idpe (P-256): the IdP's; other: nobody's; gz1: Google's.
 { $TOK keys "$JW" idp1 idp2 idpe:ec other gz1 && $TOK publish "$JW" idp idp1 idpe &&
     $TOK publish "$JW" authz gz1; } || hf_fail "cannot make the signing keys"
-P_JWKS=$(hf_free_port)
-$TOK serve "$JW" "$P_JWKS" "$PKI/server.pem" "$PKI/server.key" /idp/certs=idp '/jwk/*=authz' \
-    2>"$HF_TMP/jwks.err" &
-JWKS_PID=$!
-hf_on_exit "kill $JWKS_PID"
-i=0
-until curl -s -o /dev/null "https://127.0.0.1:$P_JWKS/idp/certs"; do
-    i=$((i + 1))
-    [ "$i" -lt 100 ] || hf_fail "the JWKS server did not start: $(cat "$HF_TMP/jwks.err")"
-    sleep 0.1
-done
+hf_jwks_serve "$JW" "$PKI/server.pem" "$PKI/server.key" /idp/certs=idp '/jwk/*=authz'
+P_JWKS=$HF_JWKS_PORT
 
 # ---- holdfastd: one TLS listener, three KACLS prefixes ----
 PORT=$(hf_free_port)
@@ -212,11 +203,91 @@ AUDIT_EXPECT="$HF_TMP/audit-expect"
 audit_expect() { printf '%s\n' "$*" >>"$AUDIT_EXPECT"; }
 audit_none() { printf '%s -\n' "$1" >>"$AUDIT_EXPECT"; }
 
+# cse_audit total: the gws-cse records in the audit log, a summary counting its requests;
+# cse_audit check: one line "TAG<tab>what" per refusal in $AUDIT_EXPECT whose record is not
+# what the spec wants (and whether a DEK reached the log).
+cse_audit() {
+    python3 - "$1" "$HOLDFAST_STATE_DIR/audit.log" "$AUDIT_EXPECT" "$DEK" <<'PY'
+import json, re, sys
+mode, log, expect, dek = sys.argv[1:5]
+recs = []
+for raw in open(log, "rb"):
+    # Claimed space not yet used is zeros; a record glued to a torn one starts later.
+    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
+        start = piece.find(b'{"seq":')
+        if start < 0:
+            continue
+        try:
+            r = json.loads(piece[start:])
+        except ValueError:
+            continue
+        if r.get("api") == "gws-cse":
+            recs.append(r)
+if mode == "total":
+    n = 0
+    for r in recs:
+        m = re.search(r": (\d+) requests refused before authentication", r.get("detail", ""))
+        n += int(m.group(1)) if r.get("op") == "preauth.summary" and m else 1
+    print(n)
+    sys.exit(0)
+if dek.encode() in open(log, "rb").read():
+    sys.exit("a DEK reached the audit log")
+by_reason = {}
+for r in recs:
+    reason = (r.get("fields") or {}).get("reason")
+    if reason is not None:
+        by_reason.setdefault(reason, []).append(r)
+def who(r):
+    f = r.get("fields") or {}
+    return {v.lower() for v in (r.get("caller"), f.get("user"), f.get("email"),
+                                 f.get("caller_email")) if isinstance(v, str)}
+bad = []
+for line in open(expect):
+    tag, rest = line.split(" ", 1)
+    rest = rest.split()
+    got = by_reason.get(tag, [])
+    if rest == ["-"]:
+        if got:
+            bad.append("%s\trefused before authentication, yet a record of its own: %s" % (tag, got))
+        continue
+    op, user, fields = rest[0], rest[1].lower(), dict(f.split("=", 1) for f in rest[2:])
+    if len(got) != 1:
+        bad.append("%s\t%d records, want 1" % (tag, len(got)))
+        continue
+    r = got[0]
+    f = r.get("fields") or {}
+    if r.get("ok") is not False:
+        bad.append("%s\tthe record says ok: %s" % (tag, r))
+    if op not in (r.get("op") or "").split("."):
+        bad.append("%s\top %r, want %s" % (tag, r.get("op"), op))
+    if user not in who(r):
+        bad.append("%s\tthe user %s is not in the record: %s" % (tag, user, r))
+    for k, v in fields.items():
+        if f.get(k) != v:
+            bad.append("%s\tfield %s %r, want %r" % (tag, k, f.get(k), v))
+ok = [r for r in by_reason.get("round-trip", []) if r.get("ok") and r.get("op") == "wrap"]
+if not ok or (ok[0].get("fields") or {}).get("resource_name") != "//googleapis.com/drive/files/doc1":
+    bad.append("round-trip\tthe wrap has no record with its resource_name: %s" % by_reason.get("round-trip"))
+for b in bad:
+    print(b)
+print("audit: %d gws-cse records checked" % len(recs), file=sys.stderr)
+PY
+}
+
 wrap_body() { # AUTHN AUTHZ KEY REASON
     printf '{"authentication":"%s","authorization":"%s","key":"%s","reason":"%s"}' "$@"
 }
 unwrap_body() { # AUTHN AUTHZ WRAPPED REASON
     printf '{"authentication":"%s","authorization":"%s","wrapped_key":"%s","reason":"%s"}' "$@"
+}
+# seal WHAT PATH AUTHN AUTHZ KEY TAG: a wrap that must work; its wrapped_key in SEALED.
+seal() {
+    WHAT=$1
+    post "$2" "$(wrap_body "$3" "$4" "$5" "$6")"
+    expect 200
+    SEALED=$(json wrapped_key)
+    [ -n "$SEALED" ] || hf_fail "$1: no wrapped_key: $(cat "$OUT")"
+    WHAT=
 }
 DEK=$(python3 -c 'import base64,os; print(base64.b64encode(os.urandom(32)).decode())')
 AN=$(authn)
@@ -224,11 +295,8 @@ AZW=$(authz cse writer)
 AZR=$(authz cse reader)
 
 # ---- round trips ----
-WHAT="wrap"
-post /cse/wrap "$(wrap_body "$AN" "$AZW" "$DEK" round-trip)"
-expect 200
-BLOB=$(json wrapped_key)
-[ -n "$BLOB" ] || hf_fail "wrap answered no wrapped_key: $(cat "$OUT")"
+seal wrap /cse/wrap "$AN" "$AZW" "$DEK" round-trip
+BLOB=$SEALED
 WHAT="unwrap"
 post /cse/unwrap "$(unwrap_body "$AN" "$AZR" "$BLOB" round-trip-unwrap)"
 expect 200
@@ -360,10 +428,8 @@ ok_wrap "kacls_owner_domain ours" "$AN" "$(authz cse writer kacls_owner_domain=e
 deny_wrap kacls-owner-domain "$AN" "$(authz cse writer kacls_owner_domain=other.example)"
 # 8: perimeter rules (alice@* for eng; an unlisted id fails once rules exist; "" passes)
 AZ_ENG=$(authz cse writer perimeter_id=eng)
-WHAT="wrap in perimeter eng"
-post /cse/wrap "$(wrap_body "$AN" "$AZ_ENG" "$DEK" perimeter-eng)"
-expect 200
-ENG_BLOB=$(json wrapped_key)
+seal "wrap in perimeter eng" /cse/wrap "$AN" "$AZ_ENG" "$DEK" perimeter-eng
+ENG_BLOB=$SEALED
 CAROL=carol@example.com
 AN_CAROL=$(authn email=$CAROL)
 deny_wrap perimeter-rule "$AN_CAROL" "$(authz cse writer perimeter_id=eng email=$CAROL)" "$CAROL"
@@ -380,10 +446,8 @@ deny resource-name-mismatch /cse/unwrap \
     "$(unwrap_body "$AN" "$(authz cse reader resource_name=//googleapis.com/drive/files/doc2)" "$BLOB" resource-name-mismatch)" \
     "$ALICE" resource_name=//googleapis.com/drive/files/doc2
 # A blob of another prefix's KEK does not open here.
-WHAT="wrap under /guest"
-post /guest/wrap "$(wrap_body "$AN" "$(authz guest writer)" "$DEK" guest-blob)"
-expect 200
-GUEST_BLOB=$(json wrapped_key)
+seal "wrap under /guest" /guest/wrap "$AN" "$(authz guest writer)" "$DEK" guest-blob
+GUEST_BLOB=$SEALED
 WHAT="another KEK's blob"
 post /cse/unwrap "$(unwrap_body "$AN" "$AZR" "$GUEST_BLOB" other-kek)"
 expect 400
@@ -461,10 +525,8 @@ expect 413
 # ---- 10: a blocked link: 403 within a second; unblocked: works again ----
 AZB_W=$(authz blk writer)
 AZB_R=$(authz blk reader)
-WHAT="wrap under /blk"
-post /blk/wrap "$(wrap_body "$AN" "$AZB_W" "$DEK" blk-before)"
-expect 200
-BLK_BLOB=$(json wrapped_key)
+seal "wrap under /blk" /blk/wrap "$AN" "$AZB_W" "$DEK" blk-before
+BLK_BLOB=$SEALED
 hf link block gws-cse kek-blk
 sleep "$CHANGE_S"
 deny blocked-wrap /blk/wrap "$(wrap_body "$AN" "$AZB_W" "$DEK" blocked-wrap)" "$ALICE"
@@ -479,10 +541,9 @@ check "$(json key)" "$DEK" "unwrap after unblock"
 # ---- digest: the spec's resource key hash vectors, through wrap ----
 digest_vector() { # DEK-HEX RESOURCE PERIMETER HASH
     _dek=$(python3 -c 'import base64,sys; print(base64.b64encode(bytes.fromhex(sys.argv[1])).decode())' "$1")
-    WHAT="wrap for the digest of $2"
-    post /cse/wrap "$(wrap_body "$AN" "$(authz cse writer resource_name=$2 perimeter_id=$3)" "$_dek" digest-wrap)"
-    expect 200
-    _blob=$(json wrapped_key)
+    seal "wrap for the digest of $2" /cse/wrap "$AN" \
+        "$(authz cse writer resource_name=$2 perimeter_id=$3)" "$_dek" digest-wrap
+    _blob=$SEALED
     WHAT="digest of $2"
     post /cse/digest "{\"authorization\":\"$(authz cse verifier resource_name=$2 perimeter_id=$3)\",\"wrapped_key\":\"$_blob\",\"reason\":\"digest\"}"
     expect 200
@@ -547,28 +608,8 @@ expect 200 &&
     check "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["keys"])' "$OUT")" "[]" "/certs without a signing key"
 
 # ---- CORS ----
-audit_total() { # records and summarised requests of api gws-cse in the audit log
-    python3 - "$HOLDFAST_STATE_DIR/audit.log" <<'PY'
-import json, re, sys
-n = 0
-for raw in open(sys.argv[1], "rb"):
-    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-        start = piece.find(b'{"seq":')
-        if start < 0:
-            continue
-        try:
-            r = json.loads(piece[start:])
-        except ValueError:
-            continue
-        if r.get("api") != "gws-cse":
-            continue
-        m = re.search(r": (\d+) requests refused before authentication", r.get("detail", ""))
-        n += int(m.group(1)) if r.get("op") == "preauth.summary" and m else 1
-print(n)
-PY
-}
 sleep 0.5 # the summaries of what came before are written (preauth_interval_ms = 200)
-audit0=$(audit_total)
+audit0=$(cse_audit total)
 preflight() { # PATH [ORIGIN]
     _path=$1
     rm -f "$OUT" "$HDR"
@@ -592,7 +633,7 @@ get /cse/status -H "Origin: $ORIGIN"
 expect 200
 check "$(header Access-Control-Allow-Origin)" "$ORIGIN" "status: Access-Control-Allow-Origin"
 sleep 0.5
-check "$(audit_total)" "$audit0" "preflights and /status make no audit record, nor a summary share"
+check "$(cse_audit total)" "$audit0" "preflights and /status make no audit record, nor a summary share"
 WHAT="an error with an Origin"
 post /cse/wrap "$(wrap_body "$(authn --alg none)" "$AZW" "$DEK" cors-error)" -H "Origin: $ORIGIN"
 expect 401
@@ -609,65 +650,9 @@ check "$(header Access-Control-Allow-Origin)" "" "an unlisted origin gets no COR
 
 # ---- the audit records of the refusals, and nothing changed ----
 "$HF_CLI" key list >"$HF_TMP/keys.after" 2>&1
-cmp -s "$HF_TMP/keys.before" "$HF_TMP/keys.after" || hf_fail "the refusals changed a key: $(diff "$HF_TMP/keys.before" "$HF_TMP/keys.after")"
-python3 - "$HOLDFAST_STATE_DIR/audit.log" "$AUDIT_EXPECT" "$DEK" >"$HF_TMP/audit-bad" <<'PY'
-import json, sys
-log, expect, dek = sys.argv[1:4]
-recs = []
-for raw in open(log, "rb"):
-    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-        start = piece.find(b'{"seq":')
-        if start < 0:
-            continue
-        try:
-            r = json.loads(piece[start:])
-        except ValueError:
-            continue
-        if r.get("api") == "gws-cse":
-            recs.append(r)
-if dek.encode() in open(log, "rb").read():
-    sys.exit("a DEK reached the audit log")
-by_reason = {}
-for r in recs:
-    reason = (r.get("fields") or {}).get("reason")
-    if reason is not None:
-        by_reason.setdefault(reason, []).append(r)
-def who(r):
-    f = r.get("fields") or {}
-    return {v.lower() for v in (r.get("caller"), f.get("user"), f.get("email"),
-                                 f.get("caller_email")) if isinstance(v, str)}
-bad = []
-for line in open(expect):
-    tag, rest = line.split(" ", 1)
-    rest = rest.split()
-    got = by_reason.get(tag, [])
-    if rest == ["-"]:
-        if got:
-            bad.append("%s\trefused before authentication, yet a record of its own: %s" % (tag, got))
-        continue
-    op, user, fields = rest[0], rest[1].lower(), dict(f.split("=", 1) for f in rest[2:])
-    if len(got) != 1:
-        bad.append("%s\t%d records, want 1" % (tag, len(got)))
-        continue
-    r = got[0]
-    f = r.get("fields") or {}
-    if r.get("ok") is not False:
-        bad.append("%s\tthe record says ok: %s" % (tag, r))
-    if op not in (r.get("op") or "").split("."):
-        bad.append("%s\top %r, want %s" % (tag, r.get("op"), op))
-    if user not in who(r):
-        bad.append("%s\tthe user %s is not in the record: %s" % (tag, user, r))
-    for k, v in fields.items():
-        if f.get(k) != v:
-            bad.append("%s\tfield %s %r, want %r" % (tag, k, f.get(k), v))
-ok = [r for r in by_reason.get("round-trip", []) if r.get("ok") and r.get("op") == "wrap"]
-if not ok or (ok[0].get("fields") or {}).get("resource_name") != "//googleapis.com/drive/files/doc1":
-    bad.append("round-trip\tthe wrap has no record with its resource_name: %s" % by_reason.get("round-trip"))
-for b in bad:
-    print(b)
-print("audit: %d gws-cse records checked" % len(recs), file=sys.stderr)
-PY
-[ $? -eq 0 ] || hf_fail "the audit check did not run"
+cmp -s "$HF_TMP/keys.before" "$HF_TMP/keys.after" ||
+    hf_fail "the refusals changed a key: $(diff "$HF_TMP/keys.before" "$HF_TMP/keys.after")"
+cse_audit check >"$HF_TMP/audit-bad" || hf_fail "the audit check failed"
 # One line per refusal whose record is not what the spec wants: "TAG<tab>what".
 while IFS="$(printf '\t')" read -r tag what; do
     fail_case "$tag" "audit: $what"

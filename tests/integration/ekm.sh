@@ -64,16 +64,8 @@ hf_pki_ca ca
 hf_pki_cert jwks localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
 PKI="$HF_PKI"
 { $TOK keys "$JW" k1 k2 other && $TOK publish "$JW" jwks k1; } || hf_fail "cannot make the signing keys"
-P_JWKS=$(hf_free_port)
-$TOK serve "$JW" "$P_JWKS" "$PKI/jwks.pem" "$PKI/jwks.key" /certs=jwks 2>"$HF_TMP/jwks.err" &
-JWKS_PID=$!
-hf_on_exit "kill $JWKS_PID"
-i=0
-until curl -s --cacert "$PKI/ca.pem" -o /dev/null "https://127.0.0.1:$P_JWKS/certs"; do
-    i=$((i + 1))
-    [ "$i" -lt 100 ] || hf_fail "the JWKS server did not start: $(cat "$HF_TMP/jwks.err")"
-    sleep 0.1
-done
+hf_jwks_serve "$JW" "$PKI/jwks.pem" "$PKI/jwks.key" /certs=jwks
+P_JWKS=$HF_JWKS_PORT
 
 # ---- holdfastd ----
 PORT=$(hf_free_port)

@@ -31,6 +31,9 @@
 #                        $HF_PKI/NAME.key and NAME.pem (HF_PKI: $HF_TMP/pki unless set)
 #   hf_pki_cert NAME CN CA EXT   a P-256 key and a certificate for /CN=CN signed by CA, with
 #                        the x509v3 extension lines EXT, in $HF_PKI/NAME.key and NAME.pem
+#   hf_jwks_serve DIR CERT KEY PATH=SET...   jwt-token.py's HTTPS key-set server over DIR
+#                        (see its usage) on a free port, HF_JWKS_PORT, stopped on exit; fails
+#                        unless it answers within 10 s (its probe, a GET /, is in DIR/fetches)
 
 # What the tests write holds secrets (PINs, credentials, TLS keys): private, as holdfastd and
 # the core want such files (common/secret-file.h refuses world-readable ones).
@@ -232,27 +235,17 @@ hf_pki_cert() {
         -CAcreateserial -days 1 -out "$HF_PKI/$1.pem" -extfile "$HF_PKI/$1.ext"
 }
 
-# hf_pki_loopback: a CA (ca) and a server certificate (server) for 127.0.0.1 and localhost in
-# $HF_PKI, the CA exported as CURL_CA_BUNDLE: what a test serving HTTPS on loopback needs.
-hf_pki_loopback() {
-    HF_PKI=${HF_PKI:-$HF_TMP/pki}
-    hf_pki_ca ca
-    hf_pki_cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
-    CURL_CA_BUNDLE=$HF_PKI/ca.pem
-    export CURL_CA_BUNDLE
-}
-# hf_jwks_serve DIR PATH=SET...: jwt-token.py serving DIR's key sets over HTTPS on a free port
-# (HF_JWKS_PORT) with hf_pki_loopback's server certificate, stopped on exit; returns once the
-# first PATH answers.
 hf_jwks_serve() {
-    _hf_dir=$1
-    shift
+    _hf_jd=$1 _hf_jc=$2 _hf_jk=$3
+    shift 3
+    hf_tmpdir
     HF_JWKS_PORT=$(hf_free_port)
-    python3 "$top_srcdir/tests/integration/jwt-token.py" serve "$_hf_dir" "$HF_JWKS_PORT" \
-        "$HF_PKI/server.pem" "$HF_PKI/server.key" "$@" 2>"$HF_TMP/jwks.err" &
+    python3 "$top_srcdir/tests/integration/jwt-token.py" serve "$_hf_jd" "$HF_JWKS_PORT" \
+        "$_hf_jc" "$_hf_jk" "$@" 2>"$HF_TMP/jwks.err" &
     hf_on_exit "kill $!"
     _hf_i=0
-    until curl -s -o /dev/null "https://127.0.0.1:$HF_JWKS_PORT${1%%=*}"; do
+    # Any HTTP answer says it listens: the probe does not judge its certificate, the tests do.
+    until curl -sk -o /dev/null "https://127.0.0.1:$HF_JWKS_PORT/"; do
         _hf_i=$((_hf_i + 1))
         [ "$_hf_i" -lt 100 ] || hf_fail "the JWKS server did not start: $(cat "$HF_TMP/jwks.err")"
         sleep 0.1

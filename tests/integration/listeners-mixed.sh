@@ -45,16 +45,9 @@ JW=$HF_TMP/jwks
 mkdir -p "$JW"
 { $TOK keys "$JW" google idp gz && $TOK publish "$JW" google google &&
     $TOK publish "$JW" idp idp && $TOK publish "$JW" authz gz; } || hf_fail "cannot make the signing keys"
-P_JWKS=$(hf_free_port)
-$TOK serve "$JW" "$P_JWKS" "$PKI/server.pem" "$PKI/server.key" /google/certs=google \
-    /idp/certs=idp '/jwk/*=authz' 2>"$HF_TMP/jwks.err" &
-hf_on_exit "kill $!"
-i=0
-until curl -s -o /dev/null "https://127.0.0.1:$P_JWKS/idp/certs"; do
-    i=$((i + 1))
-    [ "$i" -lt 100 ] || hf_fail "the JWKS server did not start: $(cat "$HF_TMP/jwks.err")"
-    sleep 0.1
-done
+hf_jwks_serve "$JW" "$PKI/server.pem" "$PKI/server.key" /google/certs=google /idp/certs=idp \
+    '/jwk/*=authz'
+P_JWKS=$HF_JWKS_PORT
 
 # ---- holdfastd: two TLS listeners ----
 PX=$(hf_free_port)

@@ -104,13 +104,13 @@ fail:
 
 /* The signing key as its link names it now (ref) and the key set for it (*out, a reference;
  * NULL when none could be had). Returns the lookup's status: when the store cannot say, *out
- * is the last set built, so verifying goes on through an outage while minting fails. */
+ * is the last set built, so verifying goes on through an outage while minting fails. A set
+ * that cannot be built is UNAVAILABLE, with the reason in err. */
 static enum hf_status own_current(struct hf_cse_own *own, struct hf_key_ref *ref,
-                                  struct own_set **out)
+                                  struct own_set **out, char *err, size_t errlen)
 {
     enum hf_status st = hf_keys_by_link(HF_CSE_LINK_TYPE, own->px->signing_key, ref);
     struct own_set *set, *old;
-    char err[256];
 
     if (st == HF_STATUS_OK && ref->key_type != CKK_RSA) st = HF_STATUS_KEY_USAGE;
     pthread_mutex_lock(&own->lock);
@@ -125,7 +125,7 @@ static enum hf_status own_current(struct hf_cse_own *own, struct hf_key_ref *ref
     }
     /* Built outside the lock: it reads the module. Two threads racing here build two sets
      * for one version; the later swap wins and both are correct. */
-    if (!(set = set_build(own->px, ref, err, sizeof(err)))) {
+    if (!(set = set_build(own->px, ref, err, errlen))) {
         pthread_mutex_lock(&own->lock);
         if ((set = own->set)) atomic_fetch_add(&set->refs, 1);
         pthread_mutex_unlock(&own->lock);
@@ -154,7 +154,7 @@ enum hf_status hf_cse_own_mint(struct hf_cse_call *call, struct hf_request *req,
 
     *token = NULL;
     if (!own) return hf_request_fail(req, HF_STATUS_UNSUPPORTED, "this KACLS has no signing_key");
-    st = own_current(own, &ref, &set);
+    st = own_current(own, &ref, &set, why, sizeof(why));
     set_unref(set);
     if (st == HF_STATUS_KEY_USAGE)
         return hf_request_fail(req, st, "signing_key %s: not an RSA key", call->px->signing_key);
@@ -189,7 +189,7 @@ enum hf_status hf_cse_own_verify_delegated(struct hf_cse_prefix_rt *rt, const ch
         snprintf(why, whylen, "this KACLS issues no delegated tokens");
         return HF_STATUS_UNAUTHENTICATED;
     }
-    own_current(rt->own, &ref, &set);
+    own_current(rt->own, &ref, &set, why, whylen);
     if (!set) {
         snprintf(why, whylen, "the KACLS's own key set cannot be read");
         return HF_STATUS_UNAUTHENTICATED;
@@ -204,6 +204,7 @@ struct json_object *hf_cse_own_jwks(struct hf_cse_prefix_rt *rt)
     struct json_object *copy = NULL, *empty;
     struct own_set *set = NULL;
     struct hf_key_ref ref;
+    char err[256];
 
     if (!rt->own) {
         if (!(empty = json_object_new_object())) return NULL;
@@ -211,7 +212,7 @@ struct json_object *hf_cse_own_jwks(struct hf_cse_prefix_rt *rt)
         json_object_put(empty);
         return NULL;
     }
-    own_current(rt->own, &ref, &set);
+    own_current(rt->own, &ref, &set, err, sizeof(err));
     if (set && json_object_deep_copy(set->jwks, &copy, NULL) != 0) copy = NULL;
     set_unref(set);
     return copy;
@@ -238,6 +239,7 @@ static bool own_start(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *r
     struct hf_key_ref ref;
     struct own_set *set = NULL;
     enum hf_status st;
+    bool have_set;
 
     if (!(rt->own = calloc(1, sizeof(*rt->own)))) {
         snprintf(err, errlen, "out of memory");
@@ -246,25 +248,21 @@ static bool own_start(const struct hf_cse_prefix *px, struct hf_cse_prefix_rt *r
     rt->own->px = px;
     pthread_mutex_init(&rt->own->lock, NULL);
     atomic_init(&rt->own->rewraps, 0);
-    bool have_set;
-
-    st = own_current(rt->own, &ref, &set);
+    err[0] = '\0';
+    st = own_current(rt->own, &ref, &set, err, errlen);
     have_set = set != NULL;
     set_unref(set);
-    if (st == HF_STATUS_KEY_NOT_FOUND) {
+    if (st == HF_STATUS_OK && have_set && ref.bits >= 3072) return true;
+    if (st == HF_STATUS_KEY_NOT_FOUND)
         snprintf(err, errlen, "signing_key %s: no such %s link", px->signing_key, HF_CSE_LINK_TYPE);
-        return false;
-    }
-    if (st != HF_STATUS_OK || !have_set || ref.key_type != CKK_RSA || ref.bits < 3072) {
-        snprintf(err, errlen, "signing_key %s: %s", px->signing_key,
-                 st == HF_STATUS_OK && ref.key_type == CKK_RSA
-                     ? "an RSA key of 3072 bits at least is needed"
-                 : st == HF_STATUS_OK || st == HF_STATUS_KEY_USAGE
-                     ? "not an RSA key (RSA-3072 wanted)"
-                     : "its key cannot be read");
-        return false;
-    }
-    return true;
+    else if (st == HF_STATUS_KEY_USAGE)
+        snprintf(err, errlen, "signing_key %s: not an RSA key (RSA-3072 wanted)", px->signing_key);
+    else if (st == HF_STATUS_OK)
+        snprintf(err, errlen, "signing_key %s: an RSA key of 3072 bits at least is needed",
+                 px->signing_key);
+    else if (!err[0])
+        snprintf(err, errlen, "signing_key %s: the key store cannot be read", px->signing_key);
+    return false;
 }
 
 /* One issuer per peer: its migration tokens (aud kacls-migration) verify against <peer>/certs,

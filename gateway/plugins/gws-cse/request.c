@@ -225,10 +225,8 @@ enum hf_status hf_cse_request_parse(enum hf_cse_op op, const unsigned char *body
         snprintf(why, whylen, "the body must be a JSON object");
         return HF_STATUS_BAD_REQUEST;
     }
-    /* A missing token is not a malformed body but an unauthenticated call: check 2 (tokens.c)
-     * answers it 401; a token of the wrong type or size is still 400 here. */
-    required = op_fields[op].required & ~AUTH_BOTH;
-    wanted = op_fields[op].required | op_fields[op].optional;
+    required = op_fields[op].required;
+    wanted = required | op_fields[op].optional;
     for (unsigned i = 0; i < F_COUNT; i++) {
         if (!(wanted & B(i))) continue;
         st = field_get(out->root, &fields[i], (required & B(i)) != 0, out, why, whylen);

@@ -7,10 +7,9 @@
  * any unknown member, is ignored (never read, never audited): Google adds members over time,
  * and what we do not read cannot change what we do. A field the op takes must be of its type
  * (a JSON null is not a string: 400). `reason` is
- * opaque: kept as given, audited escaped, never parsed. The tokens an op takes may be absent
- * here: a call without one is unauthenticated (tokens.c, 401), not malformed. Every refusal is
- * HF_STATUS_BAD_REQUEST (the spec's 400) with a reason naming the field, never its value; a body
- * over HF_CSE_BODY_MAX is HF_STATUS_TOO_LARGE (413). Pure. */
+ * opaque: kept as given, audited escaped, never parsed. Every refusal is HF_STATUS_BAD_REQUEST
+ * (the spec's 400) with a reason naming the field, never its value; a body over
+ * HF_CSE_BODY_MAX is HF_STATUS_TOO_LARGE (413). Pure. */
 #ifndef HF_CSE_REQUEST_H
 #define HF_CSE_REQUEST_H
 

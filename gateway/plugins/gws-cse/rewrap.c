@@ -44,10 +44,12 @@ struct rewrap {
     size_t blob_len;
 };
 
+/* The migration token is a bearer credential for 5 minutes, and the peer's answer holds the
+ * key: neither outlives the call in freed memory. */
 static void rewrap_clear(struct rewrap *r)
 {
-    free(r->jwt);
-    free(r->out_body);
+    if (r->jwt) OPENSSL_clear_free(r->jwt, strlen(r->jwt));
+    if (r->out_body) OPENSSL_clear_free(r->out_body, strlen(r->out_body));
     if (r->reply) OPENSSL_clear_free(r->reply, r->reply_len);
     hf_json_put_wiped(r->root);
     if (r->dek) OPENSSL_clear_free(r->dek, r->dek_len);
@@ -83,7 +85,6 @@ static enum hf_status out_body_make(struct hf_cse_call *call, struct hf_request 
     struct json_object *wk =
         hf_json_base64(call->body.wrapped_key.data, call->body.wrapped_key.len);
     const char *text;
-    enum hf_status st = HF_STATUS_OK;
 
     if (!o || !wk || json_object_object_add(o, "wrapped_key", wk) != 0) {
         json_object_put(wk);
@@ -97,10 +98,10 @@ static enum hf_status out_body_make(struct hf_cse_call *call, struct hf_request 
     text =
         json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (!text || !(r->out_body = strdup(text))) goto oom;
-    json_object_put(o);
-    return st;
+    hf_json_put_wiped(o);
+    return HF_STATUS_OK;
 oom:
-    json_object_put(o);
+    hf_json_put_wiped(o);
     return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
 }
 
