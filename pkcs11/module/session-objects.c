@@ -158,7 +158,10 @@ CK_RV hf_session_object_add(struct hf_session *s, struct hf_object *obj, CK_OBJE
     char detail[64];
     CK_RV rv;
 
-    hf_return_val_if_fail(s && obj && obj->sobj && out, CKR_ARGUMENTS_BAD);
+    if (!s || !obj || !obj->sobj || !out) {
+        hf_object_unref(obj); /* taken over, whatever the answer */
+        return CKR_ARGUMENTS_BAD;
+    }
     obj->is_current = true;
     obj->key.state = HF_STATE_ACTIVE;
     rv = maker_set(s, obj);

@@ -13,6 +13,11 @@ done
 [ -n "$PY" ] || hf_skip "python3-pykcs11 or python3-cryptography not installed"
 
 hf_store_setup
+# PyKCS11 raises through C++ exceptions: the preloaded ASan runtime's __cxa_throw interceptor
+# aborts at the first one (CheckFailed) unless libstdc++ is loaded with it.
+if [ -n "$HF_SANITIZED" ] && asan=$(hf_asan_runtime) && [ -n "$asan" ]; then
+    HF_ASAN_RUNTIME="$asan $(${CC:-cc} -print-file-name=libstdc++.so)"
+fi
 hf_ext "$PY" - "$HF_MODULE" "$HF_USER_PIN" <<'PY' || hf_fail "PyKCS11 session object checks failed"
 import sys
 import PyKCS11

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -22,6 +23,7 @@
 
 #include "harness.h"
 #include "module-loader.h"
+#include "pkcs11/core/core.h"
 
 #define SLOT 1
 #define RO CKF_SERIAL_SESSION
@@ -643,6 +645,74 @@ static void test_operations_are_audited_under_a_marker(void)
     CU_ASSERT_TRUE(audit_line_has("\"op\":\"object.destroy\"", key, "session closed"));
 }
 
+/* The gateway's way (gws-cse's Gmail operations): a request context, then a key imported as a
+ * session object and used. The creation record names the request but leaves its context to the
+ * key operation, whose record is the request's; a blocked link stops the session object too,
+ * while an open link to another key does not hide it. */
+static void test_a_gateway_request_imports_and_uses_one(void)
+{
+    CK_SESSION_HANDLE rw = open_session(RW);
+    CK_C_GetInterface get = (CK_C_GetInterface)hf_test_module_sym(&mod, "C_GetInterface");
+    HF_REQUEST_CONTEXT ctx = {.api = "gws-cse",
+                              .operation = "privilegedprivatekeydecrypt",
+                              .caller = "alice@example.com",
+                              .request_id = "req-session-1"};
+    CK_MECHANISM gen = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_ULONG len = 32;
+    CK_ATTRIBUTE token_t[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, "cse-kek", 7}};
+    CK_INTERFACE_PTR iface = NULL;
+    const HF_FUNCTION_LIST *hf;
+    struct hf_actor who = {"cli", "test"};
+    struct hf_core *core = NULL;
+    CK_ATTRIBUTE t[16];
+    CK_ULONG n = rsa_template(t, "gmail key", NULL, 0);
+    CK_OBJECT_HANDLE kek = 0, h = 0;
+    CK_RSA_PKCS_PSS_PARAMS pp = {CKM_SHA256, CKG_MGF1_SHA256, 32};
+    CK_MECHANISM pss = {CKM_SHA256_RSA_PKCS_PSS, &pp, sizeof(pp)};
+    unsigned char sig[256];
+    CK_ULONG siglen = sizeof(sig);
+    char key[64];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(get);
+    CU_ASSERT_EQUAL_FATAL(get((CK_UTF8CHAR_PTR)HF_INTERFACE_NAME, NULL, &iface, 0), CKR_OK);
+    hf = iface->pFunctionList;
+    ensure_login(rw, false);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(rw, CKU_USER, (CK_UTF8CHAR_PTR)HF_TEST_GATEWAY_PIN,
+                                       strlen(HF_TEST_GATEWAY_PIN)),
+                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(rw, &gen, token_t, N(token_t), &kek), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf->HF_SetRequestContext(rw, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(rw, t, n, &h), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_SignInit(rw, &pss, h), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Sign(rw, (CK_BYTE_PTR) "m", 1, sig, &siglen), CKR_OK);
+    snprintf(key, sizeof(key), "\"key\":\"session:0x%lx\"", (unsigned long)h);
+    CU_ASSERT_TRUE(
+        audit_line_has("\"op\":\"object.create\"", key, "\"request_id\":\"req-session-1\""));
+    CU_ASSERT_TRUE(audit_line_has("\"op\":\"privilegedprivatekeydecrypt\"", key,
+                                  "\"request_id\":\"req-session-1\""));
+    /* A link: open and naming another key, the session object is still the request's to use;
+     * blocked, it stops there too. */
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_link_add(core, "gws-cse", "cse-link", "cse-kek", &who), CKR_OK);
+    ctx.link_type = "gws-cse";
+    ctx.link_id = "cse-link";
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_SignInit(rw, &pss, h), CKR_OK);
+    siglen = sizeof(sig);
+    CU_ASSERT_EQUAL(p11->C_Sign(rw, (CK_BYTE_PTR) "m", 1, sig, &siglen), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_link_set_blocked(core, "gws-cse", "cse-link", true, &who), CKR_OK);
+    hf_core_close(core);
+    usleep(650000); /* the store's link cache answers at most 500 ms late */
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_SignInit(rw, &pss, h), CKR_HF_LINK_BLOCKED);
+    /* Cleaning up after a refused request still works. */
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, h), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(rw, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Logout(rw), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(rw), CKR_OK);
+}
+
 /* ---- two threads ----------------------------------------------------------------------------- */
 
 #define ROUNDS 80
@@ -745,6 +815,7 @@ static CU_TestInfo session_object_tests[] = {
     {"C_DestroyObject and C_SetAttributeValue", test_destroy_and_set_attributes},
     {"token objects keep their rules", test_token_objects_keep_their_rules},
     {"operations are audited under a marker", test_operations_are_audited_under_a_marker},
+    {"a gateway request imports one and uses it", test_a_gateway_request_imports_and_uses_one},
     {"two threads make, use and destroy them", test_two_threads_make_use_and_destroy},
     {"C_CloseAllSessions and C_Finalize destroy them", test_close_all_and_finalize_destroy_them},
     CU_TEST_INFO_NULL,
