@@ -13,12 +13,12 @@
  * operation ran on the session from hf_p11_begin, the core wrote it (with the request context
  * below); otherwise the gateway writes it (HF_AuditRequest) from the status and message the
  * handler failed with. A handler that fails after its key operation succeeded (a refusal only
- * the decrypted content could show) gets that failure record too, after the operation's. The response leaves only once that record is durable, without holding a
- * worker thread. A request that fails before the handler calls hf_request_set_authenticated
- * (and the gateway's own 404, 405 and 413) is refused before authentication: it is counted, and
- * one summary record per source address and error per interval stands for all such requests
- * (gateway/preauth.h), so an anonymous flood can neither fill the audit log nor hold a thread;
- * it is answered at once.
+ * the decrypted content could show) gets that failure record too, after the operation's. The
+ * response leaves only once that record is durable, without holding a worker thread. A request that
+ * fails before the handler calls hf_request_set_authenticated (and the gateway's own 404, 405 and
+ * 413) is refused before authentication: it is counted, and one summary record per source address
+ * and error per interval stands for all such requests (gateway/preauth.h), so an anonymous flood
+ * can neither fill the audit log nor hold a thread; it is answered at once.
  *
  * Config: sections named "<plugin name>" or "<plugin name>:<instance>" (e.g. "aws-xks:store1")
  * belong to the plugin. On start and on every SIGHUP the gateway builds a fresh state with
