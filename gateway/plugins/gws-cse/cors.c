@@ -1,5 +1,6 @@
 /* CORS (spec, "Transport and CORS"): the Drive, Docs and Meet clients call the KACLS from the
- * browser, origin https://client-side-encryption.google.com (or one configured). */
+ * browser, origin https://client-side-encryption.google.com (or one configured). And the
+ * answers every op gives alike: one base64 member. */
 #include "hf-build.h"
 
 #include "gateway/plugins/gws-cse/internal.h"
@@ -26,5 +27,27 @@ enum hf_status hf_cse_preflight(const struct hf_cse_prefix *px, struct hf_reques
         hf_reply_header(req, "Access-Control-Max-Age", "3600");
     }
     hf_reply_empty(req, 204);
+    return HF_STATUS_OK;
+}
+
+enum hf_status hf_cse_reply_bytes(struct hf_request *req, const char *name,
+                                  const unsigned char *data, size_t len, bool secret)
+{
+    struct json_object *o = json_object_new_object(), *v = hf_json_base64(data, len);
+
+    if (o == NULL || v == NULL || json_object_object_add(o, name, v) != 0) {
+        hf_json_put_wiped(v);
+        json_object_put(o);
+        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
+    }
+    if (!secret) {
+        hf_reply_json(req, 200, o);
+        return HF_STATUS_OK;
+    }
+    /* hf_reply_json cleanses its serialisation but frees the tree as json-c does, uncleared:
+     * a reference of our own keeps the secret's base64 alive to be wiped after it. */
+    json_object_get(v);
+    hf_reply_json(req, 200, o);
+    hf_json_put_wiped(v);
     return HF_STATUS_OK;
 }

@@ -164,6 +164,10 @@ enum hf_status hf_cse_fail_ckr(struct hf_request *req, CK_RV rv, const char *wha
 void hf_cse_cors_headers(const struct hf_cse_prefix *px, struct hf_request *req);
 /* OPTIONS on any path under px: 204 with the spec's headers; no auth, no audit. */
 enum hf_status hf_cse_preflight(const struct hf_cse_prefix *px, struct hf_request *req);
+/* The 200 answer {name: base64 of data[0..len)}; secret: the base64 is wiped once sent (a DEK,
+ * not a blob or a signature). HF_STATUS_OK, or the request failed (out of memory). */
+enum hf_status hf_cse_reply_bytes(struct hf_request *req, const char *name,
+                                  const unsigned char *data, size_t len, bool secret);
 
 /* ---- the operations: after hf_cse_call_begin for POSTs; status and certs take a call with
  * only state, px, rt, op and info set ------------------------------------------------------- */

@@ -27,7 +27,6 @@ gateway_plugins_gws_cse_gws_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/digest.c \
 	gateway/plugins/gws-cse/status.c \
 	gateway/plugins/gws-cse/cors.c \
-	gateway/plugins/gws-cse/stubs.c \
 	gateway/plugins/gws-cse/own.c gateway/plugins/gws-cse/own.h \
 	gateway/plugins/gws-cse/delegate.c \
 	gateway/plugins/gws-cse/certs.c \
@@ -45,3 +44,6 @@ include $(top_srcdir)/tests/unit/cse-mint.mk
 include $(top_srcdir)/tests/integration/cse.mk
 include $(top_srcdir)/tests/integration/cse-rewrap.mk
 include $(top_srcdir)/tests/fuzz/cse.mk
+
+# The Gmail (stage 2) operations, their sources and tests.
+include $(top_srcdir)/gateway/plugins/gws-cse/gmail.mk

@@ -8,23 +8,6 @@
 
 #include <stdlib.h>
 
-static enum hf_status key_reply(struct hf_request *req, const struct hf_cse_opened *k)
-{
-    struct json_object *o = json_object_new_object(), *v = hf_json_base64(k->dek, k->dek_len);
-
-    if (o == NULL || v == NULL || json_object_object_add(o, "key", v) != 0) {
-        hf_json_put_wiped(v);
-        json_object_put(o);
-        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-    }
-    /* hf_reply_json cleanses its serialisation but frees the tree as json-c does, uncleared:
-     * a reference of our own keeps the DEK's base64 alive to be wiped after it. */
-    json_object_get(v);
-    hf_reply_json(req, 200, o);
-    hf_json_put_wiped(v);
-    return HF_STATUS_OK;
-}
-
 /* The blob's perimeter under check 8, audited as the one the DEK was bound to. */
 static enum hf_status blob_perimeter_check(struct hf_cse_call *call, struct hf_request *req,
                                            const struct hf_cse_opened *k)
@@ -51,7 +34,7 @@ static enum hf_status unwrap_run(struct hf_cse_call *call, struct hf_request *re
                              "the wrapped key is bound to another resource_name");
     else if (perimeter)
         st = blob_perimeter_check(call, req, &k);
-    if (st == HF_STATUS_OK) st = key_reply(req, &k);
+    if (st == HF_STATUS_OK) st = hf_cse_reply_bytes(req, "key", k.dek, k.dek_len, true);
     hf_cse_opened_clear(&k);
     return st;
 }
