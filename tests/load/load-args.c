@@ -289,15 +289,24 @@ void hf_load_usage(FILE *out)
             "  --limit MS            latency limit for p90 (default: the API's)\n"
             "API parameters:\n"
             "  --prefix P            XKS: the key store's URI prefix (no slashes around it); EKM:\n"
-            "                        the endpoint's prefix\n"
+            "                        the endpoint's prefix; CSE: the KACLS prefix (cse)\n"
             "  --key-id ID           XKS: the external key id; EKM: the keyPath (v0/keys/k1)\n"
             "  --credentials AKID:SECRET  XKS SigV4 pair (or the HF_LOAD_CREDENTIALS variable,\n"
             "                        which keeps the secret out of the process list)\n"
             "  --region R            XKS: SigV4 region (default us-east-1)\n"
-            "  --token-key FILE      EKM: RSA private key (PEM) hf-load signs its ID token with\n"
-            "  --token-kid KID       EKM: the token's kid (the key's id in the gateway's JWKS)\n"
-            "  --audience AUD        EKM: the token's aud (default https://ekm.test)\n"
-            "  --email EMAIL         EKM: the token's email (the key's allowed service agent)\n"
+            "  --token-key FILE      EKM, CSE: private key (PEM) hf-load signs its bearer token\n"
+            "                        with (CSE: the authentication token)\n"
+            "  --token-kid KID       EKM, CSE: the token's kid (its id in the gateway's JWKS)\n"
+            "  --audience AUD        EKM, CSE: the token's aud (default https://ekm.test; CSE:\n"
+            "                        hf-load, the client id)\n"
+            "  --email EMAIL         EKM: the token's email (the key's allowed service agent);\n"
+            "                        CSE: the user, in both tokens\n"
+            "  --issuer ISS          CSE: the authentication token's iss (default\n"
+            "                        https://idp.hf-load.test)\n"
+            "  --kacls-url URL       CSE: the authorization token's kacls_url (default: --url\n"
+            "                        and --prefix, as the prefix's kacls_url must read)\n"
+            "  --authz-key FILE      CSE: the key signing the authorization token (default\n"
+            "  --authz-kid KID       --token-key and --token-kid)\n"
             "Output (the table always goes to standard output):\n"
             "  --csv FILE            rows in the seeds' columns plus hf-load's own ('-': stdout)\n"
             "  --markdown FILE       the table and the per-core comparison with the seeds\n"
@@ -353,6 +362,10 @@ enum {
     OPT_TOKEN_KID,
     OPT_AUDIENCE,
     OPT_EMAIL,
+    OPT_ISSUER,
+    OPT_KACLS_URL,
+    OPT_AUTHZ_KEY,
+    OPT_AUTHZ_KID,
     OPT_HELP,
 };
 
@@ -389,6 +402,10 @@ static const struct option long_options[] = {
     {"token-kid", required_argument, NULL, OPT_TOKEN_KID},
     {"audience", required_argument, NULL, OPT_AUDIENCE},
     {"email", required_argument, NULL, OPT_EMAIL},
+    {"issuer", required_argument, NULL, OPT_ISSUER},
+    {"kacls-url", required_argument, NULL, OPT_KACLS_URL},
+    {"authz-key", required_argument, NULL, OPT_AUTHZ_KEY},
+    {"authz-kid", required_argument, NULL, OPT_AUTHZ_KID},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -550,6 +567,18 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
             break;
         case OPT_EMAIL:
             cfg->email = optarg;
+            break;
+        case OPT_ISSUER:
+            cfg->issuer = optarg;
+            break;
+        case OPT_KACLS_URL:
+            cfg->kacls_url = optarg;
+            break;
+        case OPT_AUTHZ_KEY:
+            cfg->authz_key = optarg;
+            break;
+        case OPT_AUTHZ_KID:
+            cfg->authz_kid = optarg;
             break;
         case OPT_HELP:
             return HF_ARGS_HELP;
