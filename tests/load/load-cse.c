@@ -242,34 +242,22 @@ done:
     return rc;
 }
 
-static const char *json_str(struct json_object *o, const char *name)
-{
-    struct json_object *f;
-
-    if (!json_object_object_get_ex(o, name, &f) || !json_object_is_type(f, json_type_string))
-        return NULL;
-    return json_object_get_string(f);
-}
-
 static int cse_check(void *state, void **vu_state, bool setup, const char *body, size_t len)
 {
     struct cse_state *s = state;
     struct cse_vu *v = *vu_state;
-    struct json_tokener *tok = json_tokener_new();
-    struct json_object *o = NULL;
+    struct json_object *o = hf_load_reply_parse(body, len);
     const char *got;
     int rc = -1;
 
-    if (!tok || !v) goto done;
-    o = json_tokener_parse_ex(tok, body, (int)(len > 4096 ? 4096 : len));
-    if (!o || !json_object_is_type(o, json_type_object)) goto done;
+    if (!o || !v) goto done;
     if (s->unwrap && !setup) {
         /* The key that comes back must be the one this VU wrapped. */
-        got = json_str(o, "key");
+        got = hf_load_json_str(o, "key");
         rc = got && strcmp(got, v->key) == 0 ? 0 : -1;
         goto done;
     }
-    got = json_str(o, "wrapped_key");
+    got = hf_load_json_str(o, "wrapped_key");
     if (!got || strlen(got) != B64_LEN(CSE_BLOB_LEN)) goto done;
     if (setup) {
         free(v->wrapped_key);
@@ -279,7 +267,6 @@ static int cse_check(void *state, void **vu_state, bool setup, const char *body,
     rc = 0;
 done:
     json_object_put(o);
-    if (tok) json_tokener_free(tok);
     return rc;
 }
 

@@ -117,19 +117,14 @@ static int ekm_build(void *state, void **vu_state, struct hf_buf *out, bool *set
 /* 32 bytes wrap into a 65-byte blob: 88 base64 characters. */
 static int ekm_check(void *state, void **vu_state, bool setup, const char *body, size_t len)
 {
-    struct json_tokener *tok = json_tokener_new();
-    struct json_object *o = NULL, *v;
-    int rc = -1;
+    struct json_object *o = hf_load_reply_parse(body, len);
+    const char *blob = o ? hf_load_json_str(o, "wrappedBlob") : NULL;
+    int rc = blob && strlen(blob) == 88 ? 0 : -1;
 
     (void)state;
     (void)vu_state;
     (void)setup;
-    if (tok != NULL) o = json_tokener_parse_ex(tok, body, (int)(len > 4096 ? 4096 : len));
-    if (o != NULL && json_object_object_get_ex(o, "wrappedBlob", &v) &&
-        json_object_is_type(v, json_type_string) && json_object_get_string_len(v) == 88)
-        rc = 0;
     json_object_put(o);
-    if (tok != NULL) json_tokener_free(tok);
     return rc;
 }
 

@@ -233,10 +233,15 @@ extern const struct hf_load_api hf_load_api_ekm_wrap;
 extern const struct hf_load_api hf_load_api_cse_wrap;
 extern const struct hf_load_api hf_load_api_cse_unwrap;
 
+struct json_object;
+/* For the builders' checks: a reply's JSON object (json_object_put() it), NULL if it is none;
+ * and a member of it that is a string, NULL otherwise. */
+struct json_object *hf_load_reply_parse(const char *body, size_t len);
+const char *hf_load_json_str(struct json_object *o, const char *name);
+
 /* load-jwt.c: a compact JWS over claims (json-c, not taken), signed by the private key in the
  * PEM file key_path (RS256 for RSA, ES256 for P-256), kid in its header. A new string (free()),
  * or NULL with a message naming the file in err. */
-struct json_object;
 char *hf_load_jwt_mint(const char *key_path, const char *kid, struct json_object *claims, char *err,
                        size_t errlen);
 const struct hf_load_api *hf_load_api_find(const char *name);
