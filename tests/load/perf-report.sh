@@ -16,6 +16,13 @@
 # Load shape (defaults are the seeds'): HF_REPORT_SWEEP=5:1280:x2 (stops after the first level
 # whose p90 passes the limit), HF_REPORT_RAMP_UP=5s, HF_REPORT_STEADY=30s, HF_REPORT_RAMP_DOWN=5s,
 # HF_REPORT_THINK (none), HF_REPORT_PAUSE=3s.
+# HF_REPORT_PLUGINS: only these plugins (space-separated), e.g. "gcp-ekm gws-cse".
+#
+# The bearer-token APIs (gcp-ekm, gws-cse) get RSA test keys and a JWKS file made here
+# (tests/integration/ekm-token.py, which needs python3-cryptography), and their tokens are minted
+# by hf-load once per run; aws-xks gets a fresh SigV4 pair. Each plugin's API is served on a
+# listener of its kind: aws-xks on one, the bearer-token APIs together on another (their
+# catch-all routes decline paths outside their prefixes), in the one holdfastd.
 set -u
 
 out=${1:?usage: perf-report.sh OUTDIR}
@@ -41,12 +48,23 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 [ -d "$seeds" ] || echo "perf-report: no seeds at $seeds (HF_LOAD_SEEDS): no comparison" >&2
 
-# plugin name -> the hf-load API that repeats its report's test (the seeds' operation). Each
-# plugin issue adds its line when it adds its request builder to tests/load/load-api.c.
+# plugin name -> the hf-load APIs that repeat its report's test (the seeds' operation first).
+# Each plugin issue adds its line when it adds its request builder to tests/load/load-api.c.
 hf_load_api_for() {
     case $1 in
-    aws-xks) echo xks-encrypt ;;  # aws-xks.csv: encrypt
+    aws-xks) echo xks-encrypt ;;         # aws-xks.csv: encrypt
+    gcp-ekm) echo ekm-wrap ;;            # gcp-ekm.csv: wrap
+    gws-cse) echo cse-wrap cse-unwrap ;; # gws-cse.csv: wrap; unwrap is a reader's every open
     *) echo "" ;;
+    esac
+}
+
+# The listener a plugin's API is served on: mutual-TLS-style APIs apart from bearer-token ones,
+# as a deployment runs them.
+listener_for() {
+    case $1 in
+    gcp-ekm | gws-cse) echo bearer ;;
+    *) echo "$1" ;;
     esac
 }
 
@@ -58,6 +76,42 @@ shquote() {
         *) printf '%s ' "$_a" ;;
         esac
     done
+}
+
+# The seeds' best ops/s per core within their limit for STEM (rows whose CPU count is given).
+seeds_best_per_core() {
+    [ -f "$seeds/$1.csv" ] || { echo "-"; return; }
+    awk -F, 'NR > 1 && $6 != "" && ($13 == "" || $13 + 0 <= $15 + 0) {
+                 v = $12 / ($5 * $6); if (v > best) best = v }
+             END { if (best) printf "%.1f", best; else print "-" }' "$seeds/$1.csv"
+}
+
+# The summary table over "API CSV" lines: each API's peak (the level with the most steady
+# ops/s whose p90 is within the limit and under 1% errors), its p99 against the same limit, and
+# ops/s per core beside the seeds' best per core.
+summary() {
+    [ -s "$1" ] || return 0
+    echo "## Summary: the peak within each limit"
+    echo
+    echo "| API | limit ms | peak VUs | ops/s | p90 ms | p99 ms | p99 within the limit | ops/s per core | seeds' best per core |"
+    echo "|---|---:|---:|---:|---:|---:|---|---:|---:|"
+    while read -r api csv; do
+        stem=$(awk -F, 'NR == 2 { print $1 }' "$csv")
+        awk -F, -v api="$api" -v seeds="$(seeds_best_per_core "$stem")" '
+            NR > 1 { limit = $15
+                     if ($13 + 0 <= $15 + 0 && $22 * 100 <= $11 + $22 && $12 + 0 > best) {
+                         best = $12 + 0; row = $0 } }
+            END { if (row == "") { printf "| %s | %s | - | - | - | - | no level within the limit | - | %s |\n", api, limit, seeds; exit }
+                  split(row, f, ",")
+                  printf "| %s | %s | %s | %.1f | %.2f | %.2f | %s | %s | %s |\n", api, limit,
+                      f[10], f[12], f[13], f[19], (f[19] + 0 <= limit + 0 ? "yes" : "**no**"),
+                      (f[23] == "" ? "-" : f[23]), seeds }' "$csv"
+    done <"$1"
+    echo
+    echo "Per core: ops/s / ($cores cores here); the seeds': ops/s / (nodes x CPUs), best row within"
+    echo "the report's limit. The seeds' EKM and CSE users were paced (about 0.57 s between calls),"
+    echo "ours run closed loops unless HF_REPORT_THINK is set."
+    echo
 }
 
 report=$out/REPORT.md
@@ -126,28 +180,52 @@ secret=$(openssl rand -base64 33)
 HF_LOAD_CREDENTIALS="$akid:$secret"
 export HF_LOAD_CREDENTIALS # hf-load reads it: the secret stays out of the process list
 prefix=perf-report/store1
+# Bearer tokens: k1 signs the EKM ID token and the CSE authentication token, k2 the CSE
+# authorization token (as Google's own issuer would, with a key of its own).
+jw=$HF_TMP/jwks
+agent=service-hf-load@gcp-sa-ekms.iam.gserviceaccount.com
+cse_user=user@hf-load.test
 
-port=$(hf_free_port)
+wanted() { # PLUGIN: built, has a builder, and asked for
+    [ -n "$(hf_load_api_for "$1")" ] || return 1
+    [ -z "${HF_REPORT_PLUGINS:-}" ] && return 0
+    case " $HF_REPORT_PLUGINS " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+
 conf=$HF_TMP/holdfastd.conf
 plugins=""
 for so in "$top_builddir"/gateway/plugins/*/.libs/*.so; do
     [ -f "$so" ] || continue
     name=$(basename "$so" .so)
-    [ -n "$(hf_load_api_for "$name")" ] || {
+    wanted "$name" || {
+        [ -n "$(hf_load_api_for "$name")" ] && continue
         echo "perf-report: plugin $name has no hf-load request builder yet: not measured" >&2
         echo "- \`$name\`: no hf-load request builder yet, not measured." >>"$report.skipped"
         continue
     }
     plugins="$plugins${plugins:+, }$name"
+    "$HF_CLI" link type add "$name" >/dev/null || hf_fail "holdfast link type add $name"
     "$HF_CLI" key create "load-$name" >/dev/null || hf_fail "holdfast key create load-$name"
     "$HF_CLI" link add "$name" "load-$name-link" "load-$name" >/dev/null ||
         hf_fail "holdfast link add $name"
+    l=$(listener_for "$name")
+    [ -f "$HF_TMP/port.$l" ] || hf_free_port >"$HF_TMP/port.$l"
+    echo "$name" >>"$HF_TMP/plugins.$l"
 done
 [ -n "$plugins" ] || hf_fail "no API plugin with an hf-load builder is built"
+case " $plugins" in *gcp-ekm* | *gws-cse*)
+    mkdir -p "$jw"
+    python3 "$top_srcdir/tests/integration/ekm-token.py" keys "$jw" &&
+        python3 "$top_srcdir/tests/integration/ekm-token.py" publish "$jw" k1 k2 ||
+        hf_fail "no test keys for the bearer tokens (python3-cryptography installed?)"
+    ;;
+esac
+port_of() { cat "$HF_TMP/port.$(listener_for "$1")"; }
+
 {
     cat <<CONF
 [gateway]
-listen = 127.0.0.1:$port tls
 max_connections = 8192
 # Every virtual user comes from 127.0.0.1: no per-address limit.
 max_connections_per_address = 0
@@ -155,11 +233,12 @@ module = $HF_MODULE
 pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
 plugins = $plugins
 log = $HF_TMP/holdfastd.log
-
-[tls]
-cert = $pki/server.pem
-key = $pki/server.key
 CONF
+    for f in "$HF_TMP"/plugins.*; do
+        l=${f##*/plugins.}
+        printf '\n[listener:%s]\nlisten = 127.0.0.1:%s\ncert = %s\nkey = %s\nplugins = %s\n' \
+            "$l" "$(cat "$HF_TMP/port.$l")" "$pki/server.pem" "$pki/server.key" "$(paste -sd, "$f")"
+    done
     for name in $(echo "$plugins" | tr ',' ' '); do
         printf '\n[plugin:%s]\npath = %s\n' "$name" \
             "$top_builddir/gateway/plugins/$name/.libs/$name.so"
@@ -169,6 +248,18 @@ CONF
             printf '\n[aws-xks:load]\nprefix = %s\ncredential = %s\nregions = us-east-1\nkeys = *\n' \
                 "$prefix" "$HF_LOAD_CREDENTIALS"
             ;;
+        gcp-ekm)
+            printf '\n[gcp-ekm:load]\nprefix = /ekm\naudiences = https://ekm.test\njwks = %s\n' \
+                "$jw/jwks.json"
+            printf 'key.load-gcp-ekm-link.allowed_emails = %s\n' "$agent"
+            ;;
+        gws-cse)
+            printf '\n[gws-cse:load]\nprefix = /cse\nkacls_url = https://127.0.0.1:%s/cse\n' \
+                "$(port_of gws-cse)"
+            printf 'kek = load-gws-cse-link\nauthn.load.issuer = https://idp.hf-load.test\n'
+            printf 'authn.load.jwks = %s\nauthn.load.audiences = hf-load\nauthz_jwks = %s\n' \
+                "$jw/jwks.json" "$jw/jwks.json"
+            ;;
         esac
     done
 } >"$conf"
@@ -177,8 +268,9 @@ chmod 600 "$conf"
 pid=$!
 hf_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
 up=no
+first_port=$(cat "$HF_TMP"/port.* | head -n 1)
 for _ in $(seq 1 300); do
-    if curl -sfk "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; then up=yes; break; fi
+    if curl -sfk "https://127.0.0.1:$first_port/healthz" >/dev/null 2>&1; then up=yes; break; fi
     kill -0 $pid 2>/dev/null || { cat "$HF_TMP/holdfastd.out" "$HF_TMP/holdfastd.log" 2>/dev/null;
         hf_fail "holdfastd exited at start"; }
     sleep 0.1
@@ -195,28 +287,52 @@ done
     echo
 } >>"$report"
 
+# The arguments hf-load needs for API $1 of plugin $2, as "$@".
+api_args() {
+    case $2 in
+    aws-xks) echo "--prefix $prefix --key-id load-aws-xks-link" ;;
+    gcp-ekm) echo "--prefix ekm --key-id load-gcp-ekm-link --token-key $jw/k1.pem --token-kid k1" \
+        "--audience https://ekm.test --email $agent" ;;
+    gws-cse) echo "--prefix cse --token-key $jw/k1.pem --token-kid k1 --authz-key $jw/k2.pem" \
+        "--authz-kid k2 --email $cse_user" ;;
+    esac
+}
+credentials_note() {
+    case $1 in
+    aws-xks) echo "(HF_LOAD_CREDENTIALS held the SigV4 pair.)" ;;
+    *) echo "(Tokens minted by hf-load from test keys made for this run; JWKS file: jwks.json.)" ;;
+    esac
+}
+
 rc=0
+: >"$out/summary.rows"
 for name in $(echo "$plugins" | tr ',' ' '); do
-    api=$(hf_load_api_for "$name")
-    set -- --url "https://127.0.0.1:$port" --api "$api" --cacert "$pki/server.pem" \
-        --key-id "load-$name-link" --server-cores "$cores" --label "holdfastd on loopback"
-    [ "$name" = aws-xks ] && set -- "$@" --prefix "$prefix"
-    echo "perf-report: $name: hf-load $* $common" >&2
-    # shellcheck disable=SC2086
-    { "$HF_LOAD" "$@" $common --seeds "$seeds" --csv "$out/$api.csv" \
-        --markdown "$out/$api.md" --plot "$out/$api"; echo $? >"$out/$api.rc"; } |
-        tee "$out/$api.txt"
-    [ "$(cat "$out/$api.rc")" = 0 ] || rc=1
-    rm -f "$out/$api.rc"
-    {
-        [ -f "$out/$api.md" ] && cat "$out/$api.md"
-        [ -f "$out/$api.png" ] && printf '![%s: p90 against ops/s per core](%s.png)\n\n[SVG](%s.svg) · [CSV](%s.csv)\n\n' \
-            "$api" "$api" "$api" "$api"
-        echo "Command: \`hf-load $(shquote "$@")$common --seeds SEEDS --csv $api.csv --markdown $api.md --plot $api\`"
-        echo "(HF_LOAD_CREDENTIALS held the SigV4 pair.)"
-        echo
-    } >>"$report"
+    for api in $(hf_load_api_for "$name"); do
+        # shellcheck disable=SC2046
+        set -- --url "https://127.0.0.1:$(port_of "$name")" --api "$api" \
+            --cacert "$pki/server.pem" --server-cores "$cores" --label "holdfastd on loopback" \
+            $(api_args "$api" "$name")
+        echo "perf-report: $name: hf-load $* $common" >&2
+        # shellcheck disable=SC2086
+        { "$HF_LOAD" "$@" $common --seeds "$seeds" --csv "$out/$api.csv" \
+            --markdown "$out/$api.md" --plot "$out/$api"; echo $? >"$out/$api.rc"; } |
+            tee "$out/$api.txt"
+        [ "$(cat "$out/$api.rc")" = 0 ] || rc=1
+        rm -f "$out/$api.rc"
+        [ -f "$out/$api.csv" ] && echo "$api $out/$api.csv" >>"$out/summary.rows"
+        {
+            [ -f "$out/$api.md" ] && cat "$out/$api.md"
+            [ -f "$out/$api.png" ] && printf '![%s: p90 against ops/s per core](%s.png)\n\n[SVG](%s.svg) · [CSV](%s.csv)\n\n' \
+                "$api" "$api" "$api" "$api"
+            echo "Command: \`hf-load $(shquote "$@")$common --seeds SEEDS --csv $api.csv --markdown $api.md --plot $api\`"
+            credentials_note "$name"
+            echo
+        } >>"$report"
+    done
 done
+[ -f "$jw/jwks.json" ] && cp "$jw/jwks.json" "$out/jwks.json"
+summary "$out/summary.rows" >>"$report"
+rm -f "$out/summary.rows"
 [ -f "$report.skipped" ] && { echo "Not measured:"; cat "$report.skipped"; rm -f "$report.skipped"; } >>"$report"
 echo "perf-report: $report"
 exit $rc
