@@ -38,7 +38,7 @@ endif
 # Runs hf-load briefly against nginx (skips without it): errors, TLS, output formats.
 TESTS += tests/load/hf-load.sh
 EXTRA_DIST += tests/load/README.md tests/load/hf-load.sh tests/load/ceiling.sh \
-	tests/load/perf-report.sh tests/load/nginx.sh
+	tests/load/perf-report.sh tests/load/load-gateway.sh tests/load/nginx.sh
 
 # Not part of `make check`: each takes minutes and wants the machine to itself.
 # perf-ceiling: hf-load against wrk on nginx's static reply (same connections, same run).

@@ -7,8 +7,9 @@
 #   perf-report.sh OUTDIR
 #
 # Local start (the default): a throw-away key store (SoftHSMv2 token + SQLite, as `holdfast init`
-# makes it), one AES-256 key linked for each API, holdfastd on a free loopback port over TLS with
-# a fresh self-signed certificate, default audit settings (durable records), threads = cores.
+# makes it), one AES-256 key linked for each API, holdfastd on free loopback ports over TLS with
+# a fresh self-signed certificate, default audit settings (durable records), threads = cores
+# (tests/load/load-gateway.sh, which tests/perf/bench-ekm.sh starts its holdfastd with too).
 # Against a deployment that is already running, set HF_REPORT_URL instead (and what hf-load needs
 # for it): HF_REPORT_KEY_ID, HF_REPORT_PREFIX, HF_LOAD_CREDENTIALS=AKID:SECRET, HF_REPORT_CACERT
 # or HF_REPORT_INSECURE=1, HF_REPORT_SERVER_CORES, HF_REPORT_SERVER_NODES, HF_REPORT_LABEL.
@@ -59,14 +60,7 @@ hf_load_api_for() {
     esac
 }
 
-# The listener a plugin's API is served on: mutual-TLS-style APIs apart from bearer-token ones,
-# as a deployment runs them.
-listener_for() {
-    case $1 in
-    gcp-ekm | gws-cse) echo bearer ;;
-    *) echo "$1" ;;
-    esac
-}
+
 
 # Arguments as a shell would need them typed (for the report's command lines).
 shquote() {
@@ -169,31 +163,15 @@ set +u # lib.sh reads unset variables on purpose
 [ -x "$HOLDFASTD" ] || hf_fail "$HOLDFASTD is not built"
 command -v curl >/dev/null || hf_fail "curl is needed to see holdfastd come up"
 hf_store_setup
-pki=$HF_TMP/pki
-mkdir -p "$pki"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
-    -addext subjectAltName=IP:127.0.0.1 -keyout "$pki/server.key" -out "$pki/server.pem" \
-    >/dev/null 2>&1 || hf_fail "openssl: no server certificate"
-# A fresh SigV4 pair for this run: AKID 20 of [A-Z2-7], secret 44 of base64.
-akid=$(head -c 512 /dev/urandom | tr -dc 'A-Z2-7' | head -c 20)
-secret=$(openssl rand -base64 33)
-HF_LOAD_CREDENTIALS="$akid:$secret"
-export HF_LOAD_CREDENTIALS # hf-load reads it: the secret stays out of the process list
-prefix=perf-report/store1
-# Bearer tokens: k1 signs the EKM ID token and the CSE authentication token, k2 the CSE
-# authorization token (as Google's own issuer would, with a key of its own).
-jw=$HF_TMP/jwks
-agent=service-hf-load@gcp-sa-ekms.iam.gserviceaccount.com
-cse_user=user@hf-load.test
+. "$top_srcdir/tests/load/load-gateway.sh"
 
-wanted() { # PLUGIN: built, has a builder, and asked for
+wanted() { # PLUGIN: has a builder, and is asked for
     [ -n "$(hf_load_api_for "$1")" ] || return 1
     [ -z "${HF_REPORT_PLUGINS:-}" ] && return 0
     case " $HF_REPORT_PLUGINS " in *" $1 "*) return 0 ;; esac
     return 1
 }
 
-conf=$HF_TMP/holdfastd.conf
 plugins=""
 for so in "$top_builddir"/gateway/plugins/*/.libs/*.so; do
     [ -f "$so" ] || continue
@@ -204,81 +182,15 @@ for so in "$top_builddir"/gateway/plugins/*/.libs/*.so; do
         echo "- \`$name\`: no hf-load request builder yet, not measured." >>"$report.skipped"
         continue
     }
-    plugins="$plugins${plugins:+, }$name"
-    "$HF_CLI" link type add "$name" >/dev/null || hf_fail "holdfast link type add $name"
-    "$HF_CLI" key create "load-$name" >/dev/null || hf_fail "holdfast key create load-$name"
-    "$HF_CLI" link add "$name" "load-$name-link" "load-$name" >/dev/null ||
-        hf_fail "holdfast link add $name"
-    l=$(listener_for "$name")
-    [ -f "$HF_TMP/port.$l" ] || hf_free_port >"$HF_TMP/port.$l"
-    echo "$name" >>"$HF_TMP/plugins.$l"
+    plugins="$plugins${plugins:+ }$name"
 done
 [ -n "$plugins" ] || hf_fail "no API plugin with an hf-load builder is built"
-case " $plugins" in *gcp-ekm* | *gws-cse*)
-    mkdir -p "$jw"
-    python3 "$top_srcdir/tests/integration/ekm-token.py" keys "$jw" &&
-        python3 "$top_srcdir/tests/integration/ekm-token.py" publish "$jw" k1 k2 ||
-        hf_fail "no test keys for the bearer tokens (python3-cryptography installed?)"
-    ;;
-esac
-port_of() { cat "$HF_TMP/port.$(listener_for "$1")"; }
+# shellcheck disable=SC2086
+hf_load_gateway_start $plugins
 
 {
-    cat <<CONF
-[gateway]
-max_connections = 8192
-# Every virtual user comes from 127.0.0.1: no per-address limit.
-max_connections_per_address = 0
-module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
-plugins = $plugins
-log = $HF_TMP/holdfastd.log
-CONF
-    for f in "$HF_TMP"/plugins.*; do
-        l=${f##*/plugins.}
-        printf '\n[listener:%s]\nlisten = 127.0.0.1:%s\ncert = %s\nkey = %s\nplugins = %s\n' \
-            "$l" "$(cat "$HF_TMP/port.$l")" "$pki/server.pem" "$pki/server.key" "$(paste -sd, "$f")"
-    done
-    for name in $(echo "$plugins" | tr ',' ' '); do
-        printf '\n[plugin:%s]\npath = %s\n' "$name" \
-            "$top_builddir/gateway/plugins/$name/.libs/$name.so"
-        case $name in
-        aws-xks)
-            printf '\n[aws-xks]\nhealth_key = load-aws-xks-link\n'
-            printf '\n[aws-xks:load]\nprefix = %s\ncredential = %s\nregions = us-east-1\nkeys = *\n' \
-                "$prefix" "$HF_LOAD_CREDENTIALS"
-            ;;
-        gcp-ekm)
-            printf '\n[gcp-ekm:load]\nprefix = /ekm\naudiences = https://ekm.test\njwks = %s\n' \
-                "$jw/jwks.json"
-            printf 'key.load-gcp-ekm-link.allowed_emails = %s\n' "$agent"
-            ;;
-        gws-cse)
-            printf '\n[gws-cse:load]\nprefix = /cse\nkacls_url = https://127.0.0.1:%s/cse\n' \
-                "$(port_of gws-cse)"
-            printf 'kek = load-gws-cse-link\nauthn.load.issuer = https://idp.hf-load.test\n'
-            printf 'authn.load.jwks = %s\nauthn.load.audiences = hf-load\nauthz_jwks = %s\n' \
-                "$jw/jwks.json" "$jw/jwks.json"
-            ;;
-        esac
-    done
-} >"$conf"
-chmod 600 "$conf"
-"$HOLDFASTD" -f -c "$conf" >"$HF_TMP/holdfastd.out" 2>&1 &
-pid=$!
-hf_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
-up=no
-first_port=$(cat "$HF_TMP"/port.* | head -n 1)
-for _ in $(seq 1 300); do
-    if curl -sfk "https://127.0.0.1:$first_port/healthz" >/dev/null 2>&1; then up=yes; break; fi
-    kill -0 $pid 2>/dev/null || { cat "$HF_TMP/holdfastd.out" "$HF_TMP/holdfastd.log" 2>/dev/null;
-        hf_fail "holdfastd exited at start"; }
-    sleep 0.1
-done
-[ $up = yes ] || { cat "$HF_TMP/holdfastd.out"; hf_fail "holdfastd did not answer /healthz"; }
-
-{
-    echo "Server: holdfastd on this machine (loopback, TLS), plugins: $plugins; key store: the"
+    echo "Server: holdfastd on this machine (loopback, TLS), plugins:" \
+        "$(echo "$plugins" | sed 's/ /, /g'); key store: the"
     echo "embedded default (SoftHSMv2 token holding the root KEK, local AES-256 keys in SQLite);"
     echo "audit: default (every operation recorded durably before the reply)."
     echo "**The load client runs on the same $cores cores** (as in the seeds' zero-latency set-ups,"
@@ -287,16 +199,6 @@ done
     echo
 } >>"$report"
 
-# The arguments hf-load needs for API $1 of plugin $2, as "$@".
-api_args() {
-    case $2 in
-    aws-xks) echo "--prefix $prefix --key-id load-aws-xks-link" ;;
-    gcp-ekm) echo "--prefix ekm --key-id load-gcp-ekm-link --token-key $jw/k1.pem --token-kid k1" \
-        "--audience https://ekm.test --email $agent" ;;
-    gws-cse) echo "--prefix cse --token-key $jw/k1.pem --token-kid k1 --authz-key $jw/k2.pem" \
-        "--authz-kid k2 --email $cse_user" ;;
-    esac
-}
 credentials_note() {
     case $1 in
     aws-xks) echo "(HF_LOAD_CREDENTIALS held the SigV4 pair.)" ;;
@@ -306,12 +208,11 @@ credentials_note() {
 
 rc=0
 : >"$out/summary.rows"
-for name in $(echo "$plugins" | tr ',' ' '); do
+for name in $plugins; do
     for api in $(hf_load_api_for "$name"); do
         # shellcheck disable=SC2046
-        set -- --url "https://127.0.0.1:$(port_of "$name")" --api "$api" \
-            --cacert "$pki/server.pem" --server-cores "$cores" --label "holdfastd on loopback" \
-            $(api_args "$api" "$name")
+        set -- $(hf_load_args "$api" "$name") --server-cores "$cores" \
+            --label "holdfastd on loopback"
         echo "perf-report: $name: hf-load $* $common" >&2
         # shellcheck disable=SC2086
         { "$HF_LOAD" "$@" $common --seeds "$seeds" --csv "$out/$api.csv" \
@@ -330,7 +231,7 @@ for name in $(echo "$plugins" | tr ',' ' '); do
         } >>"$report"
     done
 done
-[ -f "$jw/jwks.json" ] && cp "$jw/jwks.json" "$out/jwks.json"
+[ -f "$HF_LOAD_JWKS/jwks.json" ] && cp "$HF_LOAD_JWKS/jwks.json" "$out/jwks.json"
 summary "$out/summary.rows" >>"$report"
 rm -f "$out/summary.rows"
 [ -f "$report.skipped" ] && { echo "Not measured:"; cat "$report.skipped"; rm -f "$report.skipped"; } >>"$report"
