@@ -10,10 +10,9 @@ HF_LOAD=${HF_LOAD:-$top_builddir/tests/load/hf-load}
 HOLDFASTD=${HOLDFASTD:-$top_builddir/gateway/holdfastd}
 [ -x "$HF_LOAD" ] || hf_fail "$HF_LOAD is not built"
 [ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
-for p in curl python3 openssl; do
+for p in curl openssl; do
     command -v "$p" >/dev/null || hf_skip "$p not installed"
 done
-python3 -c 'import cryptography' 2>/dev/null || hf_skip "python3-cryptography not installed"
 plugins=""
 for p in gcp-ekm gws-cse; do
     [ -f "$top_builddir/gateway/plugins/$p/.libs/$p.so" ] && plugins="$plugins $p"

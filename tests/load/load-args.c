@@ -307,6 +307,8 @@ void hf_load_usage(FILE *out)
             "                        and --prefix, as the prefix's kacls_url must read)\n"
             "  --authz-key FILE      CSE: the key signing the authorization token (default\n"
             "  --authz-kid KID       --token-key and --token-kid)\n"
+            "  --print-jwks          print the JWKS of --token-key (and --authz-key) for the\n"
+            "                        gateway's config, then exit (no --url, --api or VUs)\n"
             "Output (the table always goes to standard output):\n"
             "  --csv FILE            rows in the seeds' columns plus hf-load's own ('-': stdout)\n"
             "  --markdown FILE       the table and the per-core comparison with the seeds\n"
@@ -366,6 +368,7 @@ enum {
     OPT_KACLS_URL,
     OPT_AUTHZ_KEY,
     OPT_AUTHZ_KID,
+    OPT_PRINT_JWKS,
     OPT_HELP,
 };
 
@@ -406,6 +409,7 @@ static const struct option long_options[] = {
     {"kacls-url", required_argument, NULL, OPT_KACLS_URL},
     {"authz-key", required_argument, NULL, OPT_AUTHZ_KEY},
     {"authz-kid", required_argument, NULL, OPT_AUTHZ_KID},
+    {"print-jwks", no_argument, NULL, OPT_PRINT_JWKS},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -428,6 +432,7 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
                                        size_t errlen)
 {
     const char *api_name = NULL, *vus_text = NULL, *sweep_text = NULL;
+    bool print_jwks = false;
     int c;
 
     if (!cfg || !argv) return HF_ARGS_ERROR;
@@ -580,6 +585,9 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
         case OPT_AUTHZ_KID:
             cfg->authz_kid = optarg;
             break;
+        case OPT_PRINT_JWKS:
+            print_jwks = true;
+            break;
         case OPT_HELP:
             return HF_ARGS_HELP;
         case ':':
@@ -593,6 +601,16 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
     if (optind < argc) {
         fail(err, errlen, "unexpected argument '%s' (options start with --)", argv[optind]);
         return HF_ARGS_ERROR;
+    }
+    if (print_jwks) {
+        if (!cfg->token_key || !cfg->token_kid ||
+            (cfg->authz_key == NULL) != (cfg->authz_kid == NULL)) {
+            fail(err, errlen,
+                 "--print-jwks needs --token-key and --token-kid (and --authz-key "
+                 "with --authz-kid)");
+            return HF_ARGS_ERROR;
+        }
+        return HF_ARGS_JWKS;
     }
     if (!cfg->url) {
         fail(err, errlen, "--url is required, e.g. --url https://127.0.0.1:8443");

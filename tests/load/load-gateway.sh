@@ -1,5 +1,6 @@
 # A local holdfastd for hf-load to measure (perf-report.sh, tests/perf/bench-ekm.sh): sourced
-# after tests/integration/lib.sh and hf_store_setup (the key store), with HOLDFASTD and HF_CLI.
+# after tests/integration/lib.sh and hf_store_setup (the key store), with HOLDFASTD, HF_CLI and
+# HF_LOAD set.
 #
 #   hf_load_gateway_start PLUGIN...   for each plugin a key and a link of its type, its config
 #                       section and its listener (aws-xks alone on one, the bearer-token APIs
@@ -11,7 +12,8 @@
 # Secrets and tokens are made for the run: a SigV4 pair in HF_LOAD_CREDENTIALS (exported: hf-load
 # reads it, so the secret stays out of the process list), RSA keys k1 (the EKM ID token, the CSE
 # authentication token) and k2 (the CSE authorization token, as Google's own issuer signs with
-# a key of its own) published in $HF_LOAD_JWKS/jwks.json by tests/integration/ekm-token.py.
+# a key of its own), made by openssl and published in $HF_LOAD_JWKS/jwks.json by hf-load
+# --print-jwks, the key set of the very keys it signs with.
 # Default threads and audit (durable records before each answer).
 
 HF_LOAD_XKS_PREFIX=perf-report/store1
@@ -49,12 +51,13 @@ _hf_load_secrets() { # PLUGIN...
     # AKID 20 of [A-Z2-7], secret 44 of base64.
     HF_LOAD_CREDENTIALS="$(head -c 512 /dev/urandom | tr -dc 'A-Z2-7' | head -c 20):$(openssl rand -base64 33)"
     export HF_LOAD_CREDENTIALS
-    case " $* " in *" gcp-ekm "* | *" gws-cse "*)
-        python3 "$top_srcdir/tests/integration/ekm-token.py" keys "$HF_LOAD_JWKS" &&
-            python3 "$top_srcdir/tests/integration/ekm-token.py" publish "$HF_LOAD_JWKS" k1 k2 ||
-            hf_fail "no test keys for the bearer tokens (python3-cryptography installed?)"
-        ;;
-    esac
+    for _k in k1 k2; do
+        openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+            -out "$HF_LOAD_JWKS/$_k.pem" 2>/dev/null || hf_fail "openssl: no RSA key $_k"
+    done
+    "$HF_LOAD" --print-jwks --token-key "$HF_LOAD_JWKS/k1.pem" --token-kid k1 \
+        --authz-key "$HF_LOAD_JWKS/k2.pem" --authz-kid k2 >"$HF_LOAD_JWKS/jwks.json" ||
+        hf_fail "hf-load --print-jwks"
 }
 
 _hf_load_section() { # PLUGIN: its config section

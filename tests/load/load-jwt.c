@@ -60,3 +60,40 @@ done:
     EVP_PKEY_free(key);
     return token;
 }
+
+static int jwk_append(struct hf_buf *set, const char *path, const char *kid, char *err,
+                      size_t errlen)
+{
+    EVP_PKEY *key = key_read(path);
+    char *jwk = key ? hf_test_jwk(key, kid) : NULL;
+    int rc = -1;
+
+    if (!key)
+        snprintf(err, errlen, "%s: not a PEM private key", path);
+    else if (!jwk || hf_buf_printf(set, "%s%s", set->len ? "," : "{\"keys\":[", jwk) != 0)
+        snprintf(err, errlen, "%s: no JWK for it", path);
+    else
+        rc = 0;
+    free(jwk);
+    EVP_PKEY_free(key);
+    return rc;
+}
+
+int hf_load_jwks_print(FILE *out, const struct hf_load_config *cfg, char *err, size_t errlen)
+{
+    struct hf_buf set = {0};
+    int rc = -1;
+
+    /* Whole or nothing: a key that cannot be read leaves no half set on the output. */
+    if (jwk_append(&set, cfg->token_key, cfg->token_kid, err, errlen) != 0 ||
+        (cfg->authz_key && jwk_append(&set, cfg->authz_key, cfg->authz_kid, err, errlen) != 0))
+        goto done;
+    if (hf_buf_append(&set, "]}\n", 3) != 0 || fwrite(set.data, 1, set.len, out) != set.len) {
+        snprintf(err, errlen, "cannot write the key set");
+        goto done;
+    }
+    rc = 0;
+done:
+    hf_buf_free(&set);
+    return rc;
+}

@@ -196,7 +196,8 @@ struct hf_load_config {
     const char *authz_kid;
 };
 
-enum hf_args_result { HF_ARGS_OK = 0, HF_ARGS_HELP = 1, HF_ARGS_ERROR = -1 };
+/* HF_ARGS_JWKS: --print-jwks, the key set of the token keys is wanted, no run. */
+enum hf_args_result { HF_ARGS_OK = 0, HF_ARGS_HELP = 1, HF_ARGS_JWKS = 2, HF_ARGS_ERROR = -1 };
 
 /* Parses argv into cfg (pointers point into argv or the environment). On HF_ARGS_ERROR err holds
  * one line saying what is wrong and how to fix it. */
@@ -244,6 +245,9 @@ const char *hf_load_json_str(struct json_object *o, const char *name);
  * or NULL with a message naming the file in err. */
 char *hf_load_jwt_mint(const char *key_path, const char *kid, struct json_object *claims, char *err,
                        size_t errlen);
+/* Writes {"keys":[...]} with the public JWKs of --token-key (as --token-kid) and --authz-key (as
+ * --authz-kid), the key set a gateway verifies hf-load's tokens with. 0, or -1 with a message. */
+int hf_load_jwks_print(FILE *out, const struct hf_load_config *cfg, char *err, size_t errlen);
 const struct hf_load_api *hf_load_api_find(const char *name);
 
 /* ---- The client: closed-loop VUs on epoll, one keep-alive connection each -------------------

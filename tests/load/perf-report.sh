@@ -19,9 +19,8 @@
 # HF_REPORT_THINK (none), HF_REPORT_PAUSE=3s.
 # HF_REPORT_PLUGINS: only these plugins (space-separated), e.g. "gcp-ekm gws-cse".
 #
-# The bearer-token APIs (gcp-ekm, gws-cse) get RSA test keys and a JWKS file made here
-# (tests/integration/ekm-token.py, which needs python3-cryptography), and their tokens are minted
-# by hf-load once per run; aws-xks gets a fresh SigV4 pair. Each plugin's API is served on a
+# The bearer-token APIs (gcp-ekm, gws-cse) get RSA test keys and a JWKS file made here (openssl,
+# hf-load --print-jwks), and their tokens are minted by hf-load once per run; aws-xks gets a fresh SigV4 pair. Each plugin's API is served on a
 # listener of its kind: aws-xks on one, the bearer-token APIs together on another (their
 # catch-all routes decline paths outside their prefixes), in the one holdfastd.
 set -u

@@ -87,12 +87,12 @@ static enum hf_args_result parse(const char *first, ...)
     return hf_load_args_parse(argc, argv, &cfg, err, sizeof(err));
 }
 
-/* The gateway's verifier for one issuer over the test's JWKS, RS256, the claims required. */
-static struct hf_jwt_verifier *verifier(const char *iss, const char *aud,
-                                        const char *const *required, size_t nrequired)
+/* The gateway's verifier for one issuer over a JWKS file, RS256, the claims required. */
+static struct hf_jwt_verifier *verifier_over(const char *jwks, const char *iss, const char *aud,
+                                             const char *const *required, size_t nrequired)
 {
     struct hf_jwt_issuer issuer = {.issuer = iss,
-                                   .jwks = jwks_path,
+                                   .jwks = jwks,
                                    .audiences = &aud,
                                    .naudiences = 1,
                                    .algs = HF_JWT_RS256,
@@ -105,6 +105,8 @@ static struct hf_jwt_verifier *verifier(const char *iss, const char *aud,
     CU_ASSERT_TRUE_FATAL(hf_jwt_verifier_add(v, &issuer, why, sizeof(why)));
     return v;
 }
+
+#define verifier(...) verifier_over(jwks_path, __VA_ARGS__)
 
 /* The verified token (release it), or NULL, with the reason printed when it was wanted. */
 static struct hf_jwt *verified_as(struct hf_jwt_verifier *v, const char *token, bool wanted)
@@ -382,6 +384,45 @@ static void test_token_signed_by_an_unpublished_key_is_refused(void)
     hf_jwt_verifier_free(v);
 }
 
+static void test_printed_jwks_verifies_the_tokens(void)
+{
+    static const char *const req[] = {"email"};
+    struct json_object *c = json_tokener_parse(
+        "{\"iss\":\"https://idp.hf-load.test\",\"aud\":\"hf-load\",\"email\":\"" EMAIL "\","
+        "\"exp\":4102444800}");
+    char path[160], *user = NULL, *authz = NULL;
+    struct hf_jwt_verifier *v;
+    struct hf_jwt *t;
+    FILE *f;
+
+    CU_ASSERT_EQUAL(parse("--print-jwks", NULL), HF_ARGS_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--token-key"));
+    CU_ASSERT_EQUAL_FATAL(parse("--print-jwks", "--token-key", user_pem, "--token-kid", "u2",
+                                "--authz-key", authz_pem, "--authz-kid", "z2", NULL),
+                          HF_ARGS_JWKS);
+    snprintf(path, sizeof(path), "%s/printed.jwks", dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f = fopen(path, "w"));
+    CU_ASSERT_EQUAL(hf_load_jwks_print(f, &cfg, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
+    /* The printed set verifies tokens of both keys under their kids; another key is refused. */
+    v = verifier_over(path, "https://idp.hf-load.test", "hf-load", req, 1);
+    user = hf_load_jwt_mint(user_pem, "u2", c, err, sizeof(err));
+    authz = hf_load_jwt_mint(authz_pem, "z2", c, err, sizeof(err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(user);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(authz);
+    CU_ASSERT_PTR_NOT_NULL(t = verified(v, user));
+    hf_jwt_release(t);
+    CU_ASSERT_PTR_NOT_NULL(t = verified(v, authz));
+    hf_jwt_release(t);
+    free(authz);
+    authz = hf_load_jwt_mint(authz_pem, "u2", c, err, sizeof(err));
+    CU_ASSERT_TRUE(refused(v, authz));
+    free(user);
+    free(authz);
+    json_object_put(c);
+    hf_jwt_verifier_free(v);
+}
+
 static CU_TestInfo tests[] = {
     {"the EKM token passes the gateway's verifier", test_ekm_token_passes_the_gateway_verifier},
     {"CSE options are checked", test_cse_options_are_checked},
@@ -390,6 +431,8 @@ static CU_TestInfo tests[] = {
     {"CSE unwrap prepares with one wrap", test_cse_unwrap_prepares_with_one_wrap},
     {"a token signed by an unpublished key is refused",
      test_token_signed_by_an_unpublished_key_is_refused},
+    {"--print-jwks gives the key set that verifies the tokens",
+     test_printed_jwks_verifies_the_tokens},
     CU_TEST_INFO_NULL,
 };
 
