@@ -18,6 +18,10 @@ bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LO
     CK_RV rv;
 
     *seq = 0;
+    /* plugin.h: an answer no auditor needs (a preflight, a public key set) is neither recorded
+     * nor summarised, so a flood of them cannot fill the log. A key operation it ran anyway
+     * has the core's record, waited for below. */
+    if (req->unaudited && !req->authenticated && !req->p11_began) return true;
     if (hf_gw_preauth_is_refusal(req)) {
         /* Counted, summarised later: nothing to wait for, so the answer leaves at once. */
         hf_gw_preauth_count(req);

@@ -9,8 +9,16 @@
 
 #include <stdint.h>
 
+#include "gateway/plugin.h"
+
 #define HF_GW_KEYS_MAX_AGE_US 1000000u
 #define HF_GW_KEYS_MAX_ENTRIES 65536u /* past this, lookups are answered but not cached */
+
+/* hf_keys_decrypt_version's rule (key-check.c), pure for its unit test: what may open what
+ * version `version` of key sealed, given what hf_keys_version_info found for that version
+ * (found, and the version's state when found is HF_STATUS_OK). */
+enum hf_status hf_gw_key_decrypt_judge(const struct hf_key_ref *key, CK_ULONG version,
+                                       enum hf_status found, CK_ULONG state);
 
 /* Forgets every entry (SIGHUP). */
 void hf_gw_keys_flush(void);

@@ -22,10 +22,13 @@ GATEWAY_SOURCES = \
 	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \
 	gateway/request.c gateway/request.h \
+	gateway/reply.c \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
 	gateway/keys.c gateway/keys.h \
 	gateway/key-check.c \
+	gateway/blob.c gateway/blob.h \
+	gateway/blob-gcm.c \
 	gateway/audit.c gateway/audit.h \
 	gateway/audit-fields.c \
 	gateway/preauth.c gateway/preauth.h \

@@ -63,6 +63,7 @@ enum hf_status {
     HF_STATUS_TIMEOUT,        /* the HSM did not answer in time */
     HF_STATUS_UNAVAILABLE,    /* the backend failed */
     HF_STATUS_INTERNAL,       /* anything else */
+    HF_STATUS_BAD_GATEWAY,    /* a peer the API calls out to failed (CSE rewrap: 502) */
     HF_STATUS_COUNT
 };
 

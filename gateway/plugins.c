@@ -151,6 +151,16 @@ static bool settings_apply(struct hf_gw_generation *gen, char *err, size_t errle
     return ok;
 }
 
+/* plugin.h's accepts asks the plugin's state of this generation; the router hands over the path
+ * server.c gave it, which is NUL-terminated at pathlen (req->path). */
+static bool route_accepts(void *data, const char *path, size_t pathlen)
+{
+    const struct hf_gw_route *r = data;
+
+    (void)pathlen;
+    return r->route->accepts(r->plugin->state, path);
+}
+
 static bool router_build(struct hf_gw_generation *gen, const struct hf_gw_listen *l,
                          struct hf_router **out, char *err, size_t errlen)
 {
@@ -163,14 +173,47 @@ static bool router_build(struct hf_gw_generation *gen, const struct hf_gw_listen
         char why[160];
 
         if (!hf_gw_config_listen_serves(l, r->plugin->name)) continue;
-        if (!hf_router_add(*out, r->route->method, r->route->pattern, (void *)r, why,
-                           sizeof(why))) {
+        if (!hf_router_add_filtered(*out, r->route->method, r->route->pattern, (void *)r,
+                                    r->route->accepts ? route_accepts : NULL, why, sizeof(why))) {
             snprintf(err, errlen, "plugin %s: route %s %s: %s", r->plugin->name, r->route->method,
                      r->route->pattern, why);
             return false;
         }
     }
     return true;
+}
+
+static unsigned plugin_limit_ms(const struct hf_gw_plugin *pl)
+{
+    return pl->p->latency_limit_ms ? pl->p->latency_limit_ms : HF_GW_DEFAULT_LATENCY_LIMIT_MS;
+}
+
+struct hf_gw_series *hf_gw_route_series(const struct hf_gw_route *route, const char *operation)
+{
+    struct hf_gw_route *r = (struct hf_gw_route *)route; /* the cache only */
+    struct hf_gw_series *s;
+
+    if (!r || !operation) return NULL;
+    if (strcmp(operation, r->route->operation) == 0) return r->series;
+    for (size_t i = 0; i < HF_GW_ROUTE_OPERATIONS; i++) {
+        const char *op = atomic_load_explicit(&r->ops[i].operation, memory_order_acquire);
+        if (!op) break;
+        if (op == operation || strcmp(op, operation) == 0) {
+            if ((s = atomic_load_explicit(&r->ops[i].series, memory_order_acquire))) return s;
+            break;
+        }
+    }
+    s = hf_gw_metrics_series(r->plugin->name, operation, plugin_limit_ms(r->plugin));
+    for (size_t i = 0; s && i < HF_GW_ROUTE_OPERATIONS; i++) {
+        const char *expected = NULL;
+        /* operation outlives the request (plugin.h: a literal), and so the generation. */
+        if (atomic_compare_exchange_strong(&r->ops[i].operation, &expected, operation)) {
+            atomic_store_explicit(&r->ops[i].series, s, memory_order_release);
+            break;
+        }
+        if (expected == operation || strcmp(expected, operation) == 0) break;
+    }
+    return s;
 }
 
 static bool routes_build(struct hf_gw_generation *gen, char *err, size_t errlen)
@@ -187,12 +230,12 @@ static bool routes_build(struct hf_gw_generation *gen, char *err, size_t errlen)
     }
     for (size_t i = 0; i < gen->nplugins; i++) {
         struct hf_gw_plugin *pl = &gen->plugins[i];
-        for (size_t r = 0; r < pl->p->nroutes; r++, k++)
-            gen->routes[k] = (struct hf_gw_route){
-                pl, &pl->p->routes[r],
-                hf_gw_metrics_series(pl->name, pl->p->routes[r].operation,
-                                     pl->p->latency_limit_ms ? pl->p->latency_limit_ms
-                                                             : HF_GW_DEFAULT_LATENCY_LIMIT_MS)};
+        for (size_t r = 0; r < pl->p->nroutes; r++, k++) {
+            gen->routes[k].plugin = pl;
+            gen->routes[k].route = &pl->p->routes[r];
+            gen->routes[k].series =
+                hf_gw_metrics_series(pl->name, pl->p->routes[r].operation, plugin_limit_ms(pl));
+        }
     }
     gen->nroutes = n;
     for (size_t i = 0; i < cfg->nlistens; i++) {

@@ -21,11 +21,19 @@ struct hf_gw_plugin {
     bool success_events;
 };
 
+#define HF_GW_ROUTE_OPERATIONS 8
+
 /* What a route's router entry points to. */
 struct hf_gw_route {
     struct hf_gw_plugin *plugin;
     const struct hf_route *route;
     struct hf_gw_series *series;
+    /* The series of operations its handler named (hf_request_set_operation), found without the
+     * metrics lock once seen: a slot's operation is published after its series. */
+    struct {
+        _Atomic(const char *) operation;
+        _Atomic(struct hf_gw_series *) series;
+    } ops[HF_GW_ROUTE_OPERATIONS];
 };
 
 struct hf_gw_generation {
@@ -50,6 +58,9 @@ struct hf_gw_generation *hf_gw_generation_build(struct hf_gw_config *cfg, bool s
 struct hf_gw_generation *hf_gw_generation_ref(struct hf_gw_generation *gen);
 /* The router of listener number listener; NULL when there is no such listener. */
 struct hf_router *hf_gw_generation_router(const struct hf_gw_generation *gen, size_t listener);
+/* The metrics series of (route's plugin, operation), with the plugin's latency limit; NULL if
+ * out of memory. Lock-free for the first HF_GW_ROUTE_OPERATIONS operations of a route. */
+struct hf_gw_series *hf_gw_route_series(const struct hf_gw_route *route, const char *operation);
 /* The last reference destroys the plugins' states and the routers. */
 void hf_gw_generation_unref(struct hf_gw_generation *gen);
 

@@ -4,6 +4,7 @@
 #include "hf-build.h"
 
 #include "gateway/audit.h"
+#include "gateway/plugins.h"
 #include "gateway/request.h"
 #include "gateway/tls.h"
 
@@ -98,6 +99,7 @@ void hf_request_free(struct hf_request *req)
     free(req->link_type);
     free(req->link_id);
     hf_gw_audit_fields_clear(req);
+    hf_gw_reply_headers_clear(req);
     free(req->method);
     free(req->target);
     pthread_mutex_destroy(&req->wait_lock);
@@ -334,6 +336,22 @@ HF_PLUGIN_EXPORT void hf_request_set_authenticated(struct hf_request *req)
     if (req) req->authenticated = true;
 }
 
+HF_PLUGIN_EXPORT void hf_request_set_unaudited(struct hf_request *req)
+{
+    /* Once authenticated, what follows is a caller's act and is recorded. */
+    if (req && !req->authenticated) req->unaudited = true;
+}
+
+HF_PLUGIN_EXPORT void hf_request_set_operation(struct hf_request *req, const char *operation)
+{
+    struct hf_gw_series *series;
+
+    if (!req || !operation || !operation[0] || req->builtin) return;
+    req->operation = operation;
+    /* The metrics series follows, so the counts show the verb, not the catch-all route. */
+    if (req->route && (series = hf_gw_route_series(req->route, operation))) req->series = series;
+}
+
 HF_PLUGIN_EXPORT void hf_request_set_link(struct hf_request *req, const char *link_type,
                                           const char *link_id)
 {
@@ -375,6 +393,7 @@ HF_PLUGIN_EXPORT void hf_reply_json(struct hf_request *req, unsigned http_status
     req->reply = NULL;
     req->reply_len = 0;
     req->replied = true;
+    req->reply_empty = false;
     req->http_status = http_status;
     if (body) {
         s = json_object_to_json_string_ext(body,

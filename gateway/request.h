@@ -85,8 +85,12 @@ struct hf_request {
     size_t reply_len;
     const char *allow;        /* for a 405: the Allow header */
     const char *content_type; /* NULL: application/json */
-    bool counted;             /* in the in-flight gauge */
-    bool builtin;             /* /healthz or /metrics */
+    bool reply_empty;         /* hf_reply_empty: no body and no Content-Type, unless it fails */
+    struct hf_gw_header reply_headers[HF_REPLY_HEADERS_MAX]; /* hf_reply_header (reply.c) */
+    size_t nreply_headers;
+    bool unaudited;   /* hf_request_set_unaudited: no record, no share of a summary */
+    bool counted;     /* in the in-flight gauge */
+    bool builtin;     /* /healthz or /metrics */
     bool close_after; /* answered before its body was read: the connection cannot be reused */
 
     /* PKCS#11: the session hf_p11_begin handed out and its audit sequence number before */
@@ -116,6 +120,9 @@ bool hf_request_body_append(struct hf_request *req, const void *data, size_t len
  * ending with an empty string, as hf_request_client_sans returns it). */
 bool hf_request_peer_set(struct hf_request *req, const char *subject, const char *sans,
                          size_t sanslen);
+
+/* reply.c: frees the extra response headers (hf_request_free). */
+void hf_gw_reply_headers_clear(struct hf_request *req);
 
 /* What the handler answered: HF_STATUS_OK with the reply (http_status, body), or the failure
  * with its message. body and message stay owned by req. */

@@ -23,6 +23,7 @@ struct segment {
 struct route {
     char *method;
     void *data;
+    hf_router_accepts_fn accepts; /* NULL: takes every path its pattern matches */
     size_t nsegs;
     struct segment segs[HF_ROUTER_MAX_SEGMENTS];
     size_t star; /* index of the star segment, or SIZE_MAX */
@@ -178,6 +179,12 @@ static bool route_compile(struct route *r, const char *pattern, char *err, size_
 bool hf_router_add(struct hf_router *router, const char *method, const char *pattern, void *data,
                    char *err, size_t errlen)
 {
+    return hf_router_add_filtered(router, method, pattern, data, NULL, err, errlen);
+}
+
+bool hf_router_add_filtered(struct hf_router *router, const char *method, const char *pattern,
+                            void *data, hf_router_accepts_fn accepts, char *err, size_t errlen)
+{
     struct route *r = NULL;
     bool ok = false;
 
@@ -194,6 +201,7 @@ bool hf_router_add(struct hf_router *router, const char *method, const char *pat
         goto done;
     }
     r->data = data;
+    r->accepts = accepts;
     if (!route_compile(r, pattern, err, errlen)) goto done;
     if (router->n == router->cap) {
         size_t cap = router->cap ? router->cap * 2 : 16;
@@ -381,6 +389,8 @@ enum hf_router_result hf_router_match(const struct hf_router *router, const char
         enum hf_router_result got;
 
         if (!pattern_matches(r, path, segs, nsegs, caps, &ncaps)) continue;
+        /* After the pattern, so a plugin's filter only sees paths its routes could take. */
+        if (r->accepts && !r->accepts(r->data, path, pathlen)) continue;
         if (strcmp(r->method, method) != 0) {
             if (result == HF_ROUTER_NOT_FOUND) m->data = r->data;
             result = HF_ROUTER_METHOD_NOT_ALLOWED;

@@ -38,10 +38,19 @@ enum hf_router_result {
 struct hf_router *hf_router_new(void);
 void hf_router_free(struct hf_router *router);
 
+/* Whether a route whose pattern matched takes this path at all (plugin.h's hf_route.accepts):
+ * called with the route's data and the path as hf_router_match was given it. */
+typedef bool (*hf_router_accepts_fn)(void *data, const char *path, size_t pathlen);
+
 /* Appends a route (routes are tried in the order added). method and pattern are copied; data is
  * borrowed. false with a reason in err for a pattern plugin.h does not allow. */
 bool hf_router_add(struct hf_router *router, const char *method, const char *pattern, void *data,
                    char *err, size_t errlen);
+/* The same, for a route that may decline a path its pattern matches (accepts NULL: never
+ * declines). A declined route is skipped as if its pattern had not matched: it makes neither a
+ * FOUND nor a METHOD_NOT_ALLOWED. */
+bool hf_router_add_filtered(struct hf_router *router, const char *method, const char *pattern,
+                            void *data, hf_router_accepts_fn accepts, char *err, size_t errlen);
 size_t hf_router_count(const struct hf_router *router);
 
 /* path: the raw request path (no query), pathlen bytes. The first route whose method and pattern

@@ -100,6 +100,7 @@ static const struct hf_error_map gateway_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_TIMEOUT] = {504, "Timeout"},
     [HF_STATUS_UNAVAILABLE] = {503, "Unavailable"},
     [HF_STATUS_INTERNAL] = {500, "InternalError"},
+    [HF_STATUS_BAD_GATEWAY] = {502, "BadGateway"},
 };
 
 static struct json_object *gateway_error_body(const char *name, const char *message, const char *id)
@@ -213,9 +214,12 @@ static enum MHD_Result respond(struct hf_request *req)
     }
     free(owner);
     if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            req->content_type ? req->content_type : "application/json");
+    if (!req->reply_empty || req->failed)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                req->content_type ? req->content_type : "application/json");
     MHD_add_response_header(resp, "X-Request-Id", req->id);
+    for (size_t i = 0; i < req->nreply_headers; i++)
+        MHD_add_response_header(resp, req->reply_headers[i].name, req->reply_headers[i].value);
     if (req->allow && req->allow[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
     if (req->close_after) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -376,6 +380,16 @@ static void wire_write(struct MHD_Connection *conn, const char *buf, size_t len)
     }
 }
 
+/* The bytes the plugin's extra headers take on the wire ("name: value\r\n" each). */
+static size_t extra_headers_len(const struct hf_request *req)
+{
+    size_t len = 0;
+
+    for (size_t i = 0; i < req->nreply_headers; i++)
+        len += strlen(req->reply_headers[i].name) + strlen(req->reply_headers[i].value) + 4;
+    return len;
+}
+
 /* A chunked body over max_body, which may never end: libmicrohttpd 0.9.75 takes no response
  * while a body is still coming (top of the file), so the answer, once its record is durable,
  * is written to the connection here and the connection dropped, the rest of the body unread. */
@@ -395,13 +409,18 @@ static enum MHD_Result refuse_mid_body(struct hf_request *req, struct MHD_Connec
     req->audit_seq = seq;
     reason = MHD_get_reason_phrase_for(req->http_status);
     /* One buffer, so one write (one TLS record): the client reads it all before the close. */
-    cap = 512 + req->reply_len;
+    cap = 512 + req->reply_len + extra_headers_len(req);
     if ((wire = malloc(cap))) {
         n = snprintf(wire, cap,
                      "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nX-Request-Id: %s\r\n\r\n%s",
+                     "Content-Length: %zu\r\nX-Request-Id: %s\r\n",
                      req->http_status, reason && reason[0] ? reason : "Error", req->reply_len,
-                     req->id, req->reply ? req->reply : "");
+                     req->id);
+        for (size_t i = 0; n > 0 && (size_t)n < cap && i < req->nreply_headers; i++)
+            n += snprintf(wire + n, cap - (size_t)n, "%s: %s\r\n", req->reply_headers[i].name,
+                          req->reply_headers[i].value);
+        if (n > 0 && (size_t)n < cap)
+            n += snprintf(wire + n, cap - (size_t)n, "\r\n%s", req->reply ? req->reply : "");
         if (n > 0 && (size_t)n < cap) wire_write(conn, wire, (size_t)n);
         free(wire); /* an error body: no secret in it */
     }

@@ -11,13 +11,18 @@
 # denies its reason; oversized fields and body, bad base64, a duplicate field in two spellings,
 # a tampered blob, other AAD, another key's blob (400); unknown path, key and verb (404), the
 # partner verbs (501), another method (405); a store outage (503, never 403); the audit
-# record's fields on each call, and `holdfast audit verify`.
+# record's fields on each call, and `holdfast audit verify`; a second catch-all plugin on the
+# same listener (the test plugin, under /tc): each takes only the paths under its own prefix
+# (plugin.h's accepts), a path under neither is the gateway's 404, never a 405; the metrics
+# count wrap and unwrap as operations (hf_request_set_operation), not the route's "ekm".
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 HOLDFASTD="$top_builddir/gateway/holdfastd"
 EKM_PLUGIN="$top_builddir/gateway/plugins/gcp-ekm/.libs/gcp-ekm.so"
+TEST_PLUGIN="$top_builddir/tests/integration/.libs/plugin-test.so"
 [ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
 [ -f "$EKM_PLUGIN" ] || hf_skip "$EKM_PLUGIN not built"
+[ -f "$TEST_PLUGIN" ] || hf_skip "$TEST_PLUGIN not built (make check builds it)"
 for p in curl python3 openssl; do
     command -v "$p" >/dev/null || hf_skip "$p not installed"
 done
@@ -76,12 +81,18 @@ cat >"$CONF" <<EOC
 listen = 127.0.0.1:$PORT
 module = $HF_MODULE
 pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
-plugins = gcp-ekm
+plugins = gcp-ekm, test
 max_body = 256k
 log = $HF_TMP/holdfastd.log
 
 [plugin:gcp-ekm]
 path = $EKM_PLUGIN
+
+[plugin:test]
+path = $TEST_PLUGIN
+
+[test]
+catchall_prefix = /tc
 
 [gcp-ekm:main]
 prefix = /ekm
@@ -285,8 +296,19 @@ expect 400 3
 
 # ---- paths and methods: decided before authentication ----
 TOKEN=
+# Under no prefix of gcp-ekm's nor the test plugin's: both catch-alls decline it, so it is the
+# gateway's own 404 (not google.rpc.Status, not the test plugin's 405 for POST).
 ekm /nope/v0/keys/k1:wrap "$WRAP"
-expect 404 5
+expect 404
+check "$(json error)" NotFound "a path under no plugin's prefix: the gateway's 404 ($(cat "$OUT"))"
+# The test plugin's catch-all takes /tc, behind gcp-ekm's on the same listener.
+CODE=$(curl -sS -o "$OUT" -w '%{http_code}' "$BASE/tc/v0/keys/k1:wrap")
+_path=GET-tc
+expect 200
+check "$(json catchall)" /tc/v0/keys/k1:wrap "the second catch-all answers under its prefix"
+ekm /tc/v0/keys/k1:wrap "$WRAP"
+expect 405
+check "$(json errorName)" TestMethod "POST under /tc: the test plugin's 405, not gcp-ekm's"
 ekm /ekm/v0/keys/k1:frobnicate "$WRAP"
 expect 404 5
 ekm /ekm/v0/keys/k1 "$WRAP"
@@ -305,6 +327,15 @@ CODE=$(curl -sS -o "$OUT" -w '%{http_code}' "$BASE/ekm/v0/keys/k1:wrap")
 _path=GET-wrap
 expect 405 12
 TOKEN=$($TOK mint "$JW")
+
+# The handler names its verb: wrap and unwrap are counted apart, and nothing as "ekm".
+curl -sS "$BASE/metrics" >"$HF_TMP/metrics.txt" || hf_fail "GET /metrics"
+grep -q '^holdfast_requests_total{api="gcp-ekm",operation="wrap",status="200"}' "$HF_TMP/metrics.txt" ||
+    hf_fail "no wrap series in /metrics: $(grep gcp-ekm "$HF_TMP/metrics.txt" | head -n 5)"
+grep -q '^holdfast_requests_total{api="gcp-ekm",operation="unwrap",status="200"}' "$HF_TMP/metrics.txt" ||
+    hf_fail "no unwrap series in /metrics"
+! grep -q '^holdfast_requests_total{api="gcp-ekm",operation="ekm",status="200"}' "$HF_TMP/metrics.txt" ||
+    hf_fail "a successful call still counted as operation ekm"
 
 # ---- the audit record of each call carries the API's fields ----
 python3 - "$HOLDFAST_STATE_DIR/audit.log" "$AGENT" <<'PY' || hf_fail "audit fields"

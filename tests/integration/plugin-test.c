@@ -14,6 +14,11 @@
  *   POST /test/v1/post-only                {"ok": true}; any other method gets a 405
  *   GET  /test/v1/versions/{versionUuid}   the key version a version UUID names, through
  *        hf_keys_by_version_uuid + hf_keys_version_info, and what hf_key_may says of it
+ *   GET, OPTIONS /{any*}                   a catch-all that accepts only paths under [test]
+ *        catchall_prefix (none: it declines every path), as gcp-ekm and gws-cse do on one
+ *        listener: GET answers {"catchall": path} with header X-Test-Extra, its operation set to
+ *        "catchall.get" (hf_request_set_operation); GET .../fail fails, X-Test-Extra still
+ *        sent; OPTIONS is a bodiless 204 with Access-Control-Allow-Origin, unaudited
  *
  * Its link type is its own, "test-api" (holdfastd registers it at start): [test] link_type
  * overrides it. Headers X-Test-Caller and X-Test-Request-Id become the audit caller and cloud
@@ -36,6 +41,7 @@
 struct state {
     char greeting[128];
     char link_type[33];
+    char catchall_prefix[64]; /* "": the catch-all declines every path */
 };
 
 static const struct hf_error_map errors[HF_STATUS_COUNT] = {
@@ -55,6 +61,7 @@ static const struct hf_error_map errors[HF_STATUS_COUNT] = {
     [HF_STATUS_TIMEOUT] = {504, "TestTimeout"},
     [HF_STATUS_UNAVAILABLE] = {503, "TestUnavailable"},
     [HF_STATUS_INTERNAL] = {500, "TestInternal"},
+    [HF_STATUS_BAD_GATEWAY] = {502, "TestBadGateway"},
 };
 
 static struct json_object *error_body(const char *name, const char *message)
@@ -306,6 +313,40 @@ static enum hf_status post_only_handle(void *state, struct hf_request *req)
     return HF_STATUS_OK;
 }
 
+static bool catchall_accepts(void *state, const char *path)
+{
+    const struct state *st = state;
+    size_t n = strlen(st->catchall_prefix);
+
+    return n > 0 && strncmp(path, st->catchall_prefix, n) == 0 &&
+           (path[n] == '/' || path[n] == '\0');
+}
+
+static enum hf_status catchall_handle(void *state, struct hf_request *req)
+{
+    const char *path = hf_request_path(req);
+    struct json_object *out;
+    size_t len = strlen(path);
+
+    hf_reply_header(req, "X-Test-Extra", "yes");
+    if (strcmp(hf_request_method(req), "OPTIONS") == 0) {
+        hf_request_set_unaudited(req);
+        hf_reply_header(req, "Access-Control-Allow-Origin", "https://client.example");
+        /* Refused by the gateway (it sets these itself), logged, never sent. */
+        hf_reply_header(req, "Content-Type", "text/evil");
+        hf_reply_header(req, "X-Split", "a\r\nInjected: yes");
+        hf_reply_empty(req, 204);
+        return HF_STATUS_OK;
+    }
+    hf_request_set_operation(req, "catchall.get");
+    if (len >= 5 && strcmp(path + len - 5, "/fail") == 0)
+        return hf_request_fail(req, HF_STATUS_BAD_REQUEST, "the catch-all fails on request");
+    out = json_object_new_object();
+    json_object_object_add(out, "catchall", json_object_new_string(path));
+    hf_reply_json(req, 200, out);
+    return HF_STATUS_OK;
+}
+
 static const struct hf_route routes[] = {
     {"POST", "/test/v1/links/{linkId}/encrypt", "encrypt", encrypt_handle, NULL},
     {"POST", "/test/v1/links/{linkId}/decrypt", "decrypt", decrypt_handle, NULL},
@@ -314,6 +355,8 @@ static const struct hf_route routes[] = {
     {"POST", "/test/v1/post-only", "post-only", post_only_handle, NULL},
     {"GET", "/test/v1/versions/{versionUuid}", "version", version_handle, NULL},
     {"GET", "/test/{rest*}/echo/{id}", "echo", echo_handle, NULL},
+    {"GET", "/{any*}", "catchall", catchall_handle, catchall_accepts},
+    {"OPTIONS", "/{any*}", "catchall", catchall_handle, catchall_accepts},
 };
 
 static void *create(void)
@@ -338,6 +381,10 @@ static bool configure(void *state, const char *instance, const char *name, const
     }
     if (strcmp(name, "greeting") == 0) {
         snprintf(st->greeting, sizeof(st->greeting), "%s", value);
+        return true;
+    }
+    if (strcmp(name, "catchall_prefix") == 0) {
+        snprintf(st->catchall_prefix, sizeof(st->catchall_prefix), "%s", value);
         return true;
     }
     if (strcmp(name, "link_type") == 0) {

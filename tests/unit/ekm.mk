@@ -1,9 +1,8 @@
-# The gcp-ekm plugin's pure parts: request and path parsing, the blob and its known answers,
-# the Key Access Justification policy, configuration. plugin.h's hf_* (JSON reader, base64,
+# The gcp-ekm plugin's pure parts: request and path parsing, the Key Access Justification
+# policy, configuration (its blob's known answers are the gateway's: test-gateway-blob.c). plugin.h's hf_* (JSON reader, base64,
 # config values) come from libhfgateway.la, as holdfastd provides them.
 if HAVE_CUNIT
-EKM_UNIT_TESTS = tests/unit/test-ekm-request tests/unit/test-ekm-blob tests/unit/test-ekm-kaj \
-	tests/unit/test-ekm-config
+EKM_UNIT_TESTS = tests/unit/test-ekm-request tests/unit/test-ekm-kaj tests/unit/test-ekm-config
 UNIT_TESTS += $(EKM_UNIT_TESTS)
 EKM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(JSONC_CFLAGS)
 EKM_UNIT_LDADD = libhftest.la gateway/plugins/gcp-ekm/libhf-ekm.la gateway/libhfgateway.la \
@@ -11,9 +10,6 @@ EKM_UNIT_LDADD = libhftest.la gateway/plugins/gcp-ekm/libhf-ekm.la gateway/libhf
 tests_unit_test_ekm_request_SOURCES = tests/unit/test-ekm-request.c
 tests_unit_test_ekm_request_CPPFLAGS = $(EKM_UNIT_CPPFLAGS)
 tests_unit_test_ekm_request_LDADD = $(EKM_UNIT_LDADD)
-tests_unit_test_ekm_blob_SOURCES = tests/unit/test-ekm-blob.c
-tests_unit_test_ekm_blob_CPPFLAGS = $(EKM_UNIT_CPPFLAGS)
-tests_unit_test_ekm_blob_LDADD = $(EKM_UNIT_LDADD)
 tests_unit_test_ekm_kaj_SOURCES = tests/unit/test-ekm-kaj.c
 tests_unit_test_ekm_kaj_CPPFLAGS = $(EKM_UNIT_CPPFLAGS)
 tests_unit_test_ekm_kaj_LDADD = $(EKM_UNIT_LDADD)

@@ -13,6 +13,7 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-json \
 	tests/unit/test-gateway-request \
 	tests/unit/test-gateway-key-check \
+	tests/unit/test-gateway-blob \
 	tests/unit/test-gateway-rate \
 	tests/unit/test-gateway-conf \
 	tests/unit/test-gateway-base64 \
@@ -65,6 +66,9 @@ tests_unit_test_gateway_outbound_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_key_check_SOURCES = tests/unit/test-gateway-key-check.c
 tests_unit_test_gateway_key_check_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_key_check_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_blob_SOURCES = tests/unit/test-gateway-blob.c
+tests_unit_test_gateway_blob_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_blob_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_rate_SOURCES = tests/unit/test-gateway-rate.c
 tests_unit_test_gateway_rate_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_rate_LDADD = $(GATEWAY_UNIT_LDADD)

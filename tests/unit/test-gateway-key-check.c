@@ -2,6 +2,7 @@
  * that decrypt and verify take, the blocked link and the usage mask. */
 #include "hf-build.h"
 
+#include "gateway/keys.h"
 #include "gateway/plugin.h"
 #include "tests/unit/harness.h"
 
@@ -113,6 +114,42 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(hf_key_may(&k, (enum hf_key_op)99, 0), HF_STATUS_INTERNAL);
 }
 
+/* hf_keys_decrypt_version's rule: the key's current version is 2 (key_in). */
+static void test_decrypt_version_maps_lookup_and_state(void)
+{
+    struct hf_key_ref k = key_in(HF_STATE_ACTIVE, USAGE_ALL, false);
+    struct hf_key_ref blocked = key_in(HF_STATE_ACTIVE, USAGE_ALL, true);
+    struct hf_key_ref sign_only = key_in(HF_STATE_ACTIVE, HF_USAGE_SIGN, false);
+    CK_OBJECT_HANDLE obj = 42;
+
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, OK, HF_STATE_ACTIVE), OK);
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 2, OK, HF_STATE_ACTIVE), OK);
+    /* Old versions that no longer protect still open what they sealed. */
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, OK, HF_STATE_DEACTIVATED), OK);
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, OK, HF_STATE_COMPROMISED), OK);
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, OK, HF_STATE_PRE_ACTIVE), DIS);
+    /* Never this key's: a bad ciphertext, not a disabled key (Cloud EKM disables on 403). */
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 3, OK, HF_STATE_ACTIVE), HF_STATUS_BAD_CIPHERTEXT);
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 0, OK, HF_STATE_ACTIVE), HF_STATUS_BAD_CIPHERTEXT);
+    /* Destroyed, or gone from the store. */
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, OK, HF_STATE_DESTROYED),
+                    HF_STATUS_KEY_NOT_FOUND);
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, HF_STATUS_KEY_NOT_FOUND, 0),
+                    HF_STATUS_KEY_NOT_FOUND);
+    /* The store cannot say: transient, whatever the lookup's own status was. */
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, HF_STATUS_INTERNAL, 0), HF_STATUS_UNAVAILABLE);
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&k, 1, HF_STATUS_UNAVAILABLE, 0),
+                    HF_STATUS_UNAVAILABLE);
+    /* hf_key_may's word: a blocked link, a key that may not decrypt. */
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&blocked, 1, OK, HF_STATE_ACTIVE), DIS);
+    CU_ASSERT_EQUAL(hf_gw_key_decrypt_judge(&sign_only, 1, OK, HF_STATE_ACTIVE),
+                    HF_STATUS_KEY_USAGE);
+    /* A version the key never had is refused before any lookup, the handle left invalid. */
+    CU_ASSERT_EQUAL(hf_keys_decrypt_version(&k, 3, &obj), HF_STATUS_BAD_CIPHERTEXT);
+    CU_ASSERT_EQUAL(obj, CK_INVALID_HANDLE);
+    CU_ASSERT_EQUAL(hf_keys_decrypt_version(NULL, 1, &obj), HF_STATUS_INTERNAL);
+}
+
 static CU_TestInfo key_check_tests[] = {
     {"every state against every operation follows KMIP", test_every_state_and_op},
     {"decrypt and verify take the version's state, encrypt and sign the current one",
@@ -121,6 +158,9 @@ static CU_TestInfo key_check_tests[] = {
      test_blocked_link_refuses_everything},
     {"the usage mask is checked, after the state", test_usage_mask_is_checked_after_state},
     {"bad arguments are an internal error", test_bad_arguments},
+    {"a decrypt version: never the key's is a bad ciphertext, destroyed is not found, a store "
+     "fault unavailable, then the state and usage rule",
+     test_decrypt_version_maps_lookup_and_state},
     CU_TEST_INFO_NULL,
 };
 

@@ -1,15 +1,56 @@
 /* hf_request_header_count and hf_request_header_repeated (gateway/request.c): what plugins use to
  * refuse a repeated Authorization, Host or date header, on requests built as a plugin's unit
- * test builds them (the connection path asks libmicrohttpd the same way; xks-conn.sh drives it). */
+ * test builds them (the connection path asks libmicrohttpd the same way; xks-conn.sh drives it).
+ * hf_reply_header and hf_reply_empty (gateway/reply.c): headers kept, refused and bounded;
+ * hf_request_set_unaudited: no record and no share of a pre-authentication summary (which,
+ * without a module, goes to the gateway's log, read here); hf_request_set_operation: the
+ * metrics series follows the operation (gateway.sh and ekm.sh show both on the wire). */
 #include "hf-build.h"
 
 #include "gateway/audit.h"
+#include "gateway/log.h"
+#include "gateway/metrics.h"
+#include "gateway/plugins.h"
+#include "gateway/preauth.h"
 #include "gateway/request.h"
 #include "tests/unit/harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static char log_path[] = "/tmp/hf-test-gwrequest-XXXXXX";
+
+static int suite_init(void)
+{
+    char err[256];
+    int fd = mkstemp(log_path);
+
+    if (fd < 0) return -1;
+    close(fd);
+    return hf_gw_log_open(log_path, err, sizeof(err)) ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+    hf_gw_log_close();
+    return unlink(log_path);
+}
+
+/* How many lines of the gateway's log (JSON: a quote is \") contain needle. */
+static size_t log_lines_with(const char *needle)
+{
+    FILE *f = fopen(log_path, "r");
+    char line[4096];
+    size_t n = 0;
+
+    if (!f) return 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, needle)) n++;
+    fclose(f);
+    return n;
+}
 
 static const char *const once[] = {"Authorization", "X-Amz-Date", "Host"};
 
@@ -87,19 +128,180 @@ static void test_audit_fields_are_bounded_and_serialised(void)
     hf_request_free(req);
 }
 
+static const char *reply_header(const struct hf_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->nreply_headers; i++)
+        if (strcmp(req->reply_headers[i].name, name) == 0) return req->reply_headers[i].value;
+    return NULL;
+}
+
+static void test_reply_headers_are_kept_refused_and_bounded(void)
+{
+    struct hf_request *req = hf_request_new("OPTIONS", "/cse/wrap");
+    char name[32];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    hf_reply_header(req, "Access-Control-Allow-Origin", "https://client.example");
+    hf_reply_header(req, "Vary", "Origin");
+    /* The gateway's own names, any case, and what would split the response. */
+    hf_reply_header(req, "content-type", "text/html");
+    hf_reply_header(req, "Content-Length", "0");
+    hf_reply_header(req, "CONNECTION", "keep-alive");
+    hf_reply_header(req, "X-Request-Id", "forged");
+    hf_reply_header(req, "Allow", "GET");
+    hf_reply_header(req, "X-Split", "a\r\nSet-Cookie: evil=1");
+    hf_reply_header(req, "X-Lf", "a\nb");
+    hf_reply_header(req, "Bad Name", "x");
+    hf_reply_header(req, "Bad:Name", "x");
+    hf_reply_header(req, "", "x");
+    hf_reply_header(req, NULL, "x");
+    hf_reply_header(req, "X-Null", NULL);
+    CU_ASSERT_EQUAL(req->nreply_headers, 2);
+    CU_ASSERT_STRING_EQUAL(reply_header(req, "Access-Control-Allow-Origin"),
+                           "https://client.example");
+    CU_ASSERT_STRING_EQUAL(reply_header(req, "Vary"), "Origin");
+    CU_ASSERT_TRUE(log_lines_with("response header \\\"content-type\\\" refused") == 1);
+    CU_ASSERT_TRUE(log_lines_with("response header \\\"X-Split\\\" refused") == 1);
+    /* The value an attacker may have chosen is not logged. */
+    CU_ASSERT_TRUE(log_lines_with("evil=1") == 0);
+    for (int i = 0; i < HF_REPLY_HEADERS_MAX + 2; i++) {
+        snprintf(name, sizeof(name), "X-Extra-%d", i);
+        hf_reply_header(req, name, "v");
+    }
+    CU_ASSERT_EQUAL(req->nreply_headers, HF_REPLY_HEADERS_MAX);
+    CU_ASSERT_TRUE(log_lines_with("dropped: at most") >= 1);
+    /* A failure keeps them (the server sends them with the error body). */
+    hf_request_fail(req, HF_STATUS_DENIED, "no");
+    CU_ASSERT_EQUAL(req->nreply_headers, HF_REPLY_HEADERS_MAX);
+    hf_request_free(req);
+}
+
+static void test_an_empty_reply_has_no_body(void)
+{
+    struct hf_request *req = hf_request_new("OPTIONS", "/cse/wrap");
+    unsigned http = 0;
+    const char *body = "unset";
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    hf_reply_json(req, 200, json_object_new_object());
+    hf_reply_empty(req, 204);
+    CU_ASSERT_EQUAL(hf_request_outcome(req, &http, &body, NULL), HF_STATUS_OK);
+    CU_ASSERT_EQUAL(http, 204);
+    CU_ASSERT_PTR_NULL(body);
+    CU_ASSERT_TRUE(req->reply_empty);
+    /* A JSON reply after it has its body and Content-Type again. */
+    hf_reply_json(req, 200, json_object_new_object());
+    CU_ASSERT_FALSE(req->reply_empty);
+    hf_request_free(req);
+}
+
+/* A request refused before authentication, as server.c settles one. */
+static struct hf_request *refused(bool unaudited)
+{
+    struct hf_request *req = hf_request_new("OPTIONS", "/cse/wrap");
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    req->api = "unaudited-test";
+    if (unaudited) hf_request_set_unaudited(req);
+    hf_request_fail(req, HF_STATUS_UNAUTHENTICATED, "no token");
+    req->error_name = unaudited ? "QuietRefusal" : "LoudRefusal";
+    return req;
+}
+
+static void test_unaudited_makes_no_record_nor_summary(void)
+{
+    CK_ULONG_LONG seq = 1;
+    struct hf_request *req;
+
+    CU_ASSERT_FATAL(hf_gw_preauth_start(3600000, 16));
+    for (int i = 0; i < 3; i++) {
+        req = refused(true);
+        CU_ASSERT_TRUE(hf_gw_audit_record(req, true, &seq));
+        CU_ASSERT_EQUAL(seq, 0);
+        hf_request_free(req);
+        req = refused(false);
+        CU_ASSERT_TRUE(hf_gw_audit_record(req, true, &seq));
+        hf_request_free(req);
+    }
+    hf_gw_preauth_stop();
+    CU_ASSERT_EQUAL(log_lines_with("QuietRefusal"), 0);
+    CU_ASSERT_EQUAL(log_lines_with("LoudRefusal: 3 requests"), 1);
+    /* Once authenticated, a request is a caller's act: recorded whatever it asks. */
+    req = hf_request_new("GET", "/cse/status");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    hf_request_set_authenticated(req);
+    hf_request_set_unaudited(req);
+    CU_ASSERT_FALSE(req->unaudited);
+    hf_request_free(req);
+}
+
+/* A route of a plugin "optest" whose handler names its operations. */
+static enum hf_status no_handler(void *state, struct hf_request *req)
+{
+    return HF_STATUS_INTERNAL;
+}
+
+static void test_set_operation_moves_the_metrics_series(void)
+{
+    static const struct hf_plugin p = {.name = "optest", .latency_limit_ms = 40};
+    static const struct hf_route route = {"POST", "/{path*}", "catchall", no_handler, NULL};
+    struct hf_gw_plugin pl = {.name = "optest", .p = &p};
+    struct hf_gw_route r = {.plugin = &pl, .route = &route};
+    struct hf_request *req = hf_request_new("POST", "/x/wrap");
+    struct hf_gw_series *wrap;
+    char *page;
+    size_t len = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    r.series = hf_gw_metrics_series("optest", "catchall", 40);
+    req->route = &r;
+    req->api = "optest";
+    req->series = r.series;
+    hf_request_set_operation(req, "wrap");
+    CU_ASSERT_STRING_EQUAL(req->operation, "wrap");
+    wrap = req->series;
+    CU_ASSERT_PTR_NOT_NULL(wrap);
+    CU_ASSERT_PTR_NOT_EQUAL(wrap, r.series);
+    CU_ASSERT_PTR_EQUAL(wrap, hf_gw_metrics_series("optest", "wrap", 40));
+    /* Seen once, it is the route's cached series (no metrics lock). */
+    CU_ASSERT_PTR_EQUAL(hf_gw_route_series(&r, "wrap"), wrap);
+    CU_ASSERT_STRING_EQUAL(r.ops[0].operation, "wrap");
+    CU_ASSERT_PTR_EQUAL(hf_gw_route_series(&r, "catchall"), r.series);
+    hf_gw_metrics_observe(req->series, 200, 1000);
+    page = hf_gw_metrics_render(true, NULL, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+    CU_ASSERT_PTR_NOT_NULL(strstr(
+        page, "holdfast_requests_total{api=\"optest\",operation=\"wrap\",status=\"200\"} 1"));
+    CU_ASSERT_PTR_NULL(strstr(page, "operation=\"catchall\",status=\"200\"}"));
+    free(page);
+    /* Ignored: nothing, or an empty name. */
+    hf_request_set_operation(req, "");
+    hf_request_set_operation(req, NULL);
+    CU_ASSERT_STRING_EQUAL(req->operation, "wrap");
+    req->route = NULL;
+    hf_request_free(req);
+}
+
 static CU_TestInfo request_tests[] = {
     {"headers are counted by case-insensitive name",
      test_headers_are_counted_by_case_insensitive_name},
     {"the first repeated name is named", test_the_first_repeated_name_is_named},
     {"audit fields are bounded, replaced, removed and serialised escaped",
      test_audit_fields_are_bounded_and_serialised},
+    {"reply headers are kept, the gateway's own names and CR/LF values refused, at most 8",
+     test_reply_headers_are_kept_refused_and_bounded},
+    {"an empty reply has no body", test_an_empty_reply_has_no_body},
+    {"an unaudited request makes no record nor a share of a summary",
+     test_unaudited_makes_no_record_nor_summary},
+    {"hf_request_set_operation moves the metrics series",
+     test_set_operation_moves_the_metrics_series},
     CU_TEST_INFO_NULL,
 };
 
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
-        {"gateway-request", NULL, NULL, NULL, NULL, request_tests},
+        {"gateway-request", suite_init, suite_clean, NULL, NULL, request_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);

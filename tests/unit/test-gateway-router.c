@@ -243,6 +243,52 @@ static void test_deep_paths_match_nothing(void)
     hf_router_free(r);
 }
 
+/* Two catch-all plugins on one router, each taking only its prefix (plugin.h's accepts). */
+static bool under_prefix(void *data, const char *path, size_t pathlen)
+{
+    const char *prefix = data == &tag[0] ? "/ekm" : "/cse";
+    size_t n = strlen(prefix);
+
+    return pathlen >= n && memcmp(path, prefix, n) == 0 && (pathlen == n || path[n] == '/');
+}
+
+static void test_a_declining_route_is_skipped_for_404_and_405(void)
+{
+    struct hf_router *r = hf_router_new();
+    struct hf_router_match m;
+    char err[160];
+
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT(
+        hf_router_add_filtered(r, "POST", "/{path*}", &tag[0], under_prefix, err, sizeof(err)));
+    CU_ASSERT(
+        hf_router_add_filtered(r, "POST", "/{path*}", &tag[1], under_prefix, err, sizeof(err)));
+    CU_ASSERT(
+        hf_router_add_filtered(r, "OPTIONS", "/{path*}", &tag[1], under_prefix, err, sizeof(err)));
+    CU_ASSERT_EQUAL(match(r, "POST", "/ekm/k:wrap", &m), HF_ROUTER_FOUND);
+    CU_ASSERT_PTR_EQUAL(m.data, &tag[0]);
+    hf_router_match_clear(&m);
+    /* The first route declines: the second, though later, takes it. */
+    CU_ASSERT_EQUAL(match(r, "POST", "/cse/wrap", &m), HF_ROUTER_FOUND);
+    CU_ASSERT_PTR_EQUAL(m.data, &tag[1]);
+    CU_ASSERT_STRING_EQUAL(capture(&m, "path"), "cse/wrap");
+    hf_router_match_clear(&m);
+    CU_ASSERT_EQUAL(match(r, "OPTIONS", "/cse/wrap", &m), HF_ROUTER_FOUND);
+    CU_ASSERT_PTR_EQUAL(m.data, &tag[1]);
+    hf_router_match_clear(&m);
+    /* Only /cse's routes take OPTIONS: under /ekm it is 405 from /ekm's POST alone. */
+    CU_ASSERT_EQUAL(match(r, "OPTIONS", "/ekm/k", &m), HF_ROUTER_METHOD_NOT_ALLOWED);
+    CU_ASSERT_PTR_EQUAL(m.data, &tag[0]);
+    CU_ASSERT_STRING_EQUAL(m.allow, "POST");
+    hf_router_match_clear(&m);
+    /* Outside both prefixes every route declines: 404, not 405, whatever the method. */
+    CU_ASSERT_EQUAL(match(r, "POST", "/other/x", &m), HF_ROUTER_NOT_FOUND);
+    CU_ASSERT_EQUAL(match(r, "OPTIONS", "/other/x", &m), HF_ROUTER_NOT_FOUND);
+    CU_ASSERT_PTR_NULL(m.data);
+    CU_ASSERT_EQUAL(match(r, "GET", "/ekmx/y", &m), HF_ROUTER_NOT_FOUND);
+    hf_router_free(r);
+}
+
 static CU_TestInfo router_tests[] = {
     {"literal paths match exactly", test_literal_paths_match_exactly},
     {"{name} captures one non-empty segment", test_param_captures_one_non_empty_segment},
@@ -254,6 +300,8 @@ static CU_TestInfo router_tests[] = {
     {"a last {name*} takes the rest after the earliest match", test_a_last_star_takes_the_rest},
     {"bad patterns are refused with a reason", test_bad_patterns_are_refused},
     {"paths deeper than the limit match nothing", test_deep_paths_match_nothing},
+    {"a route that declines a path is skipped, for 404 and 405 alike",
+     test_a_declining_route_is_skipped_for_404_and_405},
     CU_TEST_INFO_NULL,
 };
 

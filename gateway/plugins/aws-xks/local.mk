@@ -28,3 +28,11 @@ gateway_plugins_aws_xks_aws_xks_la_LIBADD = gateway/plugins/aws-xks/libhf-xks.la
 	gateway/plugins/aws-xks/libhf-sigv4.la $(JSONC_LIBS) $(CRYPTO_LIBS) $(PTHREAD_LIBS)
 
 EXTRA_DIST += gateway/plugins/aws-xks/README.md
+
+# Its tests (the scheme of gateway/README.md, "Adding a plugin").
+include $(top_srcdir)/gateway/plugins/aws-xks/sigv4.mk
+include $(top_srcdir)/tests/unit/sigv4.mk
+include $(top_srcdir)/tests/unit/xks.mk
+include $(top_srcdir)/tests/integration/xks.mk
+include $(top_srcdir)/tests/fuzz/sigv4.mk
+include $(top_srcdir)/tests/fuzz/xks.mk

@@ -34,6 +34,7 @@ static const struct hf_error_map xks_errors[HF_STATUS_COUNT] = {
     /* "failure of the backing key manager" is the spec's InternalException. */
     [HF_STATUS_UNAVAILABLE] = {500, "InternalException"},
     [HF_STATUS_INTERNAL] = {500, "InternalException"},
+    [HF_STATUS_BAD_GATEWAY] = {500, "InternalException"}, /* XKS makes no outbound call */
 };
 
 /* The spec: errorMessage "MUST be less than 512 characters in length and only use printable

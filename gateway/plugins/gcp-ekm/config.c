@@ -368,6 +368,17 @@ const struct hf_ekm_endpoint *hf_ekm_config_route(const struct hf_ekm_config *cf
     return best;
 }
 
+bool hf_ekm_config_is_served(const struct hf_ekm_config *cfg, const char *path)
+{
+    if (cfg == NULL || path == NULL) return false;
+    for (size_t i = 0; i < cfg->nendpoints; i++) {
+        const char *prefix = cfg->endpoints[i].prefix;
+        size_t n = strlen(prefix);
+        if (strncmp(path, prefix, n) == 0 && (path[n] == '/' || path[n] == '\0')) return true;
+    }
+    return false;
+}
+
 const struct hf_ekm_key *hf_ekm_endpoint_key(const struct hf_ekm_endpoint *ep, const char *path)
 {
     if (ep == NULL || path == NULL) return NULL;

@@ -82,6 +82,10 @@ void hf_ekm_config_free(struct hf_ekm_config *cfg);
 const struct hf_ekm_endpoint *hf_ekm_config_route(const struct hf_ekm_config *cfg, const char *path,
                                                   size_t base_len, const char **key_path,
                                                   size_t *key_path_len);
+/* Whether path lies under an endpoint's prefix ("<prefix>" itself or "<prefix>/..."): the
+ * paths this plugin answers, with its 404 for those that name nothing. An endpoint with
+ * prefix "" takes every path, so it leaves none to another catch-all plugin on its listener. */
+bool hf_ekm_config_is_served(const struct hf_ekm_config *cfg, const char *path);
 /* The key PATH of the endpoint, or NULL. */
 const struct hf_ekm_key *hf_ekm_endpoint_key(const struct hf_ekm_endpoint *ep, const char *path);
 /* Whether email (any case) is on the key's allowlist. */

@@ -4,11 +4,12 @@
 #define HF_EKM_INTERNAL_H
 
 #include "gateway/plugin.h"
-#include "gateway/plugins/gcp-ekm/blob.h"
 #include "gateway/plugins/gcp-ekm/config.h"
 #include "gateway/plugins/gcp-ekm/request.h"
 
 #define HF_EKM_LINK_TYPE "gcp-ekm"
+/* The blob's API string (specs/google-ekm.md, "Crypto"): a blob of another API never opens here. */
+#define HF_EKM_API "google-ekm"
 
 /* What an endpoint needs at run time beyond its configuration. */
 struct hf_ekm_endpoint_rt {

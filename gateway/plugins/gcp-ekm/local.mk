@@ -1,12 +1,10 @@
 # gcp-ekm: the Google Cloud EKM API v0 plugin (specs/google-ekm.md).
-# The pure parts (request and path parsing, the blob and its AAD, the Key Access Justification
-# policy, configuration) and the GCM through PKCS#11 are a convenience library, so the plugin,
-# its unit tests and the fuzzer link the same code.
+# The pure parts (request and path parsing, the Key Access Justification policy, configuration)
+# are a convenience library, so the plugin, its unit tests and the fuzzer link the same code.
+# The blob is the gateway's (plugin.h's hf_blob_*, gateway/blob.c).
 noinst_LTLIBRARIES += gateway/plugins/gcp-ekm/libhf-ekm.la
 gateway_plugins_gcp_ekm_libhf_ekm_la_SOURCES = \
 	gateway/plugins/gcp-ekm/request.c gateway/plugins/gcp-ekm/request.h \
-	gateway/plugins/gcp-ekm/blob.c gateway/plugins/gcp-ekm/crypto.c \
-	gateway/plugins/gcp-ekm/blob.h \
 	gateway/plugins/gcp-ekm/kaj.c gateway/plugins/gcp-ekm/kaj.h \
 	gateway/plugins/gcp-ekm/config.c gateway/plugins/gcp-ekm/config.h
 gateway_plugins_gcp_ekm_libhf_ekm_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
@@ -27,3 +25,8 @@ gateway_plugins_gcp_ekm_gcp_ekm_la_LIBADD = gateway/plugins/gcp-ekm/libhf-ekm.la
 	$(JSONC_LIBS) $(CRYPTO_LIBS)
 
 EXTRA_DIST += gateway/plugins/gcp-ekm/README.md
+
+# Its tests (the scheme of gateway/README.md, "Adding a plugin").
+include $(top_srcdir)/tests/unit/ekm.mk
+include $(top_srcdir)/tests/integration/ekm.mk
+include $(top_srcdir)/tests/fuzz/ekm.mk

@@ -35,6 +35,7 @@ static const struct hf_error_map ekm_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_TIMEOUT] = {503, "UNAVAILABLE"},
     [HF_STATUS_UNAVAILABLE] = {503, "UNAVAILABLE"},
     [HF_STATUS_INTERNAL] = {500, "INTERNAL"},
+    [HF_STATUS_BAD_GATEWAY] = {500, "INTERNAL"}, /* EKM makes no outbound call */
 };
 
 /* google.rpc.Code numbers of the names above. */
@@ -184,6 +185,8 @@ static enum hf_status call_run(struct hf_ekm_state *st, struct hf_request *req,
     struct hf_ekm_call call;
     enum hf_status status;
 
+    /* Metrics, log and audit by verb: one catch-all route serves both. */
+    hf_request_set_operation(req, op == HF_EKM_OP_WRAP ? "wrap" : "unwrap");
     status = hf_ekm_call_begin(st, req, t->ep, t->key_path, t->key_path_len, op, &call);
     if (status == HF_STATUS_OK)
         status = op == HF_EKM_OP_WRAP ? hf_ekm_wrap(&call, req) : hf_ekm_unwrap(&call, req);
@@ -221,9 +224,18 @@ static enum hf_status ekm_handle(void *state, struct hf_request *req)
     return hf_request_fail(req, HF_STATUS_METHOD_NOT_ALLOWED, "%s is not allowed here", method);
 }
 
+/* Only paths under an endpoint's prefix are ours, so a gws-cse (or any catch-all plugin) on the
+ * same listener gets the rest. */
+static bool ekm_accepts(void *state, const char *path)
+{
+    const struct hf_ekm_state *st = state;
+
+    return st != NULL && st->started && hf_ekm_config_is_served(&st->cfg, path);
+}
+
 #define ROUTE(m)                                                                                   \
     {                                                                                              \
-        m, "/{path*}", "ekm", ekm_handle, NULL                                                     \
+        m, "/{path*}", "ekm", ekm_handle, ekm_accepts                                              \
     }
 static const struct hf_route ekm_routes[] = {
     ROUTE("POST"), ROUTE("GET"), ROUTE("PUT"), ROUTE("DELETE"), ROUTE("PATCH"),

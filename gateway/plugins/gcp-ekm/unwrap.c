@@ -11,30 +11,31 @@
 
 #include <openssl/crypto.h>
 
-/* The version object the blob names, after the state rules (ARCHITECTURE.md: deactivated and
- * compromised versions still unwrap). */
-static enum hf_status version_find(const struct hf_ekm_call *call, const struct hf_ekm_blob *blob,
+/* The version object the blob names (hf_keys_decrypt_version: the state rules, deactivated and
+ * compromised versions still unwrap), its refusals in this API's words. */
+static enum hf_status version_find(const struct hf_ekm_call *call, const struct hf_blob *blob,
                                    struct hf_request *req, CK_OBJECT_HANDLE *object)
 {
-    CK_ULONG state = 0;
-    enum hf_status st;
+    unsigned long v = (unsigned long)blob->version;
 
-    /* A version newer than the key's current one was never this key's. */
-    if (blob->version > call->key.version)
+    switch (hf_keys_decrypt_version(&call->key, blob->version, object)) {
+    case HF_STATUS_OK:
+        return HF_STATUS_OK;
+    case HF_STATUS_BAD_CIPHERTEXT:
         return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT, "wrappedBlob: not a blob of key %s",
                                call->key_path);
-    st = hf_keys_version_info(&call->key, blob->version, object, &state, NULL);
-    if (st == HF_STATUS_KEY_NOT_FOUND || (st == HF_STATUS_OK && state == HF_STATE_DESTROYED))
+    case HF_STATUS_KEY_NOT_FOUND:
         return hf_request_fail(req, HF_STATUS_KEY_NOT_FOUND, "version %lu of key %s is destroyed",
-                               (unsigned long)blob->version, call->key_path);
-    if (st != HF_STATUS_OK)
+                               v, call->key_path);
+    case HF_STATUS_KEY_DISABLED:
+        return hf_request_fail(req, HF_STATUS_KEY_DISABLED, "version %lu of key %s may not unwrap",
+                               v, call->key_path);
+    case HF_STATUS_KEY_USAGE:
+        return hf_request_fail(req, HF_STATUS_KEY_USAGE, "key %s may not unwrap", call->key_path);
+    default:
         return hf_request_fail(req, HF_STATUS_UNAVAILABLE,
-                               "version %lu of key %s cannot be read now",
-                               (unsigned long)blob->version, call->key_path);
-    if ((st = hf_key_may(&call->key, HF_KEY_OP_DECRYPT, state)) != HF_STATUS_OK)
-        return hf_request_fail(req, st, "version %lu of key %s may not unwrap",
-                               (unsigned long)blob->version, call->key_path);
-    return HF_STATUS_OK;
+                               "version %lu of key %s cannot be read now", v, call->key_path);
+    }
 }
 
 static struct json_object *reply_new(const struct hf_ekm_call *call, const unsigned char *pt,
@@ -62,7 +63,7 @@ fail:
 enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
 {
     const struct hf_ekm_request *b = &call->body;
-    struct hf_ekm_blob blob;
+    struct hf_blob blob;
     CK_OBJECT_HANDLE object = CK_INVALID_HANDLE;
     CK_SESSION_HANDLE s;
     struct json_object *reply;
@@ -71,11 +72,11 @@ enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
     enum hf_status st;
     CK_RV rv;
 
-    if (!hf_ekm_blob_parse(b->input.data, b->input.len, &blob))
+    if (!hf_blob_parse(b->input.data, b->input.len, &blob))
         return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
                                "wrappedBlob: not a blob this EKM wrote (format or length)");
     if ((st = version_find(call, &blob, req, &object)) != HF_STATUS_OK) return st;
-    pt_len = blob.sealed_len - HF_EKM_TAG_LEN;
+    pt_len = blob.sealed_len - HF_BLOB_TAG_LEN;
     if ((pt = malloc(pt_len + 1)) == NULL)
         return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
     if ((st = hf_ekm_deadline_check(call, req)) != HF_STATUS_OK) goto done;
@@ -83,8 +84,8 @@ enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
         st = hf_ekm_fail_ckr(req, rv, "opening a session");
         goto done;
     }
-    rv = hf_ekm_gcm_open(hf_p11_functions(), s, object, call->key.uuid, &blob, b->aad.data,
-                         b->aad.len, pt);
+    rv = hf_blob_open(hf_p11_functions(), s, object, HF_EKM_API, call->key.uuid, &blob, b->aad.data,
+                      b->aad.len, pt);
     if (rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE) {
         st = hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
                              "wrappedBlob: the blob or additionalAuthenticatedData is not what "

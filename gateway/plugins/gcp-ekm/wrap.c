@@ -22,8 +22,8 @@ static struct json_object *reply_new(const unsigned char *blob, size_t len)
 enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
 {
     const struct hf_ekm_request *b = &call->body;
-    unsigned char iv[HF_EKM_IV_LEN], *blob = NULL;
-    const size_t blob_len = HF_EKM_BLOB_OVERHEAD + b->input.len;
+    unsigned char iv[HF_BLOB_IV_LEN], *blob = NULL;
+    const size_t blob_len = HF_BLOB_OVERHEAD + b->input.len;
     struct json_object *reply;
     CK_SESSION_HANDLE s;
     enum hf_status st;
@@ -43,9 +43,9 @@ enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
         st = hf_ekm_fail_ckr(req, rv, "opening a session");
         goto done;
     }
-    rv =
-        hf_ekm_gcm_seal(hf_p11_functions(), s, call->key.current, call->key.version, call->key.uuid,
-                        iv, b->aad.data, b->aad.len, b->input.data, b->input.len, blob);
+    rv = hf_blob_seal(hf_p11_functions(), s, call->key.current, call->key.version, HF_EKM_API,
+                      call->key.uuid, iv, b->aad.data, b->aad.len, b->input.data, b->input.len,
+                      blob);
     if (rv != CKR_OK) {
         st = hf_ekm_fail_ckr(req, rv, "wrap");
         goto done;
