@@ -200,43 +200,42 @@ static int cse_init_unwrap(const struct hf_load_config *cfg, void **state, char 
     return cse_init_op(cfg, state, err, n, true);
 }
 
+/* POST path with the shared tokens and reason, then "member":"value" to close the body. */
+static int request_append(const struct cse_state *s, struct hf_buf *out, const char *path,
+                          const char *member, const char *value)
+{
+    size_t body_len = s->head.len + strlen(member) + strlen(value) + sizeof("\"\":\"\"}") - 1;
+
+    if (hf_buf_printf(out,
+                      "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\n\r\n",
+                      path, s->authority, body_len) != 0 ||
+        hf_buf_append(out, s->head.data, s->head.len) != 0 ||
+        hf_buf_printf(out, "\"%s\":\"%s\"}", member, value) != 0)
+        return -1;
+    return 0;
+}
+
 static int cse_build(void *state, void **vu_state, struct hf_buf *out, bool *setup)
 {
     struct cse_state *s = state;
     struct cse_vu *v = *vu_state;
     unsigned char key[CSE_KEY_LEN];
-    size_t body_len;
     int rc = -1;
 
     if (!v) {
-        if (!(v = calloc(1, sizeof(*v)))) return -1;
+        if (!(v = calloc(1, sizeof(*v)))) goto done;
         *vu_state = v;
     }
     *setup = s->unwrap && !v->ready;
     if (s->unwrap && !*setup) {
-        body_len = s->head.len + strlen(v->wrapped_key) + sizeof("\"wrapped_key\":\"\"}") - 1;
-        rc = hf_buf_printf(out,
-                           "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                           "Content-Length: %zu\r\n\r\n",
-                           s->path_unwrap, s->authority, body_len) != 0 ||
-                     hf_buf_append(out, s->head.data, s->head.len) != 0 ||
-                     hf_buf_printf(out, "\"wrapped_key\":\"%s\"}", v->wrapped_key) != 0
-                 ? -1
-                 : 0;
-        return rc;
+        rc = request_append(s, out, s->path_unwrap, "wrapped_key", v->wrapped_key);
+        goto done;
     }
     /* A fresh random DEK every wrap, as a Drive client makes one per document. */
     if (RAND_bytes(key, sizeof(key)) != 1) goto done;
     EVP_EncodeBlock((unsigned char *)v->key, key, (int)sizeof(key));
-    body_len = s->head.len + strlen(v->key) + sizeof("\"key\":\"\"}") - 1;
-    if (hf_buf_printf(out,
-                      "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\n\r\n",
-                      s->path_wrap, s->authority, body_len) != 0 ||
-        hf_buf_append(out, s->head.data, s->head.len) != 0 ||
-        hf_buf_printf(out, "\"key\":\"%s\"}", v->key) != 0)
-        goto done;
-    rc = 0;
+    rc = request_append(s, out, s->path_wrap, "key", v->key);
 done:
     OPENSSL_cleanse(key, sizeof(key));
     return rc;
