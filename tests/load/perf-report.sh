@@ -79,26 +79,33 @@ seeds_best_per_core() {
              END { if (best) printf "%.1f", best; else print "-" }' "$seeds/$1.csv"
 }
 
-# The summary table over "API CSV" lines: each API's peak (the level with the most steady
-# ops/s whose p90 is within the limit and under 1% errors), its p99 against the same limit, and
-# ops/s per core beside the seeds' best per core.
+# The summary table over "API CSV" lines, per API: the peak (the level with the most steady
+# ops/s whose p90 is within the limit, under 1% errors, as hf-load picks its best) with its p99
+# against the same limit; the p99 peak (the most ops/s whose p99 is within the limit, Google's
+# own reading of its CSE guidance); ops/s per core of both beside the seeds' best per core.
 summary() {
     [ -s "$1" ] || return 0
     echo "## Summary: the peak within each limit"
     echo
-    echo "| API | limit ms | peak VUs | ops/s | p90 ms | p99 ms | p99 within the limit | ops/s per core | seeds' best per core |"
-    echo "|---|---:|---:|---:|---:|---:|---|---:|---:|"
+    echo "| API | limit ms | peak VUs | ops/s | p90 ms | p99 ms | p99 within | per core | p99 peak VUs | ops/s | p99 ms | per core | seeds' best per core |"
+    echo "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
     while read -r api csv; do
         stem=$(awk -F, 'NR == 2 { print $1 }' "$csv")
         awk -F, -v api="$api" -v seeds="$(seeds_best_per_core "$stem")" '
-            NR > 1 { limit = $15
-                     if ($13 + 0 <= $15 + 0 && $22 * 100 <= $11 + $22 && $12 + 0 > best) {
-                         best = $12 + 0; row = $0 } }
-            END { if (row == "") { printf "| %s | %s | - | - | - | - | no level within the limit | - | %s |\n", api, limit, seeds; exit }
-                  split(row, f, ",")
-                  printf "| %s | %s | %s | %.1f | %.2f | %.2f | %s | %s | %s |\n", api, limit,
-                      f[10], f[12], f[13], f[19], (f[19] + 0 <= limit + 0 ? "yes" : "**no**"),
-                      (f[23] == "" ? "-" : f[23]), seeds }' "$csv"
+            function cells(row,    f) {
+                if (row == "") return "- | - | - | -"
+                split(row, f, ",")
+                return sprintf("%s | %.1f | %.2f | %s", f[10], f[12], f[19], f[23] == "" ? "-" : f[23])
+            }
+            NR > 1 { limit = $15; ok = $22 * 100 <= $11 + $22
+                     if (ok && $13 + 0 <= $15 + 0 && $12 + 0 > best) { best = $12 + 0; row = $0 }
+                     if (ok && $19 + 0 <= $15 + 0 && $12 + 0 > best99) { best99 = $12 + 0; row99 = $0 } }
+            END { if (row == "") peak = "- | - | - | - | no level within the limit | -"
+                  else { split(row, f, ",")
+                         peak = sprintf("%s | %.1f | %.2f | %.2f | %s | %s", f[10], f[12], f[13],
+                             f[19], (f[19] + 0 <= limit + 0 ? "yes" : "**no**"),
+                             (f[23] == "" ? "-" : f[23])) }
+                  printf "| %s | %s | %s | %s | %s |\n", api, limit, peak, cells(row99), seeds }' "$csv"
     done <"$1"
     echo
     echo "Per core: ops/s / ($cores cores here); the seeds': ops/s / (nodes x CPUs), best row within"
