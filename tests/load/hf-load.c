@@ -137,6 +137,11 @@ int main(int argc, char **argv)
     case HF_ARGS_HELP:
         hf_load_usage(stdout);
         return 0;
+    case HF_ARGS_JWKS:
+        if (hf_load_jwks_print(stdout, &cfg, err, sizeof(err)) == 0 && fflush(stdout) == 0)
+            return 0;
+        fprintf(stderr, "hf-load: %s\n", err);
+        return EXIT_USAGE;
     case HF_ARGS_ERROR:
         fprintf(stderr, "hf-load: %s\n", err);
         return EXIT_USAGE;

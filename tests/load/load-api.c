@@ -345,7 +345,22 @@ done:
     return rc;
 }
 
-static const char *json_str(struct json_object *o, const char *name)
+struct json_object *hf_load_reply_parse(const char *body, size_t len)
+{
+    struct json_tokener *tok = json_tokener_new();
+    struct json_object *o = NULL;
+
+    /* A reply is judged by its first MiB: no API answers more for one key. */
+    if (tok) o = json_tokener_parse_ex(tok, body, (int)(len > 1 << 20 ? 1 << 20 : len));
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    if (tok) json_tokener_free(tok);
+    return o;
+}
+
+const char *hf_load_json_str(struct json_object *o, const char *name)
 {
     struct json_object *f;
 
@@ -358,24 +373,20 @@ static int xks_check(void *state, void **vu_state, bool setup, const char *body,
 {
     struct xks_state *s = state;
     struct xks_vu *v = *vu_state;
-    struct json_tokener *tok = NULL;
-    struct json_object *o = NULL;
+    struct json_object *o = hf_load_reply_parse(body, len);
     const char *ct, *iv, *tag, *cm, *pt;
     int rc = -1;
 
-    tok = json_tokener_new();
-    if (!tok) goto done;
-    o = json_tokener_parse_ex(tok, body, (int)(len > 1 << 20 ? 1 << 20 : len));
-    if (!o || !json_object_is_type(o, json_type_object)) goto done;
+    if (!o) goto done;
     if (s->op == XKS_METADATA) {
-        rc = json_str(o, "keySpec") ? 0 : -1;
+        rc = hf_load_json_str(o, "keySpec") ? 0 : -1;
         goto done;
     }
     if (s->op == XKS_ENCRYPT || setup) {
-        ct = json_str(o, "ciphertext");
-        iv = json_str(o, "initializationVector");
-        tag = json_str(o, "authenticationTag");
-        cm = json_str(o, "ciphertextMetadata");
+        ct = hf_load_json_str(o, "ciphertext");
+        iv = hf_load_json_str(o, "initializationVector");
+        tag = hf_load_json_str(o, "authenticationTag");
+        cm = hf_load_json_str(o, "ciphertextMetadata");
         /* 32 bytes in, 32 bytes out: AES-GCM keeps the length (44 base64 characters). */
         if (!ct || strlen(ct) != 44 || !iv || !tag) goto done;
         if (setup && v) {
@@ -394,11 +405,10 @@ static int xks_check(void *state, void **vu_state, bool setup, const char *body,
         goto done;
     }
     /* decrypt: the plaintext must be the one this VU encrypted. */
-    pt = json_str(o, "plaintext");
+    pt = hf_load_json_str(o, "plaintext");
     rc = v && pt && strcmp(pt, v->plaintext) == 0 ? 0 : -1;
 done:
-    if (o) json_object_put(o);
-    if (tok) json_tokener_free(tok);
+    json_object_put(o);
     return rc;
 }
 
@@ -440,7 +450,8 @@ static const struct hf_load_api api_xks_metadata = {
 
 /* Plugin issues add their builders here (gcp-ekm 150 ms, gws-cse 200 ms, oci-ekms 100 ms). */
 const struct hf_load_api *const hf_load_apis[] = {
-    &api_xks_encrypt, &api_xks_decrypt, &api_xks_metadata, &hf_load_api_ekm_wrap, &api_static, NULL,
+    &api_xks_encrypt,      &api_xks_decrypt,        &api_xks_metadata, &hf_load_api_ekm_wrap,
+    &hf_load_api_cse_wrap, &hf_load_api_cse_unwrap, &api_static,       NULL,
 };
 
 const struct hf_load_api *hf_load_api_find(const char *name)

@@ -289,15 +289,26 @@ void hf_load_usage(FILE *out)
             "  --limit MS            latency limit for p90 (default: the API's)\n"
             "API parameters:\n"
             "  --prefix P            XKS: the key store's URI prefix (no slashes around it); EKM:\n"
-            "                        the endpoint's prefix\n"
+            "                        the endpoint's prefix; CSE: the KACLS prefix (cse)\n"
             "  --key-id ID           XKS: the external key id; EKM: the keyPath (v0/keys/k1)\n"
             "  --credentials AKID:SECRET  XKS SigV4 pair (or the HF_LOAD_CREDENTIALS variable,\n"
             "                        which keeps the secret out of the process list)\n"
             "  --region R            XKS: SigV4 region (default us-east-1)\n"
-            "  --token-key FILE      EKM: RSA private key (PEM) hf-load signs its ID token with\n"
-            "  --token-kid KID       EKM: the token's kid (the key's id in the gateway's JWKS)\n"
-            "  --audience AUD        EKM: the token's aud (default https://ekm.test)\n"
-            "  --email EMAIL         EKM: the token's email (the key's allowed service agent)\n"
+            "  --token-key FILE      EKM, CSE: private key (PEM) hf-load signs its bearer token\n"
+            "                        with (CSE: the authentication token)\n"
+            "  --token-kid KID       EKM, CSE: the token's kid (its id in the gateway's JWKS)\n"
+            "  --audience AUD        EKM, CSE: the token's aud (default https://ekm.test; CSE:\n"
+            "                        hf-load, the client id)\n"
+            "  --email EMAIL         EKM: the token's email (the key's allowed service agent);\n"
+            "                        CSE: the user, in both tokens\n"
+            "  --issuer ISS          CSE: the authentication token's iss (default\n"
+            "                        https://idp.hf-load.test)\n"
+            "  --kacls-url URL       CSE: the authorization token's kacls_url (default: --url\n"
+            "                        and --prefix, as the prefix's kacls_url must read)\n"
+            "  --authz-key FILE      CSE: the key signing the authorization token (default\n"
+            "  --authz-kid KID       --token-key and --token-kid)\n"
+            "  --print-jwks          print the JWKS of --token-key (and --authz-key) for the\n"
+            "                        gateway's config, then exit (no --url, --api or VUs)\n"
             "Output (the table always goes to standard output):\n"
             "  --csv FILE            rows in the seeds' columns plus hf-load's own ('-': stdout)\n"
             "  --markdown FILE       the table and the per-core comparison with the seeds\n"
@@ -353,6 +364,11 @@ enum {
     OPT_TOKEN_KID,
     OPT_AUDIENCE,
     OPT_EMAIL,
+    OPT_ISSUER,
+    OPT_KACLS_URL,
+    OPT_AUTHZ_KEY,
+    OPT_AUTHZ_KID,
+    OPT_PRINT_JWKS,
     OPT_HELP,
 };
 
@@ -389,6 +405,11 @@ static const struct option long_options[] = {
     {"token-kid", required_argument, NULL, OPT_TOKEN_KID},
     {"audience", required_argument, NULL, OPT_AUDIENCE},
     {"email", required_argument, NULL, OPT_EMAIL},
+    {"issuer", required_argument, NULL, OPT_ISSUER},
+    {"kacls-url", required_argument, NULL, OPT_KACLS_URL},
+    {"authz-key", required_argument, NULL, OPT_AUTHZ_KEY},
+    {"authz-kid", required_argument, NULL, OPT_AUTHZ_KID},
+    {"print-jwks", no_argument, NULL, OPT_PRINT_JWKS},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -411,6 +432,7 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
                                        size_t errlen)
 {
     const char *api_name = NULL, *vus_text = NULL, *sweep_text = NULL;
+    bool print_jwks = false;
     int c;
 
     if (!cfg || !argv) return HF_ARGS_ERROR;
@@ -551,6 +573,21 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
         case OPT_EMAIL:
             cfg->email = optarg;
             break;
+        case OPT_ISSUER:
+            cfg->issuer = optarg;
+            break;
+        case OPT_KACLS_URL:
+            cfg->kacls_url = optarg;
+            break;
+        case OPT_AUTHZ_KEY:
+            cfg->authz_key = optarg;
+            break;
+        case OPT_AUTHZ_KID:
+            cfg->authz_kid = optarg;
+            break;
+        case OPT_PRINT_JWKS:
+            print_jwks = true;
+            break;
         case OPT_HELP:
             return HF_ARGS_HELP;
         case ':':
@@ -564,6 +601,16 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
     if (optind < argc) {
         fail(err, errlen, "unexpected argument '%s' (options start with --)", argv[optind]);
         return HF_ARGS_ERROR;
+    }
+    if (print_jwks) {
+        if (!cfg->token_key || !cfg->token_kid ||
+            (cfg->authz_key == NULL) != (cfg->authz_kid == NULL)) {
+            fail(err, errlen,
+                 "--print-jwks needs --token-key and --token-kid (and --authz-key "
+                 "with --authz-kid)");
+            return HF_ARGS_ERROR;
+        }
+        return HF_ARGS_JWKS;
     }
     if (!cfg->url) {
         fail(err, errlen, "--url is required, e.g. --url https://127.0.0.1:8443");

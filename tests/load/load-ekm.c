@@ -7,7 +7,6 @@
 
 #include <json.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,65 +21,29 @@ struct ekm_state {
     char authority[272];
 };
 
-static char *b64url(const unsigned char *in, size_t len)
+/* The ID token Cloud EKM's service agent would present: Google's issuer, the endpoint's audience.
+ */
+static char *token_mint(const struct hf_load_config *cfg, char *err, size_t errlen)
 {
-    char *out = malloc((len + 2) / 3 * 4 + 1);
-    size_t n;
+    struct json_object *claims = json_object_new_object();
+    int64_t now = (int64_t)time(NULL);
+    char *token = NULL;
 
-    if (out == NULL) return NULL;
-    EVP_EncodeBlock((unsigned char *)out, in, (int)len);
-    n = strcspn(out, "=");
-    out[n] = '\0';
-    for (char *p = out; *p; p++)
-        *p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
-    return out;
-}
-
-/* header.claims.signature, RS256 over the first two. NULL on failure. */
-static char *token_mint(EVP_PKEY *key, const char *kid, const char *aud, const char *email)
-{
-    char header[256], claims[1024], *h = NULL, *c = NULL, *sig64 = NULL, *out = NULL;
-    unsigned char sig[1024];
-    size_t siglen = sizeof(sig), len;
-    long now = (long)time(NULL);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-
-    snprintf(header, sizeof(header), "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"%s\"}", kid);
-    snprintf(claims, sizeof(claims),
-             "{\"iss\":\"https://accounts.google.com\",\"aud\":\"%s\",\"email\":\"%s\","
-             "\"email_verified\":true,\"sub\":\"hf-load\",\"iat\":%ld,\"exp\":%ld}",
-             aud, email, now, now + EKM_TOKEN_LIFE_S);
-    if (md == NULL || (h = b64url((unsigned char *)header, strlen(header))) == NULL ||
-        (c = b64url((unsigned char *)claims, strlen(claims))) == NULL)
-        goto done;
-    len = strlen(h) + 1 + strlen(c);
-    if ((out = malloc(len + 1 + sizeof(sig) * 4 / 3 + 4)) == NULL) goto done;
-    snprintf(out, len + 1, "%s.%s", h, c);
-    if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
-        EVP_DigestSign(md, sig, &siglen, (unsigned char *)out, len) != 1 ||
-        (sig64 = b64url(sig, siglen)) == NULL) {
-        free(out);
-        out = NULL;
-        goto done;
+    if (!claims) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
     }
-    sprintf(out + len, ".%s", sig64);
-done:
-    EVP_MD_CTX_free(md);
-    free(h);
-    free(c);
-    free(sig64);
-    return out;
-}
-
-static EVP_PKEY *key_load(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    EVP_PKEY *k;
-
-    if (f == NULL) return NULL;
-    k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-    fclose(f);
-    return k;
+    json_object_object_add(claims, "iss", json_object_new_string("https://accounts.google.com"));
+    json_object_object_add(
+        claims, "aud", json_object_new_string(cfg->audience ? cfg->audience : "https://ekm.test"));
+    json_object_object_add(claims, "email", json_object_new_string(cfg->email));
+    json_object_object_add(claims, "email_verified", json_object_new_boolean(1));
+    json_object_object_add(claims, "sub", json_object_new_string("hf-load"));
+    json_object_object_add(claims, "iat", json_object_new_int64(now));
+    json_object_object_add(claims, "exp", json_object_new_int64(now + EKM_TOKEN_LIFE_S));
+    token = hf_load_jwt_mint(cfg->token_key, cfg->token_kid, claims, err, errlen);
+    json_object_put(claims);
+    return token;
 }
 
 static void ekm_free(void *state)
@@ -95,7 +58,7 @@ static void ekm_free(void *state)
 static int ekm_init(const struct hf_load_config *cfg, void **state, char *err, size_t errlen)
 {
     struct ekm_state *s = calloc(1, sizeof(*s));
-    EVP_PKEY *key = NULL;
+    char why[512];
     int n, rc = -1;
 
     if (s == NULL) {
@@ -108,14 +71,8 @@ static int ekm_init(const struct hf_load_config *cfg, void **state, char *err, s
                  cfg->api->name);
         goto done;
     }
-    if ((key = key_load(cfg->token_key)) == NULL) {
-        snprintf(err, errlen, "--token-key %s: not a PEM private key", cfg->token_key);
-        goto done;
-    }
-    s->token = token_mint(key, cfg->token_kid, cfg->audience ? cfg->audience : "https://ekm.test",
-                          cfg->email);
-    if (s->token == NULL) {
-        snprintf(err, errlen, "--token-key %s: cannot sign an RS256 token with it", cfg->token_key);
+    if ((s->token = token_mint(cfg, why, sizeof(why))) == NULL) {
+        snprintf(err, errlen, "--token-key %s", why);
         goto done;
     }
     snprintf(s->authority, sizeof(s->authority), "%s", cfg->target.authority);
@@ -130,7 +87,6 @@ static int ekm_init(const struct hf_load_config *cfg, void **state, char *err, s
     s = NULL;
     rc = 0;
 done:
-    EVP_PKEY_free(key);
     ekm_free(s);
     return rc;
 }
@@ -161,19 +117,14 @@ static int ekm_build(void *state, void **vu_state, struct hf_buf *out, bool *set
 /* 32 bytes wrap into a 65-byte blob: 88 base64 characters. */
 static int ekm_check(void *state, void **vu_state, bool setup, const char *body, size_t len)
 {
-    struct json_tokener *tok = json_tokener_new();
-    struct json_object *o = NULL, *v;
-    int rc = -1;
+    struct json_object *o = hf_load_reply_parse(body, len);
+    const char *blob = o ? hf_load_json_str(o, "wrappedBlob") : NULL;
+    int rc = blob && strlen(blob) == 88 ? 0 : -1;
 
     (void)state;
     (void)vu_state;
     (void)setup;
-    if (tok != NULL) o = json_tokener_parse_ex(tok, body, (int)(len > 4096 ? 4096 : len));
-    if (o != NULL && json_object_object_get_ex(o, "wrappedBlob", &v) &&
-        json_object_is_type(v, json_type_string) && json_object_get_string_len(v) == 88)
-        rc = 0;
     json_object_put(o);
-    if (tok != NULL) json_tokener_free(tok);
     return rc;
 }
 

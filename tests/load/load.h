@@ -181,14 +181,23 @@ struct hf_load_config {
     const char *key_id;
     const char *credentials; /* "AKID:SECRET"; from HF_LOAD_CREDENTIALS if not given */
     const char *region;
-    /* EKM: the ID token hf-load mints (RS256) for its whole run. */
+    /* EKM and CSE: the bearer token hf-load mints (RS256) for its whole run; CSE's is the
+     * authentication token (the customer IdP's). */
     const char *token_key; /* PEM file */
     const char *token_kid;
     const char *audience;
     const char *email;
+    /* CSE: the authn token's issuer, the KACLS URL the authz token names (default: --url and
+     * --prefix), and the key that signs the authz token as Google would (default --token-key
+     * and --token-kid). */
+    const char *issuer;
+    const char *kacls_url;
+    const char *authz_key;
+    const char *authz_kid;
 };
 
-enum hf_args_result { HF_ARGS_OK = 0, HF_ARGS_HELP = 1, HF_ARGS_ERROR = -1 };
+/* HF_ARGS_JWKS: --print-jwks, the key set of the token keys is wanted, no run. */
+enum hf_args_result { HF_ARGS_OK = 0, HF_ARGS_HELP = 1, HF_ARGS_JWKS = 2, HF_ARGS_ERROR = -1 };
 
 /* Parses argv into cfg (pointers point into argv or the environment). On HF_ARGS_ERROR err holds
  * one line saying what is wrong and how to fix it. */
@@ -220,6 +229,25 @@ struct hf_load_api {
 extern const struct hf_load_api *const hf_load_apis[]; /* NULL-terminated */
 /* load-ekm.c: Cloud EKM wrap with a minted bearer token. */
 extern const struct hf_load_api hf_load_api_ekm_wrap;
+/* load-cse.c: Workspace CSE wrap, and unwrap of a VU's own wrapped key, with minted authn and
+ * authz tokens. */
+extern const struct hf_load_api hf_load_api_cse_wrap;
+extern const struct hf_load_api hf_load_api_cse_unwrap;
+
+struct json_object;
+/* For the builders' checks: a reply's JSON object (json_object_put() it), NULL if it is none;
+ * and a member of it that is a string, NULL otherwise. */
+struct json_object *hf_load_reply_parse(const char *body, size_t len);
+const char *hf_load_json_str(struct json_object *o, const char *name);
+
+/* load-jwt.c: a compact JWS over claims (json-c, not taken), signed by the private key in the
+ * PEM file key_path (RS256 for RSA, ES256 for P-256), kid in its header. A new string (free()),
+ * or NULL with a message naming the file in err. */
+char *hf_load_jwt_mint(const char *key_path, const char *kid, struct json_object *claims, char *err,
+                       size_t errlen);
+/* Writes {"keys":[...]} with the public JWKs of --token-key (as --token-kid) and --authz-key (as
+ * --authz-kid), the key set a gateway verifies hf-load's tokens with. 0, or -1 with a message. */
+int hf_load_jwks_print(FILE *out, const struct hf_load_config *cfg, char *err, size_t errlen);
 const struct hf_load_api *hf_load_api_find(const char *name);
 
 /* ---- The client: closed-loop VUs on epoll, one keep-alive connection each -------------------

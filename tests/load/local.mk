@@ -6,8 +6,10 @@ tests_load_libhf_load_la_SOURCES = tests/load/load.h tests/load/load-stats.c \
 	tests/load/load-client.c tests/load/load-report.c \
 	gateway/clock.c
 tests_load_libhf_load_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-# The Cloud EKM builder.
-tests_load_libhf_load_la_SOURCES += tests/load/load-ekm.c
+# The bearer-token builders (Cloud EKM, Workspace CSE) and the tokens they mint, signed by the
+# gateway's JWT test fixture (OpenSSL only).
+tests_load_libhf_load_la_SOURCES += tests/load/load-ekm.c tests/load/load-cse.c \
+	tests/load/load-jwt.c tests/unit/jwt-mint.c tests/unit/jwt-mint.h
 # configure checks libcrypto only; libssl comes with the same libssl-dev package.
 tests_load_libhf_load_la_LIBADD = gateway/plugins/aws-xks/libhf-sigv4.la $(JSONC_LIBS) \
 	-lssl $(CRYPTO_LIBS) $(PTHREAD_LIBS) -lm
@@ -17,7 +19,7 @@ tests_load_hf_load_SOURCES = tests/load/hf-load.c
 tests_load_hf_load_LDADD = tests/load/libhf-load.la
 
 if HAVE_CUNIT
-LOAD_UNIT_TESTS = tests/load/test-load-stats tests/load/test-load-args
+LOAD_UNIT_TESTS = tests/load/test-load-stats tests/load/test-load-args tests/load/test-load-jwt
 check_PROGRAMS += $(LOAD_UNIT_TESTS)
 UNIT_TESTS += $(LOAD_UNIT_TESTS)
 tests_load_test_load_stats_SOURCES = tests/load/test-load-stats.c
@@ -26,12 +28,19 @@ tests_load_test_load_stats_LDADD = libhftest.la tests/load/libhf-load.la $(CUNIT
 tests_load_test_load_args_SOURCES = tests/load/test-load-args.c
 tests_load_test_load_args_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(JSONC_CFLAGS)
 tests_load_test_load_args_LDADD = libhftest.la tests/load/libhf-load.la $(CUNIT_LIBS) $(JSONC_LIBS)
+# The bearer-token builders against the gateway's own JWT verifier.
+tests_load_test_load_jwt_SOURCES = tests/load/test-load-jwt.c
+tests_load_test_load_jwt_CPPFLAGS = $(GATEWAY_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_load_test_load_jwt_LDADD = libhftest.la tests/load/libhf-load.la gateway/libhfgateway.la \
+	$(CUNIT_LIBS) $(JSONC_LIBS)
 endif
 
 # Runs hf-load briefly against nginx (skips without it): errors, TLS, output formats.
 TESTS += tests/load/hf-load.sh
-EXTRA_DIST += tests/load/README.md tests/load/hf-load.sh tests/load/ceiling.sh \
-	tests/load/perf-report.sh tests/load/nginx.sh
+# hf-load's EKM and CSE builders against the real plugins (skips when neither is built).
+TESTS += tests/load/hf-load-bearer.sh
+EXTRA_DIST += tests/load/README.md tests/load/hf-load.sh tests/load/hf-load-bearer.sh tests/load/ceiling.sh \
+	tests/load/perf-report.sh tests/load/load-gateway.sh tests/load/nginx.sh
 
 # Not part of `make check`: each takes minutes and wants the machine to itself.
 # perf-ceiling: hf-load against wrk on nginx's static reply (same connections, same run).

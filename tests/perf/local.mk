@@ -36,6 +36,16 @@ bench-gateway: tests/perf/xks-presign$(EXEEXT) tests/perf/mhd-floor$(EXEEXT) gat
 
 .PHONY: bench-gateway
 
+# Cloud EKM wrap (bearer token) against AWS XKS encrypt through one holdfastd, alternating
+# hf-load slices (BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_ROUNDS).
+EXTRA_DIST += tests/perf/bench-ekm.sh
+bench-ekm: tests/load/hf-load$(EXEEXT) gateway/holdfastd$(EXEEXT) gateway/plugins/aws-xks/aws-xks.la \
+		gateway/plugins/gcp-ekm/gcp-ekm.la pkcs11/module/holdfast-pkcs11.la pkcs11/tool/holdfast$(EXEEXT)
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' SOFTHSM_MODULE='$(SOFTHSM_MODULE)' \
+	  $(SHELL) $(top_srcdir)/tests/perf/bench-ekm.sh
+
+.PHONY: bench-ekm
+
 # hf_jwt_verify cached against uncached, RS256 and ES256.
 tests_perf_bench_jwt_SOURCES = tests/perf/bench-jwt.c tests/unit/jwt-mint.c tests/unit/jwt-mint.h
 tests_perf_bench_jwt_CPPFLAGS = $(GATEWAY_CPPFLAGS)
