@@ -112,7 +112,8 @@ struct hf_plugin {
     const struct hf_route *routes;
     size_t nroutes;
     const struct hf_error_map *errors; /* HF_STATUS_COUNT rows */
-    /* The error body in the API's shape, e.g. {"errorName":name,"errorMessage":message}.
+    /* The error body in the API's shape, e.g. {"errorName":name,"errorMessage":message};
+     * message is printable ASCII, under 256 bytes (hf_request_fail makes it so).
      * Returns a new json object (the gateway serialises it compactly and frees it). */
     struct json_object *(*error_body)(const char *name, const char *message);
     /* A fresh, empty state; NULL if out of memory. */

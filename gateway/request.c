@@ -376,6 +376,10 @@ HF_PLUGIN_EXPORT enum hf_status hf_request_fail(struct hf_request *req, enum hf_
         vsnprintf(req->message, sizeof(req->message), fmt, ap);
         va_end(ap);
     }
+    /* Every API wants printable ASCII in its error body (XKS says so outright), and some
+     * messages quote input: kept so here, once, for every plugin's body and the audit record. */
+    for (char *p = req->message; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
     return status;
 }
 

@@ -180,6 +180,20 @@ static void test_an_empty_reply_has_no_body(void)
     hf_request_free(req);
 }
 
+/* Every API's error body wants printable ASCII, and messages may quote input (a header, a key
+ * id): the failure's message is made so once, for every plugin's body and the audit record. */
+static void test_a_failure_message_is_printable_ascii(void)
+{
+    struct hf_request *req = hf_request_new("POST", "/x");
+    const char *message = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    hf_request_fail(req, HF_STATUS_BAD_REQUEST, "key %s: bad", "a\x01\n\xc3\xa9\x7f\"z");
+    CU_ASSERT_EQUAL(hf_request_outcome(req, NULL, NULL, &message), HF_STATUS_BAD_REQUEST);
+    CU_ASSERT_STRING_EQUAL(message, "key a?????\"z: bad");
+    hf_request_free(req);
+}
+
 /* A request refused before authentication, as server.c settles one. */
 static struct hf_request *refused(bool unaudited)
 {
@@ -276,6 +290,7 @@ static CU_TestInfo request_tests[] = {
     {"reply headers are kept, the gateway's own names and CR/LF values refused, at most 8",
      test_reply_headers_are_kept_refused_and_bounded},
     {"an empty reply has no body", test_an_empty_reply_has_no_body},
+    {"a failure's message is printable ASCII", test_a_failure_message_is_printable_ascii},
     {"an unaudited request makes no record nor a share of a summary",
      test_unaudited_makes_no_record_nor_summary},
     {"hf_request_set_operation moves the metrics series",

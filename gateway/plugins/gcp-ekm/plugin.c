@@ -96,16 +96,13 @@ fail:
 }
 
 /* google.rpc.Status: {"code", "message", "details"}; the message under 512 printable ASCII
- * characters (spec, "Errors"), enforced here once since some messages quote input. */
+ * characters (spec, "Errors"), as the gateway hands it over (plugin.h, error_body). */
 static struct json_object *ekm_error_body(const char *name, const char *message)
 {
-    char msg[512];
-    size_t n = 0, field_len;
+    const char *msg = message ? message : "";
+    size_t field_len;
     struct json_object *o = json_object_new_object(), *details = json_object_new_array(), *d;
 
-    for (const char *p = message ? message : ""; *p && n < sizeof(msg) - 1; p++)
-        msg[n++] = (*p >= 0x20 && *p <= 0x7e) ? *p : '?';
-    msg[n] = '\0';
     if (o == NULL || details == NULL) goto fail;
     if ((field_len = message_field(msg)) != 0 &&
         ((d = bad_request_detail(msg, field_len)) == NULL ||

@@ -115,6 +115,9 @@ static void effective_set(struct hf_cse_call *call)
  * request's one record, success or failure. */
 static void audit_set(const struct hf_cse_call *call, struct hf_request *req)
 {
+    const char *authn_user =
+        call->authn ? hf_cse_authn_identity(hf_jwt_claims(call->authn)) : NULL;
+
     hf_request_set_audit(req, call->user, NULL, call->px->kek);
     hf_request_set_link(req, HF_CSE_LINK_TYPE, call->px->kek);
     hf_request_set_audit_field(req, "user", call->user);
@@ -124,6 +127,9 @@ static void audit_set(const struct hf_cse_call *call, struct hf_request *req)
     /* Opaque (spec): stored as given; the record's JSON escapes it. */
     hf_request_set_audit_field(req, "reason", or_empty(call->body.reason.s));
     hf_request_set_audit_field(req, "delegated_to", call->delegated_to);
+    /* Check 4 refuses a user mismatch: the record then names both identities. */
+    if (authn_user != NULL && (call->user == NULL || strcasecmp(authn_user, call->user) != 0))
+        hf_request_set_audit_field(req, "authn_user", authn_user);
     if (call->authn_kind == HF_CSE_AUTHN_DELEGATED || call->authn_kind == HF_CSE_AUTHN_MIGRATION)
         hf_request_set_audit_field(
             req, "authn", call->authn_kind == HF_CSE_AUTHN_DELEGATED ? "delegated" : "migration");

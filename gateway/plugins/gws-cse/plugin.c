@@ -48,20 +48,15 @@ static unsigned http_status_of(const char *name)
 }
 
 /* {"code": HTTP status, "message": what went wrong, "details": the error's name}: details is
- * a string, never a trace (spec, "Errors"). Messages may quote input, so they are kept to
- * printable ASCII here once. */
+ * a string, never a trace (spec, "Errors"). The gateway hands over printable ASCII (plugin.h,
+ * error_body), so a message that quotes input is safe as it is. */
 static struct json_object *cse_error_body(const char *name, const char *message)
 {
-    char msg[512];
-    size_t n = 0;
     struct json_object *o = json_object_new_object();
 
-    for (const char *p = message ? message : ""; *p && n < sizeof(msg) - 1; p++)
-        msg[n++] = (*p >= 0x20 && *p <= 0x7e) ? *p : '?';
-    msg[n] = '\0';
     if (o == NULL ||
         json_object_object_add(o, "code", json_object_new_int((int)http_status_of(name))) ||
-        json_object_object_add(o, "message", json_object_new_string(msg)) ||
+        json_object_object_add(o, "message", json_object_new_string(message ? message : "")) ||
         json_object_object_add(o, "details", json_object_new_string(name ? name : "INTERNAL"))) {
         json_object_put(o);
         return NULL;
