@@ -115,8 +115,7 @@ static void effective_set(struct hf_cse_call *call)
  * request's one record, success or failure. */
 static void audit_set(const struct hf_cse_call *call, struct hf_request *req)
 {
-    const char *authn_user =
-        call->authn ? hf_cse_authn_identity(hf_jwt_claims(call->authn)) : NULL;
+    const char *authn_user = call->authn ? hf_cse_authn_identity(hf_jwt_claims(call->authn)) : NULL;
 
     hf_request_set_audit(req, call->user, NULL, call->px->kek);
     hf_request_set_link(req, HF_CSE_LINK_TYPE, call->px->kek);
