@@ -282,6 +282,11 @@ void hf_gw_p11_close(void)
     /* C_Finalize closes every session, the threads' included. */
     p11.fn->C_Finalize(NULL);
     atomic_fetch_add(&p11.generation, 1);
+    /* Worker threads free their session record as they end; the closing thread (holdfastd's
+     * main, a test's) would otherwise carry its own to exit. */
+    pthread_once(&p11.key_once, key_make);
+    free(pthread_getspecific(p11.key));
+    pthread_setspecific(p11.key, NULL);
     /* The module is never dlclose'd: a thread of its (the audit writer) could still be leaving,
      * and sanitizer reports are clearer with its symbols mapped. */
     p11.fn = NULL;
