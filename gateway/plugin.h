@@ -18,7 +18,9 @@
  * fails before the handler calls hf_request_set_authenticated (and the gateway's own 404, 405 and
  * 413) is refused before authentication: it is counted, and one summary record per source address
  * and error per interval stands for all such requests (gateway/preauth.h), so an anonymous flood
- * can neither fill the audit log nor hold a thread; it is answered at once.
+ * can neither fill the audit log nor hold a thread; it is answered at once. `[audit]
+ * success_events.<api> = no` drops the records of that API's successes, key operations' included
+ * (the module's HF_SetRequestAudit, 1.4); failures are always recorded.
  *
  * Config: sections named "<plugin name>" or "<plugin name>:<instance>" (e.g. "aws-xks:store1")
  * belong to the plugin. On start and on every SIGHUP the gateway builds a fresh state with
@@ -32,10 +34,11 @@
 #include <stdint.h>
 
 #include <json-c/json.h>
+#include <openssl/types.h>
 
 #include "pkcs11/module/holdfast.h"
 
-#define HF_PLUGIN_ABI_VERSION 3
+#define HF_PLUGIN_ABI_VERSION 4
 
 #if defined(__GNUC__)
 #define HF_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -127,6 +130,11 @@ struct hf_plugin {
     void (*destroy)(void *state);
 };
 
+/* The error body {"code":name,"message":message} of the APIs whose "code" is the HTTP status as
+ * a string (OCI EKMS, SAP HYOK): such a plugin names each row of its error table by its status
+ * ("400") and points error_body here. */
+struct json_object *hf_error_body_code_message(const char *name, const char *message);
+
 /* The one symbol a plugin exports. */
 HF_PLUGIN_EXPORT const struct hf_plugin *hf_plugin_entry(void);
 
@@ -146,6 +154,9 @@ uint64_t hf_request_received_us(const struct hf_request *req); /* CLOCK_MONOTONI
  * sans is a NUL-separated list ending with an empty string. */
 const char *hf_request_client_subject(const struct hf_request *req);
 const char *hf_request_client_sans(const struct hf_request *req);
+/* SHA-256 of the verified client certificate (the leaf's DER), for pinning it (SAP HYOK pins one
+ * or two per keystore): true with out filled, false when none was presented. */
+bool hf_request_client_cert_sha256(const struct hf_request *req, unsigned char out[32]);
 
 /* One of the API's own audit fields (access reason, resource name, caller email, ...): name is
  * [a-z0-9_]{1,32}, value any UTF-8 (copied, NULL removes it); at most HF_AUDIT_FIELDS_MAX per
@@ -248,6 +259,27 @@ enum hf_status hf_keys_by_version_uuid(const char *link_type, const char *versio
  * decrypt. Never fails the request: the caller does, in its API's words. */
 enum hf_status hf_keys_decrypt_version(const struct hf_key_ref *key, CK_ULONG version,
                                        CK_OBJECT_HANDLE *object);
+
+/* One version of a key, as the APIs that name versions by UUID (OCI, SAP, DKE) see it. */
+struct hf_key_version {
+    CK_ULONG version;        /* its number: 1 for the first, +1 per rotation */
+    char uuid[37];           /* CKA_HF_VERSION_UUID */
+    CK_ULONG state;          /* HF_STATE_* (never HF_STATE_DESTROYED: those are not found) */
+    int64_t created;         /* CKA_HF_CREATED: seconds since the epoch */
+    CK_OBJECT_HANDLE object; /* the secret or private key object */
+    CK_OBJECT_HANDLE pub;    /* the public key object (RSA, EC), else CK_INVALID_HANDLE */
+};
+/* The version of key whose UUID is version_uuid, cached like hf_keys_version (a request names
+ * versions on the hot path: SAP decrypts, DKE decrypts). HF_STATUS_KEY_NOT_FOUND when no
+ * version of this key has that UUID, or it is destroyed; HF_STATUS_UNAVAILABLE when the module
+ * cannot be asked. The state rules are the caller's (hf_key_may with out->state). */
+enum hf_status hf_keys_version_by_uuid(const struct hf_key_ref *key, const char *version_uuid,
+                                       struct hf_key_version *out);
+/* Every version of key that is not destroyed, oldest first, read from the module on each call
+ * (a listing: SAP get-versions-metadata): *out malloc'd (free(); NULL when *n is 0).
+ * HF_STATUS_UNAVAILABLE when the module cannot be asked, HF_STATUS_INTERNAL out of memory. */
+enum hf_status hf_keys_versions(const struct hf_key_ref *key, struct hf_key_version **out,
+                                size_t *n);
 
 /* The operations a cloud call maps onto, for the one "may this key do it" rule. */
 enum hf_key_op {
@@ -522,6 +554,34 @@ CK_RV hf_blob_seal(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HAND
 CK_RV hf_blob_open(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
                    const char *api, const char *key_uuid, const struct hf_blob *blob,
                    const unsigned char *aad, size_t aad_len, unsigned char *pt);
+
+/* ---- AES-GCM and RSA through PKCS#11 (provided by holdfastd; gateway/p11-crypt.c) ------------
+ * One key operation each, on session s from hf_p11_begin (so it is the request's audited one). */
+
+/* CKM_AES_GCM with a 96-bit IV, a 128-bit tag and aad as given (NULL when aad_len is 0): sealed
+ * gets pt_len + HF_BLOB_TAG_LEN bytes, C || T. */
+CK_RV hf_gcm_seal(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                  const unsigned char iv[12], const unsigned char *aad, size_t aad_len,
+                  const unsigned char *pt, size_t pt_len, unsigned char *sealed);
+/* Opens C || T (sealed_len >= HF_BLOB_TAG_LEN) into pt (sealed_len - HF_BLOB_TAG_LEN bytes;
+ * cleansed on failure). A failed tag is CKR_ENCRYPTED_DATA_INVALID. */
+CK_RV hf_gcm_open(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                  const unsigned char iv[12], const unsigned char *aad, size_t aad_len,
+                  const unsigned char *sealed, size_t sealed_len, unsigned char *pt);
+/* CKM_RSA_PKCS_OAEP with hash (CKM_SHA_1, CKM_SHA256, CKM_SHA384, CKM_SHA512), MGF1 on the same
+ * hash and an empty label. *out_len: the room in out on entry (the modulus length is enough),
+ * the length written on return. Decrypt takes the private key object; a padding failure is
+ * CKR_ENCRYPTED_DATA_INVALID (out cleansed). Encrypt takes the public key object. */
+CK_RV hf_rsa_oaep_decrypt(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key,
+                          CK_MECHANISM_TYPE hash, const unsigned char *in, size_t in_len,
+                          unsigned char *out, size_t *out_len);
+CK_RV hf_rsa_oaep_encrypt(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE pub,
+                          CK_MECHANISM_TYPE hash, const unsigned char *in, size_t in_len,
+                          unsigned char *out, size_t *out_len);
+/* The public key of an RSA key object (private or public face: its CKA_MODULUS and
+ * CKA_PUBLIC_EXPONENT) as an OpenSSL key (EVP_PKEY_free), read on this thread's session: SAP's
+ * PEM, DKE's modulus. NULL if it cannot be read. */
+EVP_PKEY *hf_rsa_public_pkey(CK_OBJECT_HANDLE key);
 
 /* ---- randomness (provided by holdfastd; OpenSSL's DRBG underneath) -------------------------- */
 
