@@ -110,28 +110,6 @@ done:
     return st;
 }
 
-/* CKA_MODULUS and CKA_PUBLIC_EXPONENT (the module gives both on private and public RSA
- * objects) on this thread's lookup session, so reading a key set never consumes, or is refused
- * by, a request's context. */
-static CK_RV rsa_public_read(CK_OBJECT_HANDLE key, unsigned char *n, CK_ULONG *nlen,
-                             unsigned char *e, CK_ULONG *elen)
-{
-    CK_FUNCTION_LIST_PTR p11 = hf_p11_functions();
-    CK_ATTRIBUTE a[] = {{CKA_MODULUS, n, *nlen}, {CKA_PUBLIC_EXPONENT, e, *elen}};
-    CK_SESSION_HANDLE s;
-    CK_RV rv = CKR_CRYPTOKI_NOT_INITIALIZED;
-
-    for (int attempt = 0; p11; attempt++) {
-        if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return rv;
-        rv = p11->C_GetAttributeValue(s, key, a, 2);
-        if (attempt > 0 || !hf_gw_p11_rv_is_session_lost(rv)) break;
-        hf_gw_p11_sessions_drop();
-    }
-    *nlen = a[0].ulValueLen;
-    *elen = a[1].ulValueLen;
-    return rv;
-}
-
 /* A JWK integer: base64url of its unsigned big-endian bytes, no leading zeros (RFC 7518
  * section 6.3.1). */
 static struct json_object *jwk_uint(const unsigned char *b, CK_ULONG len)
@@ -154,7 +132,7 @@ HF_PLUGIN_EXPORT struct json_object *hf_jwk_rsa_public(CK_OBJECT_HANDLE key, con
     CK_ULONG nlen = sizeof(n), elen = sizeof(e);
     struct json_object *jwk = NULL;
 
-    if (!kid || rsa_public_read(key, n, &nlen, e, &elen) != CKR_OK || nlen == 0 || elen == 0)
+    if (!kid || hf_gw_rsa_public_read(key, n, &nlen, e, &elen) != CKR_OK || nlen == 0 || elen == 0)
         return NULL;
     if (!(jwk = json_object_new_object()) ||
         json_object_object_add(jwk, "kty", json_object_new_string("RSA")) ||

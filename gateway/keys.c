@@ -8,6 +8,7 @@
  * thread's lookup session, which never carries a request context. */
 #include "hf-build.h"
 
+#include "gateway/keys-internal.h"
 #include "gateway/keys.h"
 #include "gateway/p11.h"
 
@@ -21,24 +22,9 @@
 #define SHARDS 64
 #define BUCKETS_PER_SHARD 64
 
-struct entry {
-    struct entry *next;
-    /* "L\x1ftype\x1fid" (a link: ref), "V\x1fuuid\x1fversion" (a version: object, state,
-     * version_uuid) or "U\x1ftype\x1fversion uuid" (a version by UUID: ref.uuid, version,
-     * link_id) */
-    char *key;
-    uint64_t fetched_us;
-    enum hf_status status; /* what the lookup answered: OK or KEY_NOT_FOUND */
-    struct hf_key_ref ref;
-    CK_OBJECT_HANDLE object;
-    CK_ULONG state, version;
-    char version_uuid[37];
-    char link_id[256];
-};
-
 struct shard {
     pthread_rwlock_t lock; /* guards buckets and every entry in them */
-    struct entry *buckets[BUCKETS_PER_SHARD];
+    struct hf_gw_keys_entry *buckets[BUCKETS_PER_SHARD];
 };
 
 static struct shard shards[SHARDS];
@@ -61,7 +47,7 @@ static uint32_t hash_of(const char *s)
 }
 
 /* A copy of the entry for key, if cached. */
-static bool cache_get(const char *key, struct entry *out)
+bool hf_gw_keys_cache_get(const char *key, struct hf_gw_keys_entry *out)
 {
     uint32_t h = hash_of(key);
     struct shard *sh = &shards[h % SHARDS];
@@ -69,7 +55,7 @@ static bool cache_get(const char *key, struct entry *out)
 
     pthread_once(&shards_once, shards_init);
     pthread_rwlock_rdlock(&sh->lock);
-    for (struct entry *e = sh->buckets[(h / SHARDS) % BUCKETS_PER_SHARD]; e; e = e->next)
+    for (struct hf_gw_keys_entry *e = sh->buckets[(h / SHARDS) % BUCKETS_PER_SHARD]; e; e = e->next)
         if (strcmp(e->key, key) == 0) {
             *out = *e;
             out->next = NULL;
@@ -81,11 +67,11 @@ static bool cache_get(const char *key, struct entry *out)
     return found;
 }
 
-static void cache_put(const char *key, const struct entry *value)
+void hf_gw_keys_cache_put(const char *key, const struct hf_gw_keys_entry *value)
 {
     uint32_t h = hash_of(key);
     struct shard *sh = &shards[h % SHARDS];
-    struct entry **slot, *e;
+    struct hf_gw_keys_entry **slot, *e;
 
     pthread_once(&shards_once, shards_init);
     pthread_rwlock_wrlock(&sh->lock);
@@ -93,7 +79,7 @@ static void cache_put(const char *key, const struct entry *value)
     for (e = *slot; e; e = e->next)
         if (strcmp(e->key, key) == 0) break;
     if (e) {
-        struct entry *next = e->next;
+        struct hf_gw_keys_entry *next = e->next;
         char *k = e->key;
         *e = *value;
         e->next = next;
@@ -115,9 +101,9 @@ void hf_gw_keys_flush(void)
     for (size_t i = 0; i < SHARDS; i++) {
         pthread_rwlock_wrlock(&shards[i].lock);
         for (size_t b = 0; b < BUCKETS_PER_SHARD; b++) {
-            struct entry *e = shards[i].buckets[b];
+            struct hf_gw_keys_entry *e = shards[i].buckets[b];
             while (e) {
-                struct entry *next = e->next;
+                struct hf_gw_keys_entry *next = e->next;
                 free(e->key);
                 free(e);
                 atomic_fetch_sub(&nentries, 1);
@@ -140,8 +126,8 @@ static const unsigned char OID_P256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
                                          0xce, 0x3d, 0x03, 0x01, 0x07};
 static const unsigned char OID_P384[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22};
 
-static CK_RV find_all(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_ATTRIBUTE *tmpl, CK_ULONG n,
-                      CK_OBJECT_HANDLE *found, CK_ULONG max, CK_ULONG *nfound)
+CK_RV hf_gw_keys_find_all(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_ATTRIBUTE *tmpl,
+                          CK_ULONG n, CK_OBJECT_HANDLE *found, CK_ULONG max, CK_ULONG *nfound)
 {
     CK_RV rv = f->C_FindObjectsInit(s, tmpl, n);
 
@@ -179,7 +165,7 @@ static enum hf_status current_find(CK_SESSION_HANDLE s, const char *uuid, struct
     CK_RV rv;
 
     if (!f) return HF_STATUS_UNAVAILABLE;
-    rv = find_all(f, s, tmpl, 2, found, 4, &n);
+    rv = hf_gw_keys_find_all(f, s, tmpl, 2, found, 4, &n);
     if (rv != CKR_OK) {
         if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
         return HF_STATUS_UNAVAILABLE;
@@ -278,8 +264,8 @@ static enum hf_status link_read(const char *type, const char *id, HF_LINK_INFO *
 
 /* The key behind info into out: the old entry's objects when they still are the current version
  * of the same key, else found anew. */
-static enum hf_status key_fetch(const HF_LINK_INFO *info, const struct entry *old,
-                                struct entry *out)
+static enum hf_status key_fetch(const HF_LINK_INFO *info, const struct hf_gw_keys_entry *old,
+                                struct hf_gw_keys_entry *out)
 {
     CK_SESSION_HANDLE s;
 
@@ -309,7 +295,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const cha
                                                 struct hf_key_ref *out)
 {
     char key[600];
-    struct entry cached, fresh;
+    struct hf_gw_keys_entry cached, fresh;
     HF_LINK_INFO info;
     bool have, found;
     enum hf_status st;
@@ -319,11 +305,11 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const cha
         return HF_STATUS_KEY_NOT_FOUND; /* no link id is that long */
     if ((st = link_read(link_type, link_id, &info, &found)) != HF_STATUS_OK) return st;
     if (!found) return HF_STATUS_KEY_NOT_FOUND;
-    have = cache_get(key, &cached);
+    have = hf_gw_keys_cache_get(key, &cached);
     if (!have || strcmp(cached.ref.uuid, info.key_uuid) != 0 ||
         hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
         if ((st = key_fetch(&info, have ? &cached : NULL, &fresh)) != HF_STATUS_OK) return st;
-        cache_put(key, &fresh);
+        hf_gw_keys_cache_put(key, &fresh);
         cached = fresh;
     }
     if (cached.status != HF_STATUS_OK) return cached.status;
@@ -333,7 +319,8 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const cha
 }
 
 static enum hf_status version_fetch(const struct hf_key_ref *key, CK_ULONG version,
-                                    const struct entry *old, struct entry *out)
+                                    const struct hf_gw_keys_entry *old,
+                                    struct hf_gw_keys_entry *out)
 {
     CK_FUNCTION_LIST_PTR f = hf_p11_functions();
     CK_OBJECT_CLASS cls = key->key_type == CKK_AES ? CKO_SECRET_KEY : CKO_PRIVATE_KEY;
@@ -360,7 +347,7 @@ static enum hf_status version_fetch(const struct hf_key_ref *key, CK_ULONG versi
         out->status = out->state == HF_STATE_DESTROYED ? HF_STATUS_KEY_NOT_FOUND : HF_STATUS_OK;
         return HF_STATUS_OK;
     }
-    rv = find_all(f, s, tmpl, 3, found, 2, &n);
+    rv = hf_gw_keys_find_all(f, s, tmpl, 3, found, 2, &n);
     if (rv != CKR_OK) {
         if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
         return HF_STATUS_UNAVAILABLE;
@@ -384,7 +371,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_version_info(const struct hf_key_ref *ke
                                                      char version_uuid[37])
 {
     char ckey[80];
-    struct entry cached, fresh;
+    struct hf_gw_keys_entry cached, fresh;
     bool have;
     enum hf_status st;
 
@@ -397,11 +384,11 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_version_info(const struct hf_key_ref *ke
     }
     if (version == 0) return HF_STATUS_KEY_NOT_FOUND;
     snprintf(ckey, sizeof(ckey), "V\x1f%.36s\x1f%lu", key->uuid, (unsigned long)version);
-    have = cache_get(ckey, &cached);
+    have = hf_gw_keys_cache_get(ckey, &cached);
     if (!have || hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
         if ((st = version_fetch(key, version, have ? &cached : NULL, &fresh)) != HF_STATUS_OK)
             return st;
-        cache_put(ckey, &fresh);
+        hf_gw_keys_cache_put(ckey, &fresh);
         cached = fresh;
     }
     if (cached.status != HF_STATUS_OK) return cached.status;
@@ -421,7 +408,8 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_version(const struct hf_key_ref *key, CK
 
 /* The key and number of the version uuid names (any face of it: all share CKA_HF_VERSION_UUID),
  * and the link of link_type that reaches that key (HF_GetKeyLink), into out. */
-static enum hf_status version_uuid_fetch(const char *link_type, const char *uuid, struct entry *out)
+static enum hf_status version_uuid_fetch(const char *link_type, const char *uuid,
+                                         struct hf_gw_keys_entry *out)
 {
     CK_FUNCTION_LIST_PTR f = hf_p11_functions();
     const HF_FUNCTION_LIST *v = hf_p11_vendor();
@@ -436,7 +424,7 @@ static enum hf_status version_uuid_fetch(const char *link_type, const char *uuid
     if (hf_gw_p11_lookup_session(&s) != CKR_OK) return HF_STATUS_UNAVAILABLE;
     out->fetched_us = hf_now_us();
     out->status = HF_STATUS_KEY_NOT_FOUND;
-    rv = find_all(f, s, tmpl, 1, found, 1, &n);
+    rv = hf_gw_keys_find_all(f, s, tmpl, 1, found, 1, &n);
     if (rv != CKR_OK) {
         if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
         return HF_STATUS_UNAVAILABLE;
@@ -466,7 +454,7 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_version_uuid(const char *link_type,
                                                         char link_id[256])
 {
     char ckey[80];
-    struct entry cached;
+    struct hf_gw_keys_entry cached;
     enum hf_status st;
 
     if (!link_type || !version_uuid || !out || !version || !link_id) return HF_STATUS_INTERNAL;
@@ -474,11 +462,11 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_version_uuid(const char *link_type,
         return HF_STATUS_KEY_NOT_FOUND;
     snprintf(ckey, sizeof(ckey), "U\x1f%s\x1f%s", link_type, version_uuid);
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (attempt > 0 || !cache_get(ckey, &cached) ||
+        if (attempt > 0 || !hf_gw_keys_cache_get(ckey, &cached) ||
             hf_now_us() - cached.fetched_us > HF_GW_KEYS_MAX_AGE_US) {
             if ((st = version_uuid_fetch(link_type, version_uuid, &cached)) != HF_STATUS_OK)
                 return st;
-            cache_put(ckey, &cached);
+            hf_gw_keys_cache_put(ckey, &cached);
         }
         if (cached.status != HF_STATUS_OK) return cached.status;
         st = hf_keys_by_link(link_type, cached.link_id, out);

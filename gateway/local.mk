@@ -30,6 +30,9 @@ GATEWAY_SOURCES = \
 	gateway/key-check.c \
 	gateway/blob.c gateway/blob.h \
 	gateway/blob-gcm.c \
+	gateway/p11-crypt.c \
+	gateway/error-body.c \
+	gateway/keys-versions.c \
 	gateway/audit.c gateway/audit.h \
 	gateway/audit-fields.c \
 	gateway/preauth.c gateway/preauth.h \

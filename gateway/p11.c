@@ -31,6 +31,7 @@ static struct {
     bool has_audit_request; /* vendor interface 1.1 */
     bool has_audit_summary; /* 1.2: HF_AuditSummary and HF_GetAuditStatus */
     bool has_1_3;           /* HF_RegisterLinkType, HF_SetRequestFields, HF_GetKeyLink */
+    bool has_1_4;           /* HF_SetRequestAudit */
     CK_SLOT_ID slot;
     CK_SESSION_HANDLE login_session;
     char *module;
@@ -193,6 +194,7 @@ static void vendor_find(void)
     p11.has_audit_summary = v->version.minor >= 2 && v->HF_AuditSummary && v->HF_GetAuditStatus;
     p11.has_1_3 = v->version.minor >= 3 && v->HF_RegisterLinkType && v->HF_SetRequestFields &&
                   v->HF_GetKeyLink;
+    p11.has_1_4 = p11.has_1_3 && v->version.minor >= 4 && v->HF_SetRequestAudit;
 }
 
 /* Holdfast's module lets only its gateway login attach request contexts; a gateway started with
@@ -294,6 +296,7 @@ void hf_gw_p11_close(void)
     p11.has_audit_request = false;
     p11.has_audit_summary = false;
     p11.has_1_3 = false;
+    p11.has_1_4 = false;
     free(p11.module);
     p11.module = NULL;
 }
@@ -446,6 +449,9 @@ HF_PLUGIN_EXPORT CK_RV hf_p11_begin(struct hf_request *req, const char *operatio
         if ((rv = session_get(&ts->op, &s)) != CKR_OK) return rv;
         rv = p11.vendor ? context_set(req, operation, s) : CKR_OK;
         if (rv == CKR_OK && p11.has_1_3 && req->naudit_fields > 0) rv = fields_set(req, s);
+        /* An API whose successes go unrecorded: its key operations' too, failures still are. */
+        if (rv == CKR_OK && p11.has_1_4 && !hf_gw_request_success_events(req))
+            rv = p11.vendor->HF_SetRequestAudit(s, HF_REQUEST_AUDIT_FAILURES_ONLY);
         if (rv == CKR_OK && p11.vendor && (!req->p11_began || req->p11_session != s))
             rv = p11.vendor->HF_GetLastAuditSeq(s, &req->seq_before);
         if (rv == CKR_OK) break;

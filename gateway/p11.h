@@ -24,6 +24,10 @@ CK_RV hf_gw_p11_lookup_session(CK_SESSION_HANDLE *session);
  * ones. */
 void hf_gw_p11_sessions_drop(void);
 bool hf_gw_p11_rv_is_session_lost(CK_RV rv);
+/* An RSA object's CKA_MODULUS and CKA_PUBLIC_EXPONENT on this thread's lookup session (p11-crypt.c;
+ * *nlen, *elen: room in, length out). */
+CK_RV hf_gw_rsa_public_read(CK_OBJECT_HANDLE key, unsigned char *n, CK_ULONG *nlen,
+                            unsigned char *e, CK_ULONG *elen);
 
 /* Whether the module can record a request that made no key operation (HF_AuditRequest). */
 bool hf_gw_p11_has_audit_request(void);

@@ -186,6 +186,20 @@ bool hf_request_peer_set(struct hf_request *req, const char *subject, const char
     return true;
 }
 
+void hf_request_peer_sha256_set(struct hf_request *req, const unsigned char sha256[32])
+{
+    if (!req) return;
+    req->has_cert_sha256 = sha256 != NULL;
+    if (sha256) memcpy(req->cert_sha256, sha256, sizeof(req->cert_sha256));
+    req->peer_read = true;
+}
+
+bool hf_gw_request_success_events(const struct hf_request *req)
+{
+    return req->route ? req->route->plugin->success_events
+                      : hf_gw_config_success_events(req->gen ? req->gen->config : NULL, req->api);
+}
+
 enum hf_status hf_request_outcome(const struct hf_request *req, unsigned *http_status,
                                   const char **body, const char **message)
 {
@@ -296,7 +310,9 @@ static void peer_read(const struct hf_request *req)
 
     if (r->peer_read) return;
     r->peer_read = true;
-    if (r->conn) hf_gw_tls_peer(r->conn, &r->client_subject, &r->client_sans);
+    if (r->conn)
+        r->has_cert_sha256 =
+            hf_gw_tls_peer(r->conn, &r->client_subject, &r->client_sans, r->cert_sha256);
 }
 
 HF_PLUGIN_EXPORT const char *hf_request_client_subject(const struct hf_request *req)
@@ -311,6 +327,15 @@ HF_PLUGIN_EXPORT const char *hf_request_client_sans(const struct hf_request *req
     if (!req) return NULL;
     peer_read(req);
     return req->client_sans;
+}
+
+HF_PLUGIN_EXPORT bool hf_request_client_cert_sha256(const struct hf_request *req,
+                                                    unsigned char out[32])
+{
+    if (!req || !out) return false;
+    peer_read(req);
+    if (req->has_cert_sha256) memcpy(out, req->cert_sha256, sizeof(req->cert_sha256));
+    return req->has_cert_sha256;
 }
 
 static void str_replace(char **field, const char *value)

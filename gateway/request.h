@@ -58,6 +58,8 @@ struct hf_request {
     bool peer_read;
     char *client_subject;
     char *client_sans; /* NUL-separated, ending with an empty string */
+    bool has_cert_sha256;
+    unsigned char cert_sha256[32]; /* the leaf's DER, hashed */
 
     /* routing: the configuration generation this request runs on holds the route alive */
     struct hf_gw_generation *gen;
@@ -120,6 +122,10 @@ bool hf_request_body_append(struct hf_request *req, const void *data, size_t len
  * ending with an empty string, as hf_request_client_sans returns it). */
 bool hf_request_peer_set(struct hf_request *req, const char *subject, const char *sans,
                          size_t sanslen);
+/* And the leaf's SHA-256 hf_request_client_cert_sha256 gives (NULL: none presented). */
+void hf_request_peer_sha256_set(struct hf_request *req, const unsigned char sha256[32]);
+/* Whether the request's API records its successes ([audit] success_events, per API). */
+bool hf_gw_request_success_events(const struct hf_request *req);
 
 /* reply.c: frees the extra response headers (hf_request_free). */
 void hf_gw_reply_headers_clear(struct hf_request *req);

@@ -302,12 +302,6 @@ static enum MHD_Result audit_wait(struct hf_request *req, CK_ULONG_LONG seq)
     return MHD_YES;
 }
 
-static bool success_events_of(const struct hf_request *req)
-{
-    return req->route ? req->route->plugin->success_events
-                      : hf_gw_config_success_events(req->gen ? req->gen->config : NULL, req->api);
-}
-
 /* After the handler (or a refusal): settle the outcome, make sure of the audit record, and
  * answer once it is durable. */
 static enum MHD_Result request_finish(struct hf_request *req)
@@ -315,7 +309,7 @@ static enum MHD_Result request_finish(struct hf_request *req)
     CK_ULONG_LONG seq = 0;
 
     outcome_settle(req);
-    if (!hf_gw_audit_record(req, success_events_of(req), &seq)) audit_failed(req);
+    if (!hf_gw_audit_record(req, hf_gw_request_success_events(req), &seq)) audit_failed(req);
     if (seq == 0) return respond(req);
     return audit_wait(req, seq);
 }
@@ -343,7 +337,7 @@ static enum MHD_Result refuse_early(struct hf_request *req, struct MHD_Connectio
      * closes after the answer instead of reading the body. */
     req->close_after = true;
     outcome_settle(req);
-    if (!hf_gw_audit_record(req, success_events_of(req), &seq)) audit_failed(req);
+    if (!hf_gw_audit_record(req, hf_gw_request_success_events(req), &seq)) audit_failed(req);
     if (seq && v && v->HF_AuditWaitDurable(seq) != CKR_OK) audit_failed(req);
     req->audit_seq = seq;
     return respond(req);
@@ -404,7 +398,7 @@ static enum MHD_Result refuse_mid_body(struct hf_request *req, struct MHD_Connec
 
     req->close_after = true;
     outcome_settle(req);
-    if (!hf_gw_audit_record(req, success_events_of(req), &seq)) audit_failed(req);
+    if (!hf_gw_audit_record(req, hf_gw_request_success_events(req), &seq)) audit_failed(req);
     if (seq && v && v->HF_AuditWaitDurable(seq) != CKR_OK) audit_failed(req);
     req->audit_seq = seq;
     reason = MHD_get_reason_phrase_for(req->http_status);

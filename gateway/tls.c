@@ -20,6 +20,7 @@
 #include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 /* One listener's TLS: loaded at start, read-only afterwards (handshakes read it unlocked). */
 struct tls_ctx {
@@ -422,7 +423,18 @@ int hf_gw_tls_cert_retrieve(gnutls_session_t session, const gnutls_datum_t *req_
     return 0;
 }
 
-void hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans)
+/* The leaf as presented (DER), hashed: what a pin names. */
+static bool leaf_sha256(gnutls_session_t session, unsigned char sha256[32])
+{
+    const gnutls_datum_t *chain;
+    unsigned n = 0;
+
+    if (!(chain = gnutls_certificate_get_peers(session, &n)) || n == 0) return false;
+    return SHA256(chain[0].data, chain[0].size, sha256) != NULL;
+}
+
+bool hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans,
+                    unsigned char sha256[32])
 {
     const union MHD_ConnectionInfo *info;
     const struct tls_ctx *c;
@@ -431,14 +443,15 @@ void hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans)
 
     *subject = NULL;
     *sans = NULL;
-    if (!conn) return;
+    if (!conn) return false;
     info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!info || !info->tls_session) return;
+    if (!info || !info->tls_session) return false;
     /* Only a listener that checks client certificates has one worth naming. */
     c = ctx_of_session((gnutls_session_t)info->tls_session);
-    if (!c || !c->trust) return;
-    if (!(crt = peer_cert((gnutls_session_t)info->tls_session))) return;
+    if (!c || !c->trust) return false;
+    if (!(crt = peer_cert((gnutls_session_t)info->tls_session))) return false;
     *subject = dn_of(crt);
     *sans = sans_of(crt, &len);
     gnutls_x509_crt_deinit(crt);
+    return leaf_sha256((gnutls_session_t)info->tls_session, sha256);
 }

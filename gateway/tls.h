@@ -43,6 +43,7 @@ int hf_gw_tls_cert_retrieve(gnutls_session_t session, const gnutls_datum_t *req_
  * (NUL-separated, ending with an empty string). Both NULL without TLS, on a listener that asks
  * for none, or when an optional one was not presented.
  * The strings are new (free()). */
-void hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans);
+bool hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans,
+                    unsigned char sha256[32]);
 
 #endif /* HF_GATEWAY_TLS_H */

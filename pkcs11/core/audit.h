@@ -102,6 +102,9 @@ struct hf_audit_record {
     /* An authenticated key operation (a logged-in PKCS#11 session, the CLI, a gateway request
      * that passed its API's authentication): may use the free-space reserve. */
     bool authenticated;
+    /* Written only when result is not CKR_OK (a request of an API whose successes go
+     * unrecorded, holdfast.h's HF_REQUEST_AUDIT_FAILURES_ONLY). */
+    bool failures_only;
 };
 
 CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out);

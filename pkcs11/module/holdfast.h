@@ -73,7 +73,7 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 3
+#define HF_INTERFACE_VERSION_MINOR 4
 
 /* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
  * identical typedef is legal C11, should a newer header bring one). */
@@ -140,6 +140,11 @@ static inline CK_BBOOL hf_name_is_valid(const char *name, unsigned long max, cha
     return len > 0 ? CK_TRUE : CK_FALSE;
 }
 
+/* 1.4: HF_SetRequestAudit flags. A request whose API records no successes ([audit]
+ * success_events.<api> = no in holdfastd.conf): the next key operation's record is written only
+ * if the operation fails. */
+#define HF_REQUEST_AUDIT_FAILURES_ONLY 0x1UL
+
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
  * thread: it must not block. */
 typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);
@@ -188,6 +193,10 @@ typedef struct HF_FUNCTION_LIST {
      * CKR_BUFFER_TOO_SMALL with *len set; CKR_KEY_HANDLE_INVALID when no such link. */
     CK_RV (*HF_GetKeyLink)(CK_SESSION_HANDLE session, const char *key_uuid, const char *link_type,
                            char *link_id, CK_ULONG *len);
+    /* 1.4: how the session's next key operation is recorded (HF_REQUEST_AUDIT_* flags; 0: as
+     * always), spent with the request context it follows (HF_SetRequestContext first: it clears
+     * them). The gateway login only, as HF_SetRequestFields. */
+    CK_RV (*HF_SetRequestAudit)(CK_SESSION_HANDLE session, CK_FLAGS flags);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 

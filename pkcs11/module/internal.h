@@ -280,6 +280,7 @@ struct hf_session {
     bool has_ctx;
     char
         *fields; /* 1.3: the request's audit fields, canonical (audit-fields.h); cleared with ctx */
+    CK_FLAGS audit_flags; /* 1.4: HF_REQUEST_AUDIT_*; cleared with ctx */
     uint64_t last_audit_seq;
 };
 

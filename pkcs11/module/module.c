@@ -58,9 +58,9 @@ CK_VERSION hf_module_version(void)
 /* The one writer of module audit records: ctx (may be NULL) is the gateway's request. A record
  * is authenticated (may use the audit log's free-space reserve) when the application is logged
  * in and the record is not a summary of requests its caller refused before authentication. */
-static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, const char *operation,
-                         const struct hf_object *obj, const char *detail, CK_RV result,
-                         uint64_t started_us, bool preauth, uint64_t *seq)
+static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_FLAGS flags,
+                         const char *operation, const struct hf_object *obj, const char *detail,
+                         CK_RV result, uint64_t started_us, bool preauth, uint64_t *seq)
 {
     struct hf_audit_record rec = {0};
     char detail_buf[512], key_buf[32], name_buf[48];
@@ -73,6 +73,7 @@ static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, cons
     rec.operation = operation;
     rec.detail = detail;
     rec.fields = fields;
+    rec.failures_only = (flags & HF_REQUEST_AUDIT_FAILURES_ONLY) != 0;
     if (ctx && (ctx->operation || ctx->detail)) {
         /* The record names the API's operation; the PKCS#11 one stays visible in the detail. */
         snprintf(detail_buf, sizeof(detail_buf), "%s%s%s%s%s", operation ? operation : "",
@@ -106,8 +107,9 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
                       const char *detail, CK_RV result, uint64_t started_us)
 {
     uint64_t seq = 0;
-    CK_RV rv = audit_write(s && s->has_ctx ? &s->ctx : NULL, s ? s->fields : NULL, operation, obj,
-                           detail, result, started_us, false, &seq);
+    CK_RV rv = audit_write(s && s->has_ctx ? &s->ctx : NULL, s ? s->fields : NULL,
+                           s && s->has_ctx ? s->audit_flags : 0, operation, obj, detail, result,
+                           started_us, false, &seq);
 
     if (s) {
         if (rv == CKR_OK) s->last_audit_seq = seq;
@@ -131,7 +133,7 @@ CK_RV hf_module_audit_object(const HF_REQUEST_CONTEXT *ctx, const char *operatio
         who.caller = ctx->caller;
         who.request_id = ctx->request_id;
     }
-    rv = audit_write(&who, NULL, operation, obj, detail, result, 0, false, &seq);
+    rv = audit_write(&who, NULL, 0, operation, obj, detail, result, 0, false, &seq);
     if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);
     return rv;
 }
@@ -140,7 +142,7 @@ CK_RV hf_module_audit_request(const HF_REQUEST_CONTEXT *ctx, const char *fields,
                               bool preauth, CK_ULONG_LONG *seq)
 {
     uint64_t s = 0;
-    CK_RV rv = audit_write(ctx, fields, NULL, NULL, NULL, result, 0, preauth, &s);
+    CK_RV rv = audit_write(ctx, fields, 0, NULL, NULL, NULL, result, 0, preauth, &s);
 
     if (rv == CKR_OK) *seq = s;
     /* A summary refused under the reserve is the gateway's to keep and log, not an error here. */

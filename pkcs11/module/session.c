@@ -82,6 +82,7 @@ void hf_session_clear_ctx(struct hf_session *s)
     s->has_ctx = false;
     free(s->fields);
     s->fields = NULL;
+    s->audit_flags = 0;
 }
 
 static void find_clear(struct hf_session *s)

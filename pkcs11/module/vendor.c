@@ -203,6 +203,23 @@ static CK_RV HF_SetRequestFields(CK_SESSION_HANDLE session, const char *fields)
     return rv;
 }
 
+/* Only the gateway sets a request context, so only it may say how that request is recorded. */
+static CK_RV HF_SetRequestAudit(CK_SESSION_HANDLE session, CK_FLAGS flags)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    if ((flags & ~HF_REQUEST_AUDIT_FAILURES_ONLY) != 0)
+        rv = CKR_ARGUMENTS_BAD;
+    else if (flags && !hf_module_is_gateway())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+        s->audit_flags = flags;
+    hf_session_put(s);
+    return rv;
+}
+
 /* From the store, not a cache: a lookup by version UUID (OCI, SAP, DKE) that the gateway caches
  * for a second, while the link it finds is read through HF_GetLinkInfo on every call. */
 static CK_RV HF_GetKeyLink(CK_SESSION_HANDLE session, const char *key_uuid, const char *link_type,
@@ -255,4 +272,5 @@ const HF_FUNCTION_LIST hf_vendor_functions = {
     HF_RegisterLinkType,
     HF_SetRequestFields,
     HF_GetKeyLink,
+    HF_SetRequestAudit,
 };

@@ -132,5 +132,6 @@ int hf_cmd_audit(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_encrypt(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_decrypt(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_store(struct hf_cli *cli, int argc, char **argv);
+int hf_cmd_uuid(struct hf_cli *cli, int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ GATEWAY_UNIT_TESTS = \
 	tests/unit/test-gateway-metrics \
 	tests/unit/test-gateway-jwt \
 	tests/unit/test-gateway-jwt-sign \
+	tests/unit/test-gateway-p11-crypt \
 	tests/unit/test-gateway-ssrf \
 	tests/unit/test-gateway-outbound
 check_PROGRAMS += $(GATEWAY_UNIT_TESTS)
@@ -62,6 +63,9 @@ tests_unit_test_gateway_jwt_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_jwt_sign_SOURCES = tests/unit/test-gateway-jwt-sign.c
 tests_unit_test_gateway_jwt_sign_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_jwt_sign_LDADD = $(GATEWAY_UNIT_LDADD)
+tests_unit_test_gateway_p11_crypt_SOURCES = tests/unit/test-gateway-p11-crypt.c
+tests_unit_test_gateway_p11_crypt_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
+tests_unit_test_gateway_p11_crypt_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_ssrf_SOURCES = tests/unit/test-gateway-ssrf.c
 tests_unit_test_gateway_ssrf_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_ssrf_LDADD = $(GATEWAY_UNIT_LDADD)

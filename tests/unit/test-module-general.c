@@ -1145,6 +1145,58 @@ static void test_request_fields_land_in_one_record(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
 }
 
+/* 1.4: a request of an API whose successes go unrecorded: its key operation's success writes no
+ * record, a failure still does; the flag is spent with the context; only the gateway sets it. */
+static void test_request_audit_failures_only(void)
+{
+    HF_FUNCTION_LIST *hf = vendor();
+    HF_REQUEST_CONTEXT ctx = {.api = "unit-test", .operation = "decrypt", .request_id = "req-q1"};
+    unsigned char iv[12] = {1}, msg[16] = {2}, ct[64], pt[64];
+    CK_GCM_PARAMS gp = {iv, sizeof(iv), 96, NULL, 0, 128};
+    CK_MECHANISM gcm = {CKM_AES_GCM, &gp, sizeof(gp)};
+    CK_SESSION_HANDLE s = open_session(RW);
+    CK_OBJECT_HANDLE key;
+    CK_ULONG ctlen = sizeof(ct), ptlen = sizeof(pt);
+    char uuid[HF_UUID_LEN + 1];
+    json_object *rec;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    CU_ASSERT_FATAL(hf->version.minor >= 4 && hf->HF_SetRequestAudit);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestAudit(s, HF_REQUEST_AUDIT_FAILURES_ONLY),
+                    CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Login(s, CKU_USER, GW_PIN, GW_PIN_LEN), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestAudit(BAD_SESSION, 0), CKR_SESSION_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestAudit(s, 0x80), CKR_ARGUMENTS_BAD);
+    key = linked_aes_key(s, "aes-failures-only", uuid);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestAudit(s, HF_REQUEST_AUDIT_FAILURES_ONLY), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_EncryptInit(s, &gcm, key), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Encrypt(s, msg, sizeof(msg), ct, &ctlen), CKR_OK);
+    CU_ASSERT_PTR_NULL(audit_record_with("req-q1"));
+    /* A failure of the same kind of request is recorded. */
+    ctx.request_id = "req-q2";
+    ct[0] ^= 1;
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestAudit(s, HF_REQUEST_AUDIT_FAILURES_ONLY), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DecryptInit(s, &gcm, key), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Decrypt(s, ct, ctlen, pt, &ptlen), CKR_ENCRYPTED_DATA_INVALID);
+    rec = audit_record_with("req-q2");
+    CU_ASSERT_PTR_NOT_NULL(rec);
+    json_object_put(rec);
+    /* Spent: the next request, without the flag, records its success. */
+    ctx.request_id = "req-q3";
+    ct[0] ^= 1;
+    ptlen = sizeof(pt);
+    CU_ASSERT_EQUAL(hf->HF_SetRequestContext(s, &ctx), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DecryptInit(s, &gcm, key), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Decrypt(s, ct, ctlen, pt, &ptlen), CKR_OK);
+    rec = audit_record_with("req-q3");
+    CU_ASSERT_PTR_NOT_NULL(rec);
+    json_object_put(rec);
+    CU_ASSERT_EQUAL(p11->C_Logout(s), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseSession(s), CKR_OK);
+}
+
 /* 1.3: the gateway registers a plugin's link type (audited), then links of it can be made;
  * HF_GetKeyLink finds a key's link of a type, two-call. */
 static void test_link_types_register_and_key_links(void)
@@ -1355,6 +1407,7 @@ static CU_TestInfo session_tests[] = {
      test_request_fields_land_in_one_record},
     {"link types are registered by the gateway; a key's link is found by type",
      test_link_types_register_and_key_links},
+    {"a request may record failures only", test_request_audit_failures_only},
     {"a key operation records latency from received_us",
      test_a_key_operation_records_latency_from_received_us},
     {"a forked child initializes again", test_fork_child_initializes_again},
