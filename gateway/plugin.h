@@ -112,6 +112,10 @@ struct hf_plugin {
      * metrics' latency buckets sit around it, and holdfast_requests_within_limit_ratio counts
      * the share of calls answered within it. 0: 250. */
     unsigned latency_limit_ms;
+    /* The largest request body its spec allows, in bytes (OCI and SAP 128 KiB, DKE 16 KiB): a
+     * Content-Length over it is answered 413 before the body is read, a chunked body at the byte
+     * that passes it. 0: [gateway] max_body (default 64 KiB). */
+    size_t max_body;
     const struct hf_route *routes;
     size_t nroutes;
     const struct hf_error_map *errors; /* HF_STATUS_COUNT rows */

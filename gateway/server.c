@@ -665,6 +665,14 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     return hf_request_new("", uri && uri[0] == '/' ? uri : "/");
 }
 
+/* The API's own limit when its plugin declares one (plugin.h's max_body), else [gateway]
+ * max_body; the gateway's endpoints and unrouted requests take the latter. */
+static size_t body_limit(const struct hf_request *req)
+{
+    if (req->route && req->route->plugin->p->max_body) return req->route->plugin->p->max_body;
+    return req->gen ? req->gen->config->max_body : srv.max_body;
+}
+
 static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection *conn,
                                   const char *method, size_t listener)
 {
@@ -734,10 +742,10 @@ static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection 
         hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
         return refuse_early(req, conn);
     }
-    if (req->content_length != UINT64_MAX && req->content_length > gen->config->max_body) {
+    if (req->content_length != UINT64_MAX && req->content_length > body_limit(req)) {
         hf_request_fail(req, HF_STATUS_TOO_LARGE,
                         "a body of %llu bytes is over the limit of %zu bytes",
-                        (unsigned long long)req->content_length, gen->config->max_body);
+                        (unsigned long long)req->content_length, body_limit(req));
         return refuse_early(req, conn);
     }
     req->phase = HF_GW_PHASE_BODY;
@@ -750,7 +758,7 @@ static enum MHD_Result first_call(struct hf_request *req, struct MHD_Connection 
 static void body_take(struct hf_request *req, struct MHD_Connection *conn, const char *data,
                       size_t len)
 {
-    size_t max = req->gen ? req->gen->config->max_body : srv.max_body;
+    size_t max = body_limit(req);
     size_t seen = req->body_len + req->discarded;
 
     conn_body_bytes(conn, len);

@@ -254,6 +254,14 @@ head -c 20000 /dev/zero >"$HF_TMP/big"
 check "$(req big POST /test/v1/links/gw-link/encrypt -H 'Expect:' --data-binary @"$HF_TMP/big")" \
     413 "body over max_body"
 check "$(json big 'd["errorName"]')" TestTooLarge "413 in the plugin's shape"
+# The plugin's own limit (12k) is under [gateway] max_body (16k): it is the one that holds.
+head -c 14000 /dev/zero >"$HF_TMP/mid"
+check "$(req mid POST /test/v1/links/gw-link/encrypt -H 'Expect:' --data-binary @"$HF_TMP/mid")" \
+    413 "body over the plugin's max_body"
+head -c 10000 /dev/zero >"$HF_TMP/small"
+check "$(req small POST /test/v1/links/gw-link/encrypt -H 'Expect:' \
+    --data-binary @"$HF_TMP/small")" 400 "a body under the plugin's max_body is read"
+ids="$ids $(header mid X-Request-Id) $(header small X-Request-Id)"
 id_big=$(header big X-Request-Id)
 ids="$ids $id_big"
 # Announce 10 MB and send none of it: the answer comes anyway, so nothing waited for the body.

@@ -421,6 +421,8 @@ static const struct hf_plugin plugin = {
     .link_type = TEST_LINK_TYPE,
     /* Not the default, so tests see the buckets and the share follow the plugin's own limit. */
     .latency_limit_ms = 40,
+    /* Under gateway.sh's [gateway] max_body (16k), so its test sees the API's own limit win. */
+    .max_body = 12 * 1024,
     .routes = routes,
     .nroutes = sizeof(routes) / sizeof(routes[0]),
     .errors = errors,
