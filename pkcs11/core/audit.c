@@ -1198,7 +1198,7 @@ CK_RV hf_audit_append(struct hf_audit *audit, const struct hf_audit_record *rec,
 {
     if (!audit || !rec) return CKR_ARGUMENTS_BAD;
     if (atomic_load(&audit->abandoned) || atomic_load(&audit->failed)) return CKR_HF_AUDIT_FAILED;
-    if ((!audit->success_events) && rec->result == CKR_OK) {
+    if ((!audit->success_events || rec->failures_only) && rec->result == CKR_OK) {
         if (seq) *seq = atomic_load(&audit->seq);
         return CKR_OK;
     }
