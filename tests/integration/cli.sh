@@ -190,6 +190,13 @@ hf_expect_exit 2 hf key label set signer =novalue
 hf_expect_exit 3 hf key label set nope a=b
 
 # ---- links ----
+# uuid: a fresh random v4 UUID each time, plain and as JSON; no arguments.
+u1=$(hf uuid) && u2=$(hf uuid) || hf_fail "holdfast uuid failed"
+echo "$u1" | grep -Eq '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' ||
+    hf_fail "holdfast uuid printed '$u1', not a v4 UUID"
+[ "$u1" != "$u2" ] || hf_fail "holdfast uuid printed the same UUID twice"
+[ "$(hf --json uuid | json 'len(d["uuid"])')" = 36 ] || hf_fail "holdfast --json uuid"
+hf_expect_exit 2 hf uuid extra
 hf_expect_exit 0 hf link add aws-xks xks-001 later
 hf_expect_exit 0 hf link add gcp-ekm projects/p/keys/k later
 hf_expect_exit 1 hf link add aws-xks xks-001 signer

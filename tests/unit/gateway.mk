@@ -60,10 +60,10 @@ tests_unit_test_gateway_jwt_SOURCES = tests/unit/test-gateway-jwt.c \
 	tests/unit/jwt-mint.c tests/unit/jwt-mint.h
 tests_unit_test_gateway_jwt_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_jwt_LDADD = $(GATEWAY_UNIT_LDADD)
-tests_unit_test_gateway_jwt_sign_SOURCES = tests/unit/test-gateway-jwt-sign.c
+tests_unit_test_gateway_jwt_sign_SOURCES = tests/unit/test-gateway-jwt-sign.c tests/unit/gw-module.h
 tests_unit_test_gateway_jwt_sign_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_jwt_sign_LDADD = $(GATEWAY_UNIT_LDADD)
-tests_unit_test_gateway_p11_crypt_SOURCES = tests/unit/test-gateway-p11-crypt.c
+tests_unit_test_gateway_p11_crypt_SOURCES = tests/unit/test-gateway-p11-crypt.c tests/unit/gw-module.h
 tests_unit_test_gateway_p11_crypt_CPPFLAGS = $(GATEWAY_UNIT_CPPFLAGS)
 tests_unit_test_gateway_p11_crypt_LDADD = $(GATEWAY_UNIT_LDADD)
 tests_unit_test_gateway_ssrf_SOURCES = tests/unit/test-gateway-ssrf.c

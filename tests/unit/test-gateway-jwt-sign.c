@@ -7,10 +7,8 @@
 #include "gateway/jwks.h"
 #include "gateway/p11.h"
 #include "gateway/request.h"
-#include "tests/unit/harness.h"
-#include "tests/unit/module-loader.h"
+#include "tests/unit/gw-module.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +77,7 @@ static int suite_init(void)
 
 static int suite_clean(void)
 {
-    hf_gw_p11_close();
-    hf_test_module_unload(&mod);
-    hf_test_env_teardown(&env);
+    hf_test_gw_module_close(&env, &mod);
     return 0;
 }
 

@@ -281,6 +281,26 @@ static void test_set_operation_moves_the_metrics_series(void)
     hf_request_free(req);
 }
 
+/* hf_request_client_cert_sha256: the pin of the presented leaf, or false when none was. */
+static void test_the_client_certificate_pin(void)
+{
+    struct hf_request *req = hf_request_new("POST", "/sap");
+    unsigned char pin[32], got[32];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    CU_ASSERT_FALSE(hf_request_client_cert_sha256(req, got));
+    for (size_t i = 0; i < sizeof(pin); i++)
+        pin[i] = (unsigned char)(0xa0 + i);
+    hf_request_peer_sha256_set(req, pin);
+    memset(got, 0, sizeof(got));
+    CU_ASSERT_TRUE(hf_request_client_cert_sha256(req, got));
+    CU_ASSERT(memcmp(got, pin, sizeof(pin)) == 0);
+    CU_ASSERT_FALSE(hf_request_client_cert_sha256(req, NULL));
+    hf_request_peer_sha256_set(req, NULL);
+    CU_ASSERT_FALSE(hf_request_client_cert_sha256(req, got));
+    hf_request_free(req);
+}
+
 static CU_TestInfo request_tests[] = {
     {"headers are counted by case-insensitive name",
      test_headers_are_counted_by_case_insensitive_name},
@@ -295,6 +315,7 @@ static CU_TestInfo request_tests[] = {
      test_unaudited_makes_no_record_nor_summary},
     {"hf_request_set_operation moves the metrics series",
      test_set_operation_moves_the_metrics_series},
+    {"the client certificate's pin", test_the_client_certificate_pin},
     CU_TEST_INFO_NULL,
 };
 
