@@ -52,21 +52,11 @@ static CK_RV rsa_generate(const char *label, CK_OBJECT_HANDLE *pubh, CK_OBJECT_H
     return rv;
 }
 
-/* holdfastd's open needs the module's path: the one the loader found, as dladdr names it. */
 static int suite_init(void)
 {
-    char err[256] = "";
-    Dl_info info;
-    void *sym;
     CK_RV rv;
 
-    if (hf_test_env_setup(&env, NULL) != 0 || hf_test_module_dlopen(&mod) != 0) return -1;
-    if (!(sym = dlsym(mod.dl, "C_GetFunctionList")) || !dladdr(sym, &info) || !info.dli_fname)
-        return -1;
-    if (!hf_gw_p11_open(info.dli_fname, NULL, HF_TEST_GATEWAY_PIN, err, sizeof(err))) {
-        fprintf(stderr, "hf_gw_p11_open: %s\n", err);
-        return -1;
-    }
+    if (hf_test_gw_module_open(&env, &mod) != 0) return -1;
     if ((rv = rsa_generate("jwt-sign", &pub, &priv)) != CKR_OK ||
         (rv = rsa_generate("jwt-sign-other", &other_pub, &other_priv)) != CKR_OK) {
         fprintf(stderr, "RSA key generation failed: 0x%lx\n", (unsigned long)rv);

@@ -64,20 +64,11 @@ static CK_RV aes_import(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE *h)
 static int suite_init(void)
 {
     CK_FUNCTION_LIST_PTR p11;
-    char err[256] = "";
     CK_SLOT_ID slot;
     CK_ULONG n = 1;
-    Dl_info info;
-    void *sym;
     CK_RV rv;
 
-    if (hf_test_env_setup(&env, NULL) != 0 || hf_test_module_dlopen(&mod) != 0) return -1;
-    if (!(sym = dlsym(mod.dl, "C_GetFunctionList")) || !dladdr(sym, &info) || !info.dli_fname)
-        return -1;
-    if (!hf_gw_p11_open(info.dli_fname, NULL, HF_TEST_GATEWAY_PIN, err, sizeof(err))) {
-        fprintf(stderr, "hf_gw_p11_open: %s\n", err);
-        return -1;
-    }
+    if (hf_test_gw_module_open(&env, &mod) != 0) return -1;
     p11 = hf_p11_functions();
     if (p11->C_GetSlotList(CK_TRUE, &slot, &n) != CKR_OK ||
         p11->C_OpenSession(slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &admin) != CKR_OK)
