@@ -26,7 +26,7 @@ GATEWAY_SOURCES = \
 	gateway/reply.c \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
-	gateway/keys.c gateway/keys.h \
+	gateway/keys.c gateway/keys.h gateway/keys-internal.h \
 	gateway/key-check.c \
 	gateway/blob.c gateway/blob.h \
 	gateway/blob-gcm.c \
