@@ -64,6 +64,7 @@ struct hf_p11 {
     void *dl;
     CK_FUNCTION_LIST *fn;
     bool we_initialised;     /* C_Finalize at teardown only if we called C_Initialize first */
+    bool finalize;           /* and only if configured to (pkcs11-module-finalize) */
     atomic_ulong ready_fork; /* fork_count when last initialised; 0: never */
     atomic_ulong generation;
     struct slot_state *slots;
@@ -127,7 +128,7 @@ static void atexit_finalize(void)
     pthread_mutex_lock(&registry_lock);
     for (struct hf_p11 *p = registry; p != NULL; p = p->next) {
         pthread_mutex_lock(&p->lock);
-        if (p->fn != NULL && p->we_initialised &&
+        if (p->fn != NULL && p->we_initialised && p->finalize &&
             atomic_load(&p->ready_fork) == atomic_load(&fork_count))
             p->fn->C_Finalize(NULL);
         /* Whatever was ours is gone now, or belongs to whoever initialised the module. */
@@ -327,12 +328,14 @@ static void memo_forget(void *dl)
     pthread_mutex_unlock(&memo_lock);
 }
 
-struct hf_p11 *hf_p11_new(struct hf_prov *prov, const char *module, const char *pin_spec)
+struct hf_p11 *hf_p11_new(struct hf_prov *prov, const char *module, const char *pin_spec,
+                          bool finalize)
 {
     struct hf_p11 *p = OPENSSL_zalloc(sizeof(*p));
 
     if (p == NULL) goto fail;
     p->prov = prov;
+    p->finalize = finalize;
     p->module_path = OPENSSL_strdup(module);
     p->pin_spec = strdup_secret(pin_spec);
     if (p->module_path == NULL || (pin_spec != NULL && p->pin_spec == NULL)) goto fail;
@@ -374,11 +377,11 @@ void hf_p11_free(struct hf_p11 *p)
     /* Only touch the module if it was initialised in this process (not merely inherited from a
      * parent that forked us): its state here may be the parent's. */
     if (p->fn != NULL && atomic_load(&p->ready_fork) == atomic_load(&fork_count)) {
-        if (p->we_initialised) {
+        if (p->we_initialised && p->finalize) {
             p->fn->C_Finalize(NULL); /* closes every session, ends every login */
         } else {
-            /* Someone else in the process uses the module too: leave it initialised, close
-             * only what is ours. */
+            /* Someone else in the process uses the module too, or the module ends itself
+             * (pkcs11-module-finalize = no): leave it initialised, close only what is ours. */
             for (size_t i = 0; i < p->npool; i++)
                 p->fn->C_CloseSession(p->pool[i].session);
             for (size_t i = 0; i < p->nslots; i++)

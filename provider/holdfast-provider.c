@@ -5,6 +5,8 @@
  *   pkcs11-module-path  the PKCS#11 module (default: $HOLDFAST_PKCS11_MODULE, else
  *                       holdfast-pkcs11.so in p11-kit's module directory)
  *   pkcs11-module-pin   file:PATH, env:VAR or the PIN itself (else OpenSSL's UI asks)
+ *   pkcs11-module-finalize  yes (default) or no: no never calls C_Finalize, for a module
+ *                       that must end itself at exit (pkcs11-provider's no-deinit quirk)
  * Nothing is loaded at init: OpenSSL may be initialising itself (reading openssl.cnf) when it
  * calls us, and the module we would load uses OpenSSL too. */
 #include "hf-build.h"
@@ -227,12 +229,13 @@ __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HA
 {
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
     struct hf_prov *prov = NULL;
-    char *module = NULL, *pin = NULL;
+    char *module = NULL, *pin = NULL, *finalize = NULL;
     const char *env;
     /* Values of our openssl.cnf section; pointers into OpenSSL's config (not ours). */
     OSSL_PARAM conf[] = {
         OSSL_PARAM_utf8_ptr("pkcs11-module-path", &module, 0),
         OSSL_PARAM_utf8_ptr("pkcs11-module-pin", &pin, 0),
+        OSSL_PARAM_utf8_ptr("pkcs11-module-finalize", &finalize, 0),
         OSSL_PARAM_END,
     };
     int ok = 0;
@@ -277,7 +280,12 @@ __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HA
         env = getenv(HF_PROV_MODULE_ENV);
         module = env != NULL && env[0] != '\0' ? (char *)env : HF_PROV_DEFAULT_MODULE;
     }
-    prov->p11 = hf_p11_new(prov, module, pin != NULL && pin[0] != '\0' ? pin : NULL);
+    if (finalize != NULL && strcmp(finalize, "yes") != 0 && strcmp(finalize, "no") != 0) {
+        HF_RAISE_DATA(prov, HF_R_INVALID_ARGUMENT, "pkcs11-module-finalize must be yes or no");
+        goto done;
+    }
+    prov->p11 = hf_p11_new(prov, module, pin != NULL && pin[0] != '\0' ? pin : NULL,
+                           finalize == NULL || strcmp(finalize, "no") != 0);
     if (prov->p11 == NULL) goto done;
     *out = prov_functions;
     *provctx = prov;

@@ -79,8 +79,11 @@ void hf_err_raise(const struct hf_prov *prov, const char *file, int line, const 
 /* ---- PKCS#11 (holdfast-p11.c) ------------------------------------------------------------- */
 
 /* module: path of the PKCS#11 module; pin_spec: the configured PIN source ("file:PATH",
- * "env:VAR" or the PIN itself), may be NULL. Both are copied. Nothing is loaded yet. */
-struct hf_p11 *hf_p11_new(struct hf_prov *prov, const char *module, const char *pin_spec);
+ * "env:VAR" or the PIN itself), may be NULL. Both are copied. Nothing is loaded yet.
+ * finalize: whether this provider calls C_Finalize (at teardown and exit) on a module it
+ * initialised; false leaves the end to the module (pkcs11-module-finalize = no). */
+struct hf_p11 *hf_p11_new(struct hf_prov *prov, const char *module, const char *pin_spec,
+                          bool finalize);
 void hf_p11_free(struct hf_p11 *p);
 const char *hf_p11_module_path(const struct hf_p11 *p);
 

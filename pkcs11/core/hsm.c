@@ -147,8 +147,11 @@ static CK_RV module_get(const char *path, struct module **out)
     CK_RV rv = CKR_OK;
 
     pthread_once(&atfork_once, atfork_register);
-    /* Never through the p11-kit proxy: it would load Holdfast itself (ARCHITECTURE.md). */
-    if ((dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+    /* Never through the p11-kit proxy: it would load Holdfast itself (ARCHITECTURE.md).
+     * RTLD_NODELETE: a backend's exit-time teardown (SoftHSMv2's static destructors) is then
+     * registered once, at its first load, before the module's exit handler (module-exit.c),
+     * which therefore always runs first, whatever the host's C_Initialize/C_Finalize history. */
+    if ((dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) == NULL) {
         hf_log_error("hsm: cannot load %s: %s", path, dlerror());
         return CKR_GENERAL_ERROR;
     }

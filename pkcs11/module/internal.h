@@ -65,6 +65,9 @@ extern struct hf_module hf_mod;
 bool hf_module_is_gateway(void);
 /* CKR_CRYPTOKI_NOT_INITIALIZED unless initialised in this process. */
 CK_RV hf_module_check(void);
+/* module-exit.c: finalising before the backend's exit-time teardown, and before an unload. */
+void hf_module_exit_arm(void);
+bool hf_module_exit_finalized(void);
 /* The library version (from PACKAGE_VERSION) reported by C_GetInfo and the slot. */
 CK_VERSION hf_module_version(void);
 /* Copies src into a blank-padded, unterminated PKCS#11 text field of n bytes. */

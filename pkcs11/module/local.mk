@@ -3,6 +3,7 @@ p11module_LTLIBRARIES += pkcs11/module/holdfast-pkcs11.la
 pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/internal.h pkcs11/module/holdfast.h pkcs11/module/pkcs11-compat.h \
 	pkcs11/module/module.c \
+	pkcs11/module/module-exit.c \
 	pkcs11/module/slot.c \
 	pkcs11/module/session.c \
 	pkcs11/module/object.c \

@@ -265,6 +265,7 @@ HF_EXPORT CK_RV C_Initialize(CK_VOID_PTR pInitArgs)
         goto done;
     }
     hf_objects_flush();
+    hf_module_exit_arm();
     hf_mod.pid = getpid();
     atomic_store(&hf_mod.login, HF_LOGIN_NONE);
     atomic_store(&hf_mod.session_count, 0);
@@ -283,7 +284,7 @@ HF_EXPORT CK_RV C_Finalize(CK_VOID_PTR pReserved)
     if (pReserved) return CKR_ARGUMENTS_BAD;
     pthread_mutex_lock(&hf_mod.lock);
     if (!atomic_load(&hf_mod.initialized)) {
-        rv = CKR_CRYPTOKI_NOT_INITIALIZED;
+        rv = hf_module_exit_finalized() ? CKR_OK : CKR_CRYPTOKI_NOT_INITIALIZED;
         goto done;
     }
     /* While records can still be written (the audit writer refuses once we are not

@@ -20,3 +20,9 @@ TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
 	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py \
 	tests/integration/jwt-token.py
+
+# The module's end however the host ends (tests/integration/exit-safety.sh drives it).
+check_PROGRAMS += tests/integration/exit-host
+tests_integration_exit_host_SOURCES = tests/integration/exit-host.c tests/p11-client.h
+tests_integration_exit_host_LDADD = $(LIBS)
+INTEGRATION_TESTS += tests/integration/exit-safety.sh
