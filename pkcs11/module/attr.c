@@ -347,9 +347,11 @@ static CK_RV common_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type,
     case CKA_VERIFY_RECOVER:
         return val_usage(v, obj, F_PUBLIC, 0);
     case CKA_SENSITIVE:
+        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive);
     case CKA_ALWAYS_SENSITIVE:
     case CKA_NEVER_EXTRACTABLE:
-        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive);
+        /* Imported material was outside the token before: never "always" or "never". */
+        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && !is_imported(obj));
     case CKA_EXTRACTABLE:
         return val_flag(v, obj, F_SECRET | F_PRIVATE, !sensitive);
     case CKA_WRAP_WITH_TRUSTED:

@@ -47,8 +47,10 @@ CK_RV hf_gcm_init(struct hf_op *op, const CK_MECHANISM *mech)
     } else {
         return CKR_MECHANISM_PARAM_INVALID;
     }
-    /* SP 800-38D 5.2.1.2: tags of 96..128 bits, or 32/64 for special uses: byte multiples. */
-    if (iv == NULL || iv_len == 0 || iv_len > GCM_IV_MAX || tag_bits < 32 || tag_bits > 128 ||
+    /* SP 800-38D 5.2.1.2: tags of 96..128 bits in whole bytes. Its 32- and 64-bit tags need
+     * bounds on message length and invocations (appendix C) that a token cannot enforce for its
+     * callers, and a forged short tag costs only 2^32 tries: refused. */
+    if (iv == NULL || iv_len == 0 || iv_len > GCM_IV_MAX || tag_bits < 96 || tag_bits > 128 ||
         tag_bits % 8 != 0 || (aad == NULL && aad_len != 0) || aad_len > HF_MAX_DATA_LEN)
         return CKR_MECHANISM_PARAM_INVALID;
 

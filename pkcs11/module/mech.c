@@ -252,6 +252,9 @@ CK_RV hf_mech_op_prepare(struct hf_op *op, enum hf_op_kind kind, CK_FLAGS flag, 
     CK_RV rv;
 
     if (info == NULL || !(info->info.flags & flag)) return CKR_MECHANISM_INVALID;
+    /* Raw RSA with the private key is both a decryption and a signature (of any block the
+     * caller pads): a key allowed only one of them must not do the other through it. */
+    if (mech->mechanism == CKM_RSA_X_509 && private_op) usage |= HF_USAGE_DECRYPT | HF_USAGE_SIGN;
     family = hf_mech_family(mech->mechanism);
     rv = key_check(family, kind, obj);
     if (rv == CKR_OK) rv = hf_object_check_usage(obj, usage);

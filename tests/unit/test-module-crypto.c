@@ -92,6 +92,28 @@ static CK_RV rsa_create(const char *label, CK_OBJECT_HANDLE *pub, CK_OBJECT_HAND
                                   sizeof(vt) / sizeof(vt[0]), pub, priv);
 }
 
+/* An RSA-2048 pair whose private key may decrypt or sign, not both. */
+static CK_RV rsa_create_one_use(const char *label, bool decrypt, CK_OBJECT_HANDLE *pub,
+                                CK_OBJECT_HANDLE *priv)
+{
+    CK_MECHANISM mech = {CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0};
+    CK_ULONG bits = 2048;
+    CK_ATTRIBUTE pt[] = {
+        {CKA_LABEL, (void *)label, strlen(label)}, {CKA_TOKEN, &yes, 1},
+        {CKA_MODULUS_BITS, &bits, sizeof(bits)},   {CKA_ENCRYPT, decrypt ? &yes : &no, 1},
+        {CKA_VERIFY, decrypt ? &no : &yes, 1},
+    };
+    CK_ATTRIBUTE vt[] = {
+        {CKA_LABEL, (void *)label, strlen(label)},
+        {CKA_TOKEN, &yes, 1},
+        {CKA_DECRYPT, decrypt ? &yes : &no, 1},
+        {CKA_SIGN, decrypt ? &no : &yes, 1},
+    };
+
+    return p11->C_GenerateKeyPair(sess, &mech, pt, sizeof(pt) / sizeof(pt[0]), vt,
+                                  sizeof(vt) / sizeof(vt[0]), pub, priv);
+}
+
 static CK_RV ec_create(const char *label, bool p384, CK_OBJECT_HANDLE *pub, CK_OBJECT_HANDLE *priv)
 {
     static const CK_BYTE p256_oid[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
@@ -475,7 +497,7 @@ static void test_gcm_parameters_are_checked(void)
     CK_MECHANISM mold = {CKM_AES_GCM, &old, sizeof(old)};
     unsigned char ct[64], ref[64];
     CK_ULONG len = sizeof(ct), reflen = sizeof(ref);
-    static const CK_ULONG bad_tags[] = {0, 24, 33, 100, 136};
+    static const CK_ULONG bad_tags[] = {0, 24, 32, 33, 64, 88, 100, 136};
     char uuid[HF_UUID_LEN + 1];
 
     gp = gcm_params(iv12, 0, NULL, 0, 128);
@@ -498,7 +520,7 @@ static void test_gcm_parameters_are_checked(void)
     CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &m, aes), CKR_MECHANISM_PARAM_INVALID);
     m.pParameter = NULL;
     CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &m, aes), CKR_MECHANISM_PARAM_INVALID);
-    /* The 2.40 layout gives the same result as the 3.0 one; a 32-bit tag is allowed. */
+    /* The 2.40 layout gives the same result as the 3.0 one; a 96-bit tag is the shortest. */
     CU_ASSERT_EQUAL(encrypt(&mold, aes, msg32, 32, ct, &len), CKR_OK);
     gp = gcm_params(iv12, 12, aad, sizeof(aad), 128);
     m.pParameter = &gp;
@@ -506,10 +528,10 @@ static void test_gcm_parameters_are_checked(void)
     CU_ASSERT_EQUAL(encrypt(&m, aes, msg32, 32, ref, &reflen), CKR_OK);
     CU_ASSERT_EQUAL(len, reflen);
     CU_ASSERT_EQUAL(memcmp(ct, ref, len), 0);
-    gp = gcm_params(iv12, 1, NULL, 0, 32);
+    gp = gcm_params(iv12, 1, NULL, 0, 96);
     len = sizeof(ct);
     CU_ASSERT_EQUAL(encrypt(&m, aes, msg32, 32, ct, &len), CKR_OK);
-    CU_ASSERT_EQUAL(len, 36);
+    CU_ASSERT_EQUAL(len, 44);
     /* Ciphertext shorter than the tag. */
     gp = gcm_params(iv12, 12, NULL, 0, 128);
     len = sizeof(ct);
@@ -1267,6 +1289,30 @@ static void test_usage_mask_is_enforced_and_refusals_audited(void)
     CU_ASSERT_EQUAL(p11->C_Decrypt(sess, ct, 48, ct, &len), CKR_OK);
 }
 
+/* Raw RSA with a private key is decryption and signing at once: it needs both usages. */
+static void test_raw_rsa_needs_decrypt_and_sign(void)
+{
+    CK_MECHANISM raw = {CKM_RSA_X_509, NULL, 0}, pkcs = {CKM_RSA_PKCS, NULL, 0};
+    CK_OBJECT_HANDLE dec_pub, dec, sig_pub, sig;
+    unsigned char ct[256], pt[256];
+    CK_ULONG len = sizeof(ct), ptlen = sizeof(pt);
+
+    CU_ASSERT_EQUAL_FATAL(rsa_create_one_use("t-rsa-dec-only", true, &dec_pub, &dec), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(rsa_create_one_use("t-rsa-sig-only", false, &sig_pub, &sig), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DecryptInit(sess, &raw, dec), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &raw, sig), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /* Each still does its own job with a padded mechanism. */
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &pkcs, sig), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, (CK_BYTE_PTR)msg32, 32, ct, &len), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_VerifyInit(sess, &pkcs, sig_pub), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Verify(sess, (CK_BYTE_PTR)msg32, 32, ct, len), CKR_OK);
+    len = sizeof(ct);
+    CU_ASSERT_EQUAL(encrypt(&pkcs, dec_pub, msg32, 32, ct, &len), CKR_OK);
+    CU_ASSERT_EQUAL(decrypt(&pkcs, dec, ct, len, pt, &ptlen), CKR_OK);
+    CU_ASSERT_EQUAL(ptlen, 32);
+    CU_ASSERT_EQUAL(memcmp(pt, msg32, 32), 0);
+}
+
 /* KMIP: a deactivated key still decrypts old data but encrypts nothing new. The change is made
  * by another opener of the store (as the CLI would), and the module sees it within
  * HF_REVALIDATE_MS. */
@@ -1601,6 +1647,7 @@ int main(void)
         {"digests match openssl", test_digests_match_openssl},
         {"usage mask is enforced and refusals audited",
          test_usage_mask_is_enforced_and_refusals_audited},
+        {"raw RSA needs decrypt and sign", test_raw_rsa_needs_decrypt_and_sign},
         {"deactivated key decrypts but does not encrypt",
          test_deactivated_key_decrypts_but_does_not_encrypt},
         {"blocked link refuses and is audited", test_blocked_link_refuses_and_is_audited},

@@ -728,6 +728,15 @@ static void test_create_object_imports_an_aes_key(void)
     CU_ASSERT_EQUAL(get_ulong(h, CKA_KEY_GEN_MECHANISM), CK_UNAVAILABLE_INFORMATION);
     CU_ASSERT_EQUAL(p11->C_GetAttributeValue(sess, h, &v, 1), CKR_OK);
     CU_ASSERT(v.ulValueLen == 32 && memcmp(back, key, 32) == 0);
+    /* Made sensitive on import, it is sensitive now, but was not always (it came from outside). */
+    t[3].pValue = "aes-imported-2";
+    t[3].ulValueLen = 14;
+    t[4].pValue = &no;
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(sess, t, N(t), &h), CKR_OK);
+    CU_ASSERT_TRUE(get_bool(h, CKA_SENSITIVE));
+    CU_ASSERT_FALSE(get_bool(h, CKA_EXTRACTABLE));
+    CU_ASSERT_FALSE(get_bool(h, CKA_ALWAYS_SENSITIVE));
+    CU_ASSERT_FALSE(get_bool(h, CKA_NEVER_EXTRACTABLE));
 }
 
 static void rsa_attr(CK_ATTRIBUTE *a, CK_ATTRIBUTE_TYPE type, EVP_PKEY *pkey, const char *param,
