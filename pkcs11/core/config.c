@@ -48,6 +48,7 @@ static const struct config_key config_keys[] = {
     {"holdfast", "state_dir", V_PATH, FIELD(state_dir), 0, 0},
     {"holdfast", "node", V_STR, FIELD(node), 0, 0},
     {"token", "label", V_STR, FIELD(token_label), 0, 0},
+    {"token", "pin_attempts", V_UINT, FIELD(pin_attempts), 1, 1000},
     {"store", "path", V_PATH, FIELD(store_path), 0, 0},
     {"hsm", "module", V_STR, FIELD(hsm_module), 0, 0},
     {"hsm", "token", V_STR, FIELD(hsm_token), 0, 0},
@@ -377,6 +378,7 @@ static void scalars_default(struct hf_config *cfg)
     cfg->audit_alarm = 0;
     cfg->audit_checkpoint_interval_ms = 1000;
     cfg->cache_max_keys = 4096;
+    cfg->pin_attempts = 10;
 }
 
 const char *hf_config_default_path(void)

@@ -24,6 +24,7 @@ struct hf_config {
     char *state_dir;   /* [holdfast] state_dir */
     char *node;        /* [holdfast] node: names this process's audit records (default: hostname) */
     char *token_label; /* [token] label: the Holdfast PKCS#11 token's label (default "holdfast") */
+    unsigned pin_attempts; /* [token] pin_attempts: wrong PINs in a row that lock one (10) */
     char *store_path;  /* [store] path (default state_dir/holdfast.db) */
     char *hsm_module;  /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
     char *hsm_token;   /* [hsm] token: label of the backend token holding the root KEK */

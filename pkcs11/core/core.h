@@ -83,6 +83,21 @@ CK_RV hf_core_pin_check(struct hf_core *core, enum hf_user user, const char *pin
 CK_RV hf_core_pin_set(struct hf_core *core, enum hf_user user, const char *pin, size_t len);
 bool hf_core_pin_is_set(struct hf_core *core, enum hf_user user);
 
+/* pin-attempts.c: hf_core_pin_check counted against [token] pin_attempts, for the SO and the
+ * user (the gateway's PIN is a service's, in a file, not a person's guess: never counted).
+ * Locked: CKR_PIN_LOCKED without looking at the PIN; a wrong PIN counts one, atomically across
+ * processes; a right one clears the count. as_gateway (user only, may be NULL): the gateway's
+ * PIN is accepted too, then *as_gateway is true; it is tried before a failure is counted, and
+ * still works while the user's PIN is locked. */
+CK_RV hf_core_pin_login(struct hf_core *core, enum hf_user user, const char *pin, size_t len,
+                        bool *as_gateway);
+/* The wrong PINs in a row so far (0 on a store error), and the limit. */
+uint64_t hf_core_pin_failures(struct hf_core *core, enum hf_user user);
+unsigned hf_core_pin_attempts(struct hf_core *core);
+/* Clears the count: C_InitPIN by the SO for the user (who NULL: its caller records it), or
+ * `holdfast token unlock` (who given: one "pin.unlock" audit record, failed or not). */
+CK_RV hf_core_pin_unlock(struct hf_core *core, enum hf_user user, const struct hf_actor *who);
+
 /* Key management. out/vout may be NULL; who may be NULL (recorded as api "core"). Every call,
  * failed ones included, writes one audit record; a change is recorded after it is committed.
  * Results: CKR_KEY_HANDLE_INVALID (no such key or link), CKR_ATTRIBUTE_VALUE_INVALID (bad or

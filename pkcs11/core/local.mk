@@ -13,6 +13,7 @@ libholdfast_core_la_SOURCES = \
 	pkcs11/core/key.c pkcs11/core/key.h \
 	pkcs11/core/log.c pkcs11/core/log.h \
 	pkcs11/core/pin.c \
+	pkcs11/core/pin-attempts.c \
 	pkcs11/core/policy.c pkcs11/core/policy.h \
 	pkcs11/core/secmem.c pkcs11/core/secmem.h \
 	pkcs11/core/softhsm-backup.c pkcs11/core/softhsm-backup.h \

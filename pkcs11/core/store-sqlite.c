@@ -131,6 +131,7 @@ enum stmt_id {
     ST_LINKS_OF,
     ST_META_GET,
     ST_META_SET,
+    ST_META_COUNT,
     ST_KEYS_UNMACED,
     ST_KEY_SET_MAC,
     ST_VERSIONS_UNMACED,
@@ -187,6 +188,9 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_META_GET] = "SELECT value FROM meta WHERE name = ?",
     [ST_META_SET] = "INSERT INTO meta (name, value) VALUES (?, ?) "
                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    [ST_META_COUNT] = "INSERT INTO meta (name, value) VALUES (?, '1') "
+                      "ON CONFLICT (name) DO UPDATE SET value = CAST(value AS INTEGER) + 1 "
+                      "RETURNING CAST(value AS INTEGER)",
     [ST_KEYS_UNMACED] = "SELECT " KEY_COLS " FROM keys WHERE mac IS NULL",
     [ST_KEY_SET_MAC] = "UPDATE keys SET mac = ? WHERE uuid = ? AND mac IS NULL",
     [ST_VERSIONS_UNMACED] =
@@ -1209,6 +1213,28 @@ static CK_RV sq_meta_set(struct hf_store *store, const char *name, const char *v
     return rv;
 }
 
+/* One statement, so that processes counting at once (PIN failures) never lose a count. */
+static CK_RV sq_meta_count_add(struct hf_store *store, const char *name, uint64_t *count)
+{
+    struct sqlite_store *s = store_lock(store);
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_META_COUNT, &st)) != CKR_OK) goto done;
+    if (bind_text(st, 1, name)) {
+        rv = bind_fail(s, "count meta");
+        goto done;
+    }
+    if ((rv = tx_begin(s, true)) != CKR_OK) goto done;
+    rv = step_row(s, st, "count meta");
+    if (rv == CKR_OK) *count = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    rv = tx_end(s, rv, true);
+done:
+    store_unlock(s);
+    return rv;
+}
+
 /* ---- migration to policy MACs ---- */
 
 static CK_RV keys_mac(struct sqlite_store *s, const struct hf_store_migration *m, size_t *n)
@@ -1490,5 +1516,6 @@ static const struct hf_store_ops sqlite_ops = {
     .link_type_list = sq_link_type_list,
     .meta_get = sq_meta_get,
     .meta_set = sq_meta_set,
+    .meta_count_add = sq_meta_count_add,
     .policy_migrate = sq_policy_migrate,
 };

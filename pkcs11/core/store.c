@@ -566,6 +566,12 @@ CK_RV hf_store_meta_get(struct hf_store *store, const char *name, char **value)
     return store->ops->meta_get(store, name, value);
 }
 
+CK_RV hf_store_meta_count_add(struct hf_store *store, const char *name, uint64_t *count)
+{
+    return_val_if_fail(store && name && *name && count, CKR_ARGUMENTS_BAD);
+    return store->ops->meta_count_add(store, name, count);
+}
+
 CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *value)
 {
     return_val_if_fail(store && name && value, CKR_ARGUMENTS_BAD);

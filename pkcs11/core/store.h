@@ -145,5 +145,8 @@ CK_RV hf_store_policy_migrate(struct hf_store *store, const struct hf_store_migr
  * CKR_KEY_HANDLE_INVALID when absent. */
 CK_RV hf_store_meta_get(struct hf_store *store, const char *name, char **value);
 CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *value);
+/* Adds one to the counter name (0 when absent, or not a number), atomically across processes,
+ * and gives the new count. hf_store_meta_set(name, "0") resets it. */
+CK_RV hf_store_meta_count_add(struct hf_store *store, const char *name, uint64_t *count);
 
 #endif

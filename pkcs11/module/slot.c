@@ -58,6 +58,21 @@ static void token_serial(unsigned char *dst, size_t n)
     free(serial);
 }
 
+/* PKCS#11 2.40 section 3.2's counter flags: some wrong PINs, one try left, locked. */
+static CK_FLAGS pin_count_flags(enum hf_user user)
+{
+    uint64_t failures = hf_core_pin_failures(hf_mod.core, user);
+    unsigned limit = hf_core_pin_attempts(hf_mod.core);
+    bool so = user == HF_USER_SO;
+
+    if (failures >= limit) return so ? CKF_SO_PIN_LOCKED : CKF_USER_PIN_LOCKED;
+    if (failures + 1 == limit)
+        return so ? CKF_SO_PIN_FINAL_TRY | CKF_SO_PIN_COUNT_LOW
+                  : CKF_USER_PIN_FINAL_TRY | CKF_USER_PIN_COUNT_LOW;
+    if (failures > 0) return so ? CKF_SO_PIN_COUNT_LOW : CKF_USER_PIN_COUNT_LOW;
+    return 0;
+}
+
 HF_EXPORT CK_RV C_GetTokenInfo(CK_SLOT_ID slotID, CK_TOKEN_INFO_PTR pInfo)
 {
     CK_RV rv = hf_module_check();
@@ -73,6 +88,7 @@ HF_EXPORT CK_RV C_GetTokenInfo(CK_SLOT_ID slotID, CK_TOKEN_INFO_PTR pInfo)
     token_serial(pInfo->serialNumber, sizeof(pInfo->serialNumber));
     pInfo->flags = CKF_RNG | CKF_LOGIN_REQUIRED | CKF_TOKEN_INITIALIZED;
     if (hf_core_pin_is_set(hf_mod.core, HF_USER_NORMAL)) pInfo->flags |= CKF_USER_PIN_INITIALIZED;
+    pInfo->flags |= pin_count_flags(HF_USER_NORMAL) | pin_count_flags(HF_USER_SO);
     pInfo->ulMaxSessionCount = HF_MAX_SESSIONS;
     pInfo->ulSessionCount = atomic_load(&hf_mod.session_count);
     pInfo->ulMaxRwSessionCount = HF_MAX_SESSIONS;
@@ -160,6 +176,8 @@ HF_EXPORT CK_RV C_InitPIN(CK_SESSION_HANDLE hSession, CK_UTF8CHAR_PTR pPin, CK_U
     }
     if ((rv = pin_len_check(ulPinLen)) != CKR_OK) goto done;
     rv = hf_core_pin_set(hf_mod.core, HF_USER_NORMAL, (const char *)pPin, ulPinLen);
+    /* The SO's new PIN for the user is how a locked user gets back in (PKCS#11 2.40 5.6). */
+    if (rv == CKR_OK) rv = hf_core_pin_unlock(hf_mod.core, HF_USER_NORMAL, NULL);
     arv = hf_module_audit(s, "pin.init", NULL, "user", rv, started);
     if (rv == CKR_OK) rv = arv;
 done:
@@ -185,7 +203,7 @@ HF_EXPORT CK_RV C_SetPIN(CK_SESSION_HANDLE hSession, CK_UTF8CHAR_PTR pOldPin, CK
     /* Section 5.6: the SO's PIN when the SO is logged in, else the user's (also from a public
      * session, which is how a user changes a PIN before logging in). */
     user = atomic_load(&hf_mod.login) == HF_LOGIN_SO ? HF_USER_SO : HF_USER_NORMAL;
-    rv = hf_core_pin_check(hf_mod.core, user, (const char *)pOldPin, ulOldLen);
+    rv = hf_core_pin_login(hf_mod.core, user, (const char *)pOldPin, ulOldLen, NULL);
     if (rv == CKR_OK) rv = pin_len_check(ulNewLen);
     if (rv == CKR_OK) rv = hf_core_pin_set(hf_mod.core, user, (const char *)pNewPin, ulNewLen);
     arv = hf_module_audit(s, "pin.set", NULL, user == HF_USER_SO ? "so" : "user", rv, started);
@@ -240,15 +258,10 @@ HF_EXPORT CK_RV C_Login(CK_SESSION_HANDLE hSession, CK_USER_TYPE userType, CK_UT
     if ((rv = login_user_type(userType, &want)) != CKR_OK) goto done;
     if ((rv = pin_arg_check(pPin, ulPinLen)) != CKR_OK) goto done;
     if ((rv = login_state_check(want)) != CKR_OK) goto done;
-    rv = hf_core_pin_check(hf_mod.core, want == HF_LOGIN_SO ? HF_USER_SO : HF_USER_NORMAL,
-                           (const char *)pPin, ulPinLen);
     /* CKU_USER with the gateway's PIN: the same user, plus the right to write records in another
      * API's name (holdfast.h). PKCS#11 has one user type, so the PIN tells the two apart. */
-    if (want == HF_LOGIN_USER && rv == CKR_PIN_INCORRECT &&
-        hf_core_pin_check(hf_mod.core, HF_USER_GATEWAY, (const char *)pPin, ulPinLen) == CKR_OK) {
-        gateway = true;
-        rv = CKR_OK;
-    }
+    rv = hf_core_pin_login(hf_mod.core, want == HF_LOGIN_SO ? HF_USER_SO : HF_USER_NORMAL,
+                           (const char *)pPin, ulPinLen, want == HF_LOGIN_USER ? &gateway : NULL);
     /* Set before the login shows, so that nobody sees the user logged in with the previous
      * login's role. */
     if (rv == CKR_OK) atomic_store(&hf_mod.login_gateway, gateway);

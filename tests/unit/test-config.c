@@ -404,6 +404,8 @@ static void test_key_outside_a_section_is_refused(void)
 static void test_bad_numbers_are_refused(void)
 {
     load_fails_at("[cache]\nmax_keys = many\n", 2, "max_keys: 'many' is not a number");
+    load_fails_at("[token]\npin_attempts = 0\n", 2, "pin_attempts");
+    load_fails_at("[token]\npin_attempts = 1001\n", 2, "pin_attempts");
     load_fails_at("[cache]\nmax_keys = -1\n", 2, "not a number");
     load_fails_at("[cache]\nmax_keys = 0\n", 2, "not a number");
     load_fails_at("[cache]\nmax_keys = 12abc\n", 2, "not a number");
@@ -530,7 +532,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 17);
+    CU_ASSERT_EQUAL(keys, 18);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
@@ -549,6 +551,8 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_EQUAL(cfg.audit_alarm, def.audit_alarm);
     CU_ASSERT_EQUAL(cfg.audit_checkpoint_interval_ms, def.audit_checkpoint_interval_ms);
     CU_ASSERT_EQUAL(cfg.cache_max_keys, def.cache_max_keys);
+    CU_ASSERT_EQUAL(cfg.pin_attempts, def.pin_attempts);
+    CU_ASSERT_EQUAL(def.pin_attempts, 10);
     hf_config_free(&cfg);
     hf_config_free(&def);
 }
