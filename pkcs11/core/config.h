@@ -25,13 +25,13 @@ struct hf_config {
     char *node;        /* [holdfast] node: names this process's audit records (default: hostname) */
     char *token_label; /* [token] label: the Holdfast PKCS#11 token's label (default "holdfast") */
     unsigned pin_attempts; /* [token] pin_attempts: wrong PINs in a row that lock one (10) */
-    char *store_path;  /* [store] path (default state_dir/holdfast.db) */
-    char *hsm_module;  /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
-    char *hsm_token;   /* [hsm] token: label of the backend token holding the root KEK */
-    char *hsm_pin;     /* resolved from [hsm] pin, pin_file or pin_env; secret, cleansed on free */
-    char *hsm_pin_file;    /* [hsm] pin_file (default state_dir/hsm.pin, written by init); NULL when
-                            * pin or pin_env is the source */
-    char *hsm_pin_env;     /* [hsm] pin_env: name of the environment variable holding the PIN */
+    char *store_path;      /* [store] path (default state_dir/holdfast.db) */
+    char *hsm_module;      /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
+    char *hsm_token;       /* [hsm] token: label of the backend token holding the root KEK */
+    char *hsm_pin;      /* resolved from [hsm] pin, pin_file or pin_env; secret, cleansed on free */
+    char *hsm_pin_file; /* [hsm] pin_file (default state_dir/hsm.pin, written by init); NULL when
+                         * pin or pin_env is the source */
+    char *hsm_pin_env;  /* [hsm] pin_env: name of the environment variable holding the PIN */
     char *hsm_so_pin_file; /* [hsm] so_pin_file (default state_dir/hsm.so-pin, written by init) */
     char *
         softhsm2_conf; /* [hsm] softhsm2_conf: exported as SOFTHSM2_CONF before the backend loads */
