@@ -269,6 +269,19 @@ static CK_MECHANISM_TYPE keygen_mechanism(const struct hf_object *obj)
     return CK_UNAVAILABLE_INFORMATION;
 }
 
+/* CKA_ID: the caller's (p11.id), else the version UUID's bytes. */
+static CK_RV caller_id(struct attr_val *v, const struct hf_object *obj)
+{
+    unsigned char *id;
+    size_t len = 0;
+
+    if (hf_key_label_get(&obj->key, HF_P11_ID) == NULL) return val_uuid_bytes(v, obj->version.uuid);
+    if ((id = malloc(HF_P11_TEXT_MAX)) == NULL) return CKR_HOST_MEMORY;
+    if (hf_p11_key_id(&obj->key, id, &len)) return val_heap(v, id, len, false);
+    free(id);
+    return val_uuid_bytes(v, obj->version.uuid);
+}
+
 /* What a session object shows in place of a managed key's values: the caller's label and id,
  * its own CKA_PRIVATE, and the sensitivity a key made or imported here has had all along (an
  * imported key was outside before: never ALWAYS_SENSITIVE, never NEVER_EXTRACTABLE). */
@@ -316,11 +329,11 @@ static CK_RV common_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type,
     case CKA_DESTROYABLE:
         return val_bool(v, true);
     case CKA_LABEL:
-        return val_str(v, obj->key.name);
+        return val_str(v, hf_p11_key_label(&obj->key));
     case CKA_KEY_TYPE:
         return val_ulong(v, obj->key_type);
     case CKA_ID:
-        return val_uuid_bytes(v, obj->version.uuid);
+        return caller_id(v, obj);
     case CKA_START_DATE:
     case CKA_END_DATE:
         return val_bytes(v, "", 0);
@@ -695,23 +708,45 @@ HF_EXPORT CK_RV C_GetAttributeValue(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE
 /* ---- C_SetAttributeValue ---------------------------------------------------------------- */
 
 struct attr_change {
-    char *name; /* CKA_LABEL: the key's new name */
+    char *name;  /* CKA_LABEL that is a key name: the key's new name */
+    char *label; /* CKA_LABEL that is not: the key's new p11.label */
+    char *id;    /* CKA_ID: the new p11.id (hex) */
     bool has_state;
     CK_ULONG state; /* CKA_HF_STATE */
 };
 
-static CK_RV change_label(struct attr_change *c, const CK_ATTRIBUTE *a)
+static void change_clear(struct attr_change *c)
 {
-    if (!a->pValue || a->ulValueLen == 0 || a->ulValueLen > HF_NAME_MAX ||
-        memchr(a->pValue, 0, a->ulValueLen))
-        return CKR_ATTRIBUTE_VALUE_INVALID;
     free(c->name);
-    if (!(c->name = strndup(a->pValue, a->ulValueLen))) return CKR_HOST_MEMORY;
-    return hf_key_name_is_valid(c->name) ? CKR_OK : CKR_ATTRIBUTE_VALUE_INVALID;
+    free(c->label);
+    free(c->id);
 }
 
-/* Only the key's name and its KMIP state can change; the rest of an object is what the key
- * is. */
+static CK_RV change_label(struct attr_change *c, const CK_ATTRIBUTE *a)
+{
+    char *text;
+
+    if (!hf_p11_label_is_valid(a->pValue, a->ulValueLen)) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (!(text = strndup(a->pValue, a->ulValueLen))) return CKR_HOST_MEMORY;
+    free(c->name);
+    free(c->label);
+    c->name = c->label = NULL;
+    *(hf_key_name_is_valid(text) ? &c->name : &c->label) = text;
+    return CKR_OK;
+}
+
+static CK_RV change_id(struct attr_change *c, const CK_ATTRIBUTE *a)
+{
+    if (a->ulValueLen > HF_P11_TEXT_MAX || (a->ulValueLen && !a->pValue))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    free(c->id);
+    if (!(c->id = malloc(2 * a->ulValueLen + 1))) return CKR_HOST_MEMORY;
+    hf_p11_hex(a->pValue, a->ulValueLen, c->id);
+    return CKR_OK;
+}
+
+/* Only the key's label (its name or p11.label), its CKA_ID (p11.id) and its KMIP state can
+ * change; the rest of an object is what the key is. */
 static CK_RV change_parse(const struct hf_object *obj, const CK_ATTRIBUTE *tmpl, CK_ULONG n,
                           struct attr_change *c)
 {
@@ -722,6 +757,9 @@ static CK_RV change_parse(const struct hf_object *obj, const CK_ATTRIBUTE *tmpl,
         switch (tmpl[i].type) {
         case CKA_LABEL:
             rv = change_label(c, &tmpl[i]);
+            break;
+        case CKA_ID:
+            rv = change_id(c, &tmpl[i]);
             break;
         case CKA_HF_STATE:
             if (tmpl[i].ulValueLen != sizeof(CK_ULONG) || !tmpl[i].pValue)
@@ -776,6 +814,11 @@ static CK_RV change_apply(struct hf_session *s, const struct hf_object *obj,
         rv = hf_core_key_set_state(hf_mod.core, obj->key.uuid, c->state, &who);
     if (rv == CKR_OK && c->name && strcmp(c->name, obj->key.name) != 0)
         rv = key_rename(s, obj, c->name, started);
+    /* A label that is a name now replaces a p11.label, one that is not becomes it. */
+    if (rv == CKR_OK && (c->label || (c->name && hf_key_label_get(&obj->key, HF_P11_LABEL))))
+        rv = hf_core_key_label_set(hf_mod.core, obj->key.uuid, HF_P11_LABEL, c->label, &who);
+    if (rv == CKR_OK && c->id)
+        rv = hf_core_key_label_set(hf_mod.core, obj->key.uuid, HF_P11_ID, c->id, &who);
     hf_objects_changed();
     return rv;
 }
@@ -826,7 +869,7 @@ HF_EXPORT CK_RV C_SetAttributeValue(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE
     rv = change_apply(s, obj, &change, started);
 done:
     hf_session_clear_ctx(s);
-    free(change.name);
+    change_clear(&change);
     hf_object_unref(obj);
     hf_session_put(s);
     return rv;

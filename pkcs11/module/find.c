@@ -14,6 +14,7 @@ struct find_ctx {
     const CK_ATTRIBUTE *tmpl;
     CK_ULONG n;
     bool current_only;
+    bool id_means_key; /* CKA_ID and no version: a caller's id (p11.id) names the key */
     bool logged_in;
     CK_OBJECT_HANDLE *found;
     size_t found_n, found_cap;
@@ -21,10 +22,15 @@ struct find_ctx {
 
 /* holdfast.h: a search by CKA_LABEL (the key's name) means the key, so it finds the current
  * version only, unless the template also names a version. */
+static bool template_names_version(const CK_ATTRIBUTE *tmpl, CK_ULONG n)
+{
+    return hf_tmpl_find(tmpl, n, CKA_HF_VERSION) || hf_tmpl_find(tmpl, n, CKA_HF_VERSION_UUID);
+}
+
 static bool template_wants_current(const CK_ATTRIBUTE *tmpl, CK_ULONG n)
 {
     return hf_tmpl_find(tmpl, n, CKA_LABEL) && !hf_tmpl_find(tmpl, n, CKA_ID) &&
-           !hf_tmpl_find(tmpl, n, CKA_HF_VERSION) && !hf_tmpl_find(tmpl, n, CKA_HF_VERSION_UUID);
+           !template_names_version(tmpl, n);
 }
 
 static CK_RV found_push(struct find_ctx *f, CK_OBJECT_HANDLE h)
@@ -54,6 +60,9 @@ static CK_RV version_visit(const struct hf_key *key, const struct hf_key_version
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && rv == CKR_OK; i++) {
         if (hf_object_face_init(&view, kinds[i]) != CKR_OK) continue;
         if (f->current_only && !view.is_current) return CKR_OK;
+        /* The caller's id is the key's, shared by its versions: like a label, it means the
+         * current one (without p11.id, CKA_ID is a version's UUID and selects that version). */
+        if (f->id_means_key && !view.is_current && hf_key_label_get(key, HF_P11_ID)) return CKR_OK;
         if (view.kind != HF_OBJ_PUBLIC && !f->logged_in) continue;
         if (hf_object_matches(&view, f->tmpl, f->n)) rv = found_push(f, view.handle);
     }
@@ -97,6 +106,8 @@ HF_EXPORT CK_RV C_FindObjectsInit(CK_SESSION_HANDLE hSession, CK_ATTRIBUTE_PTR p
     f.tmpl = pTemplate;
     f.n = ulCount;
     f.current_only = template_wants_current(pTemplate, ulCount);
+    f.id_means_key =
+        hf_tmpl_find(pTemplate, ulCount, CKA_ID) && !template_names_version(pTemplate, ulCount);
     f.logged_in = atomic_load(&hf_mod.login) == HF_LOGIN_USER;
     rv = find_all(&f);
     if (rv != CKR_OK) {

@@ -222,6 +222,20 @@ bool hf_object_matches(const struct hf_object *obj, const CK_ATTRIBUTE *tmpl, CK
 /* Template readers: the first attribute of type, or NULL. A present attribute of the wrong size
  * is CKR_ATTRIBUTE_VALUE_INVALID. *val is left alone when the attribute is absent. */
 const CK_ATTRIBUTE *hf_tmpl_find(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type);
+
+/* label-id.c: a caller's CKA_LABEL and CKA_ID on a token key, kept as the key's labels
+ * p11.label (a CKA_LABEL that is not a key name: spaces, any UTF-8) and p11.id (hex). */
+#define HF_P11_TEXT_MAX 255
+#define HF_P11_LABEL "p11.label"
+#define HF_P11_ID "p11.id"
+/* 1..255 bytes of UTF-8 without control characters. */
+bool hf_p11_label_is_valid(const void *value, size_t len);
+/* out: 2 * len + 1 bytes. */
+void hf_p11_hex(const void *in, size_t len, char *out);
+/* The key's CKA_LABEL (p11.label, else its name) and CKA_ID (p11.id's bytes into out, at
+ * least HF_P11_TEXT_MAX; false: none, the version UUID stands). */
+const char *hf_p11_key_label(const struct hf_key *key);
+bool hf_p11_key_id(const struct hf_key *key, unsigned char *out, size_t *len);
 CK_RV hf_tmpl_bool(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type, bool *present,
                    bool *val);
 CK_RV hf_tmpl_ulong(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type, bool *present,

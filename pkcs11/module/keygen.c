@@ -23,10 +23,29 @@
 struct spec_buf {
     struct hf_key_spec spec;
     char name[HF_NAME_MAX + 1];
-    struct hf_label imported;
+    char label[HF_P11_TEXT_MAX + 1];      /* a CKA_LABEL that is no key name */
+    char id_hex[2 * HF_P11_TEXT_MAX + 1]; /* the caller's CKA_ID */
+    struct hf_label labels[3];            /* hf.imported, p11.label, p11.id */
 };
 
+static void spec_label_add(struct spec_buf *sb, const char *name, const char *value)
+{
+    sb->labels[sb->spec.n_labels].name = (char *)name;
+    sb->labels[sb->spec.n_labels].value = (char *)value;
+    sb->spec.labels = sb->labels;
+    sb->spec.n_labels++;
+}
+
 /* ---- templates -> spec ------------------------------------------------------------------ */
+
+static bool name_is_taken(const char *name)
+{
+    struct hf_key key = {0};
+    bool taken = hf_store_key_get(hf_core_store(hf_mod.core), name, &key) == CKR_OK;
+
+    hf_key_clear(&key);
+    return taken;
+}
 
 static CK_RV tmpl_label(const CK_ATTRIBUTE *t, CK_ULONG n, char *out, bool *present)
 {
@@ -34,34 +53,58 @@ static CK_RV tmpl_label(const CK_ATTRIBUTE *t, CK_ULONG n, char *out, bool *pres
 
     *present = a != NULL;
     if (!a) return CKR_OK;
-    if (!a->pValue || a->ulValueLen == 0 || a->ulValueLen > HF_NAME_MAX ||
-        memchr(a->pValue, 0, a->ulValueLen))
-        return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (!hf_p11_label_is_valid(a->pValue, a->ulValueLen)) return CKR_ATTRIBUTE_VALUE_INVALID;
     memcpy(out, a->pValue, a->ulValueLen);
     out[a->ulValueLen] = '\0';
-    return hf_key_name_is_valid(out) ? CKR_OK : CKR_ATTRIBUTE_VALUE_INVALID;
+    return CKR_OK;
 }
 
-/* CKA_LABEL is the key's name; both templates of a pair may carry it, but only once. Without
- * one the key gets "key-<8 hex digits>". */
+/* CKA_LABEL is the key's name when it can be one ("web-tls", not taken); any other label ("RSA
+ * Pkey sigver Test", or a second key labelled "web-tls", as PKCS#11 allows) is kept as the key's
+ * p11.label, and the key is named "key-<8 hex digits>", as it is without a label. Both
+ * templates of a pair may carry it, but only once. */
 static CK_RV spec_name(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIBUTE *priv,
                        CK_ULONG priv_n, struct spec_buf *sb)
 {
-    char other[HF_NAME_MAX + 1];
+    char other[HF_P11_TEXT_MAX + 1];
     bool has_priv, has_pub;
     unsigned char rnd[4];
     CK_RV rv;
 
-    if ((rv = tmpl_label(priv, priv_n, sb->name, &has_priv)) != CKR_OK) return rv;
+    if ((rv = tmpl_label(priv, priv_n, sb->label, &has_priv)) != CKR_OK) return rv;
     if ((rv = tmpl_label(pub, pub_n, other, &has_pub)) != CKR_OK) return rv;
-    if (has_priv && has_pub && strcmp(sb->name, other) != 0) return CKR_TEMPLATE_INCONSISTENT;
-    if (!has_priv && has_pub) memcpy(sb->name, other, sizeof(other));
-    if (!has_priv && !has_pub) {
+    if (has_priv && has_pub && strcmp(sb->label, other) != 0) return CKR_TEMPLATE_INCONSISTENT;
+    if (!has_priv && has_pub) memcpy(sb->label, other, sizeof(other));
+    if ((has_priv || has_pub) && hf_key_name_is_valid(sb->label) && !name_is_taken(sb->label)) {
+        memcpy(sb->name, sb->label, strlen(sb->label) + 1);
+    } else {
         if ((rv = hf_random(rnd, sizeof(rnd))) != CKR_OK) return rv;
         snprintf(sb->name, sizeof(sb->name), "key-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
                  rnd[3]);
+        if (has_priv || has_pub) spec_label_add(sb, HF_P11_LABEL, sb->label);
     }
     sb->spec.name = sb->name;
+    return CKR_OK;
+}
+
+/* The caller's CKA_ID, kept as the key's p11.id (hex); both templates of a pair may carry it,
+ * but only once. Without one, CKA_ID is the version's UUID. */
+static CK_RV spec_id(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIBUTE *priv,
+                     CK_ULONG priv_n, struct spec_buf *sb)
+{
+    const CK_ATTRIBUTE *a = hf_tmpl_find(priv, priv_n, CKA_ID);
+    const CK_ATTRIBUTE *b = pub ? hf_tmpl_find(pub, pub_n, CKA_ID) : NULL;
+
+    if (a && b &&
+        (a->ulValueLen != b->ulValueLen ||
+         (a->ulValueLen && memcmp(a->pValue, b->pValue, a->ulValueLen) != 0)))
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (!a) a = b;
+    if (!a) return CKR_OK;
+    if (a->ulValueLen > HF_P11_TEXT_MAX || (a->ulValueLen && !a->pValue))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    hf_p11_hex(a->pValue, a->ulValueLen, sb->id_hex);
+    spec_label_add(sb, HF_P11_ID, sb->id_hex);
     return CKR_OK;
 }
 
@@ -137,6 +180,7 @@ static CK_RV spec_parse(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIB
     if (rv == CKR_OK) rv = tmpl_token_check(priv, priv_n);
     if (rv != CKR_OK) return rv;
     if ((rv = spec_name(pub, pub_n, priv, priv_n, sb)) != CKR_OK) return rv;
+    if ((rv = spec_id(pub, pub_n, priv, priv_n, sb)) != CKR_OK) return rv;
     if ((rv = hf_tmpl_usage(pub, pub_n, &sb->spec.usage)) != CKR_OK) return rv;
     if ((rv = hf_tmpl_usage(priv, priv_n, &sb->spec.usage)) != CKR_OK) return rv;
     /* The core reads 0 as "the default": a template that clears every use is refused. */
@@ -308,10 +352,7 @@ CK_RV hf_keygen_import(struct hf_session *s, enum hf_alg alg, unsigned bits,
     if (session) return session_make(s, alg, bits, bytes, len, NULL, 0, tmpl, n, NULL, out);
     if ((rv = spec_parse(NULL, 0, tmpl, n, alg, bits, &sb)) != CKR_OK) return rv;
     /* CKA_LOCAL is FALSE for a key that came from outside (attr.c reads this label). */
-    sb.imported.name = "hf.imported";
-    sb.imported.value = "true";
-    sb.spec.labels = &sb.imported;
-    sb.spec.n_labels = 1;
+    spec_label_add(&sb, "hf.imported", "true");
     rv = key_make(s, &sb, bytes, len, &v);
     if (rv == CKR_OK) *out = HF_HANDLE(v.id, alg == HF_ALG_AES ? HF_OBJ_SECRET : HF_OBJ_PRIVATE);
     hf_key_version_clear(&v);

@@ -8,6 +8,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/session.c \
 	pkcs11/module/object.c \
 	pkcs11/module/attr.c \
+	pkcs11/module/label-id.c \
 	pkcs11/module/find.c \
 	pkcs11/module/keygen.c \
 	pkcs11/module/session-objects.c \

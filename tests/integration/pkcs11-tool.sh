@@ -37,6 +37,22 @@ p11 --login --pin "$HF_USER_PIN" --keypairgen --key-type EC:prime256v1 --label p
 "$HF_CLI" key show p11-aes >/dev/null || hf_fail "key made by pkcs11-tool --keygen not in the store"
 "$HF_CLI" key show p11-ec >/dev/null || hf_fail "key made by pkcs11-tool --keypairgen not in the store"
 
+# The caller's id and a label with spaces are kept: found by either, the key signs by id.
+p11 --login --pin "$HF_USER_PIN" --keypairgen --key-type EC:prime256v1 --id 42 \
+    --label "A key with spaces" >/dev/null 2>&1 || hf_fail "--keypairgen --id 42 --label 'A key with spaces'"
+p11 --read-object --type pubkey --id 42 -o "$HF_TMP/by-id.der" >/dev/null 2>&1 ||
+    hf_fail "the public key of id 42 not found"
+p11 --read-object --type pubkey --label "A key with spaces" -o "$HF_TMP/by-label.der" >/dev/null 2>&1 ||
+    hf_fail "the public key labelled 'A key with spaces' not found"
+cmp -s "$HF_TMP/by-id.der" "$HF_TMP/by-label.der" || hf_fail "id 42 and the label found different keys"
+p11 --login --pin "$HF_USER_PIN" --list-objects --type privkey --id 42 2>/dev/null >"$HF_TMP/priv42" || true
+grep -q "label: *A key with spaces" "$HF_TMP/priv42" || { cat "$HF_TMP/priv42"; hf_fail "private key of id 42 not listed with its label"; }
+printf 'signed by id\n' >"$HF_TMP/msg"
+p11 --login --pin "$HF_USER_PIN" --sign --id 42 -m ECDSA-SHA256 -i "$HF_TMP/msg" -o "$HF_TMP/msg.sig" \
+    >/dev/null 2>&1 || hf_fail "sign by --id 42 failed"
+p11 --verify --id 42 -m ECDSA-SHA256 -i "$HF_TMP/msg" --signature-file "$HF_TMP/msg.sig" >/dev/null 2>&1 ||
+    hf_fail "the signature by id 42 does not verify"
+
 # Without login only public objects are visible; with login every key is.
 p11 --list-objects 2>/dev/null | grep -q "Secret Key" && hf_fail "secret key listed without login"
 p11 --login --pin "$HF_USER_PIN" --list-objects 2>/dev/null | grep -q "aes-test" ||

@@ -272,8 +272,8 @@ static void test_keygen_template_errors(void)
     CK_ATTRIBUTE oddlen[] = {{CKA_VALUE_LEN, &badlen, sizeof(badlen)}};
     CK_ATTRIBUTE wrongcls[] = {{CKA_VALUE_LEN, &len, sizeof(len)},
                                {CKA_CLASS, &pubcls, sizeof(pubcls)}};
-    CK_ATTRIBUTE badname[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, "has space", 9}};
-    CK_ATTRIBUTE taken[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, "aes-plain", 9}};
+    CK_ATTRIBUTE badname[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, "bad\nlabel", 9}};
+    CK_ATTRIBUTE badutf8[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_LABEL, "bad\xc3", 4}};
     CK_ATTRIBUTE badbool[] = {{CKA_VALUE_LEN, &len, sizeof(len)}, {CKA_ENCRYPT, &len, sizeof(len)}};
     CK_ATTRIBUTE nouse[] = {{CKA_VALUE_LEN, &len, sizeof(len)},
                             {CKA_ENCRYPT, &no, 1},
@@ -296,7 +296,7 @@ static void test_keygen_template_errors(void)
                     CKR_TEMPLATE_INCONSISTENT);
     CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, badname, N(badname), &h),
                     CKR_ATTRIBUTE_VALUE_INVALID);
-    CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, taken, N(taken), &h),
+    CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, badutf8, N(badutf8), &h),
                     CKR_ATTRIBUTE_VALUE_INVALID);
     CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &mech, badbool, N(badbool), &h),
                     CKR_ATTRIBUTE_VALUE_INVALID);
@@ -632,7 +632,7 @@ static void test_set_attribute_renames_and_changes_state(void)
     CK_OBJECT_HANDLE pub, priv, h, found[MAX_FOUND];
     CK_ULONG deactivated = HF_STATE_DEACTIVATED, active = HF_STATE_ACTIVE, len = 0;
     CK_ATTRIBUTE rename[] = {{CKA_LABEL, "ec-renamed", 10}};
-    CK_ATTRIBUTE badname[] = {{CKA_LABEL, "bad name", 8}};
+    CK_ATTRIBUTE badname[] = {{CKA_LABEL, "bad\tname", 8}};
     CK_ATTRIBUTE readonly[] = {{CKA_SIGN, &no, 1}};
     CK_ATTRIBUTE unknown[] = {{CKA_VENDOR_DEFINED | 7, &no, 1}};
     CK_ATTRIBUTE deact[] = {{CKA_HF_STATE, &deactivated, sizeof(deactivated)}};
@@ -705,6 +705,64 @@ static void test_copy_object_and_object_size(void)
     CU_ASSERT_EQUAL(p11->C_GetObjectSize(sess, 0, &size), CKR_OBJECT_HANDLE_INVALID);
     CU_ASSERT_EQUAL(p11->C_GetObjectSize(sess, rsa_priv, &size), CKR_OK);
     CU_ASSERT_EQUAL(size, CK_UNAVAILABLE_INFORMATION);
+}
+
+/* General PKCS#11 software picks its own labels and ids: any UTF-8 label (spaces, a label
+ * another key has), a CKA_ID shared by both faces, each kept, read back and searchable, and
+ * changeable with C_SetAttributeValue. */
+static void test_caller_label_and_id_are_kept_and_found(void)
+{
+    static const char label[] = "A key with spaces \xc3\xa9";
+    static const unsigned char id[] = {0x42};
+    CK_MECHANISM mech = {CKM_EC_KEY_PAIR_GEN, NULL, 0};
+    CK_OBJECT_CLASS priv_cls = CKO_PRIVATE_KEY;
+    CK_ATTRIBUTE pt[] = {{CKA_TOKEN, &yes, 1},
+                         {CKA_EC_PARAMS, (void *)oid_p256, sizeof(oid_p256)},
+                         {CKA_LABEL, (void *)label, sizeof(label) - 1},
+                         {CKA_ID, (void *)id, sizeof(id)}};
+    CK_ATTRIBUTE vt[] = {{CKA_TOKEN, &yes, 1},
+                         {CKA_SIGN, &yes, 1},
+                         {CKA_LABEL, (void *)label, sizeof(label) - 1},
+                         {CKA_ID, (void *)id, sizeof(id)}};
+    CK_ATTRIBUTE by_id[] = {{CKA_ID, (void *)id, sizeof(id)},
+                            {CKA_CLASS, &priv_cls, sizeof(priv_cls)}};
+    CK_ATTRIBUTE relabel[] = {{CKA_LABEL, "another label", 13}, {CKA_ID, "\x43\x44", 2}};
+    CK_ATTRIBUTE named[] = {{CKA_LABEL, "ec-named-again", 14}};
+    CK_OBJECT_HANDLE pub, priv, again_pub, again_priv, found[MAX_FOUND];
+    unsigned char *v;
+    CK_ULONG len = 0;
+
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKeyPair(sess, &mech, pt, N(pt), vt, N(vt), &pub, &priv),
+                          CKR_OK);
+    v = get_bytes(priv, CKA_LABEL, &len);
+    CU_ASSERT(v && len == sizeof(label) - 1 && memcmp(v, label, len) == 0);
+    free(v);
+    v = get_bytes(pub, CKA_ID, &len);
+    CU_ASSERT(v && len == 1 && v[0] == 0x42);
+    free(v);
+    CU_ASSERT_EQUAL(find_label(label, CKO_PRIVATE_KEY, found), 1);
+    CU_ASSERT_EQUAL(found[0], priv);
+    CU_ASSERT_EQUAL(find(by_id, N(by_id), found), 1);
+    CU_ASSERT_EQUAL(found[0], priv);
+    /* The same label again is another key (PKCS#11 labels need not be unique). */
+    CU_ASSERT_EQUAL_FATAL(
+        p11->C_GenerateKeyPair(sess, &mech, pt, N(pt), vt, N(vt), &again_pub, &again_priv), CKR_OK);
+    CU_ASSERT_EQUAL(find_label(label, CKO_PRIVATE_KEY, found), 2);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, again_priv), CKR_OK);
+    /* Relabelled and re-identified: both faces show it, the old values find nothing. */
+    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(sess, priv, relabel, N(relabel)), CKR_OK);
+    v = get_bytes(pub, CKA_LABEL, &len);
+    CU_ASSERT(v && len == 13 && memcmp(v, "another label", 13) == 0);
+    free(v);
+    v = get_bytes(pub, CKA_ID, &len);
+    CU_ASSERT(v && len == 2 && memcmp(v, "\x43\x44", 2) == 0);
+    free(v);
+    CU_ASSERT_EQUAL(find_label(label, CKO_PRIVATE_KEY, found), 0);
+    CU_ASSERT_EQUAL(find(by_id, N(by_id), found), 0);
+    /* A label that can be a name renames the key and replaces the kept label. */
+    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(sess, priv, named, 1), CKR_OK);
+    CU_ASSERT_EQUAL(find_label("ec-named-again", CKO_PRIVATE_KEY, found), 1);
+    CU_ASSERT_EQUAL(find_label("another label", CKO_PRIVATE_KEY, found), 0);
 }
 
 /* ---- import -------------------------------------------------------------------------------- */
@@ -924,6 +982,7 @@ static CU_TestInfo object_tests[] = {
     {"the find order is stable", test_find_order_is_stable},
     {"find API errors", test_find_api_errors},
     {"C_SetAttributeValue renames and changes state", test_set_attribute_renames_and_changes_state},
+    {"a caller's label and id are kept and found", test_caller_label_and_id_are_kept_and_found},
     {"changes need a R/W session and the user", test_changes_need_rw_session_and_user},
     {"C_DestroyObject destroys the whole key", test_destroy_object_destroys_the_whole_key},
     {"C_CopyObject and C_GetObjectSize", test_copy_object_and_object_size},
