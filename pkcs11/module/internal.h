@@ -228,6 +228,8 @@ const CK_ATTRIBUTE *hf_tmpl_find(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIB
 #define HF_P11_TEXT_MAX 255
 #define HF_P11_LABEL "p11.label"
 #define HF_P11_ID "p11.id"
+/* Set when a caller destroyed a pair's public object: the key and its private face stay. */
+#define HF_P11_PUBLIC_GONE "p11.public-destroyed"
 /* 1..255 bytes of UTF-8 without control characters. */
 bool hf_p11_label_is_valid(const void *value, size_t len);
 /* out: 2 * len + 1 bytes. */

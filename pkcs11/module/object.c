@@ -129,6 +129,8 @@ CK_RV hf_object_face_init(struct hf_object *obj, enum hf_object_kind kind)
     bool secret = obj->key.alg == HF_ALG_AES;
 
     if (secret != (kind == HF_OBJ_SECRET)) return CKR_OBJECT_HANDLE_INVALID;
+    if (kind == HF_OBJ_PUBLIC && hf_key_label_get(&obj->key, HF_P11_PUBLIC_GONE))
+        return CKR_OBJECT_HANDLE_INVALID;
     obj->kind = kind;
     obj->handle = HF_HANDLE(obj->version.id, kind);
     obj->cls = kind == HF_OBJ_SECRET    ? CKO_SECRET_KEY
@@ -389,7 +391,13 @@ HF_EXPORT CK_RV C_DestroyObject(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hOb
     if ((rv = hf_session_check_write(s)) != CKR_OK) goto done;
     if ((rv = hf_object_get(s, hObject, &obj)) != CKR_OK) goto done;
     hf_module_actor(s, &who, caller, sizeof(caller));
-    rv = hf_core_key_destroy(hf_mod.core, obj->key.uuid, &who);
+    /* The public object of a pair goes alone, as PKCS#11 software expects (pkcs11-tool
+     * --delete-object --type pubkey); the private or secret one takes the key, every version
+     * and its material with it. */
+    if (obj->kind == HF_OBJ_PUBLIC)
+        rv = hf_core_key_label_set(hf_mod.core, obj->key.uuid, HF_P11_PUBLIC_GONE, "true", &who);
+    else
+        rv = hf_core_key_destroy(hf_mod.core, obj->key.uuid, &who);
     hf_objects_changed();
     hf_session_clear_ctx(s);
 done:

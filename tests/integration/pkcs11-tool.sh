@@ -52,6 +52,13 @@ p11 --login --pin "$HF_USER_PIN" --sign --id 42 -m ECDSA-SHA256 -i "$HF_TMP/msg"
     >/dev/null 2>&1 || hf_fail "sign by --id 42 failed"
 p11 --verify --id 42 -m ECDSA-SHA256 -i "$HF_TMP/msg" --signature-file "$HF_TMP/msg.sig" >/dev/null 2>&1 ||
     hf_fail "the signature by id 42 does not verify"
+# Deleting the public object leaves the private key, which still signs.
+p11 --login --pin "$HF_USER_PIN" --delete-object --type pubkey --id 42 >/dev/null 2>&1 ||
+    hf_fail "--delete-object --type pubkey --id 42"
+p11 --read-object --type pubkey --id 42 -o "$HF_TMP/gone.der" >/dev/null 2>&1 &&
+    hf_fail "the deleted public object is still there"
+p11 --login --pin "$HF_USER_PIN" --sign --id 42 -m ECDSA-SHA256 -i "$HF_TMP/msg" -o "$HF_TMP/msg.sig" \
+    >/dev/null 2>&1 || hf_fail "the private key went with its public object"
 
 # Without login only public objects are visible; with login every key is.
 p11 --list-objects 2>/dev/null | grep -q "Secret Key" && hf_fail "secret key listed without login"

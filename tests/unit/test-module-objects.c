@@ -680,14 +680,26 @@ static void test_changes_need_rw_session_and_user(void)
     CU_ASSERT_EQUAL(p11->C_CloseSession(ro), CKR_OK);
 }
 
-static void test_destroy_object_destroys_the_whole_key(void)
+/* The public object of a pair goes alone; the private one takes the whole key. */
+static void test_destroy_object_public_alone_private_the_key(void)
 {
     CK_OBJECT_HANDLE pub, priv, found[MAX_FOUND];
+    CK_MECHANISM ecdsa = {CKM_ECDSA, NULL, 0};
+    unsigned char hash[32] = {1}, sig[64];
+    CK_ULONG siglen = sizeof(sig);
 
     CU_ASSERT_EQUAL_FATAL(ec_gen("ec-doomed", oid_p256, sizeof(oid_p256), &pub, &priv), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, 0), CKR_OBJECT_HANDLE_INVALID);
     CU_ASSERT_EQUAL(p11->C_DestroyObject(0x7777, pub), CKR_SESSION_HANDLE_INVALID);
     CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, pub), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(sess, pub, &(CK_ATTRIBUTE){CKA_CLASS, NULL, 0}, 1),
+                    CKR_OBJECT_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, pub), CKR_OBJECT_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(find_label("ec-doomed", CKO_PUBLIC_KEY, found), 0);
+    CU_ASSERT_EQUAL(find_label("ec-doomed", CKO_PRIVATE_KEY, found), 1);
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &ecdsa, priv), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, hash, sizeof(hash), sig, &siglen), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, priv), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_GetAttributeValue(sess, priv, &(CK_ATTRIBUTE){CKA_CLASS, NULL, 0}, 1),
                     CKR_OBJECT_HANDLE_INVALID);
     CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, priv), CKR_OBJECT_HANDLE_INVALID);
@@ -984,7 +996,8 @@ static CU_TestInfo object_tests[] = {
     {"C_SetAttributeValue renames and changes state", test_set_attribute_renames_and_changes_state},
     {"a caller's label and id are kept and found", test_caller_label_and_id_are_kept_and_found},
     {"changes need a R/W session and the user", test_changes_need_rw_session_and_user},
-    {"C_DestroyObject destroys the whole key", test_destroy_object_destroys_the_whole_key},
+    {"C_DestroyObject: a public object alone, a private one the key",
+     test_destroy_object_public_alone_private_the_key},
     {"C_CopyObject and C_GetObjectSize", test_copy_object_and_object_size},
     {"C_CreateObject imports an AES key", test_create_object_imports_an_aes_key},
     {"C_CreateObject imports an OpenSSL RSA key", test_create_object_imports_an_openssl_rsa_key},
