@@ -17,6 +17,7 @@ UNIT_TESTS = \
 	tests/unit/test-policy \
 	tests/unit/test-module-general \
 	tests/unit/test-module-pin \
+	tests/unit/test-module-opstate \
 	tests/unit/test-module-objects \
 	tests/unit/test-module-session-objects \
 	tests/unit/test-module-crypto
@@ -59,6 +60,9 @@ tests_unit_test_module_general_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_pin_SOURCES = tests/unit/test-module-pin.c tests/unit/module-loader.h
 tests_unit_test_module_pin_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_pin_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_opstate_SOURCES = tests/unit/test-module-opstate.c tests/unit/module-loader.h
+tests_unit_test_module_opstate_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_opstate_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_objects_SOURCES = tests/unit/test-module-objects.c tests/unit/module-loader.h
 tests_unit_test_module_objects_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_objects_LDADD = $(UNIT_LDADD)
