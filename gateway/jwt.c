@@ -595,8 +595,9 @@ HF_PLUGIN_EXPORT enum hf_status hf_request_bearer_verify(const struct hf_request
         return HF_STATUS_UNAUTHENTICATED;
     }
     if ((token = hf_request_bearer(req, &len)) == NULL) {
-        hf_why(why, whylen, n == 0 ? "a bearer token is required: Authorization: Bearer <token>"
-                                   : "Authorization is not one bearer token");
+        hf_why(why, whylen,
+               n == 0 ? "a bearer token is required: Authorization: Bearer <token>"
+                      : "Authorization is not one bearer token");
         return HF_STATUS_UNAUTHENTICATED;
     }
     if (hf_jwt_verify(v, token, len, out, reason, sizeof(reason)) != HF_STATUS_OK) {
