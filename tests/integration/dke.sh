@@ -462,4 +462,6 @@ dke_call GET /dke/blk-key
 dke_expect 503 ServiceUnavailable
 dke_call POST "$BLK_DECRYPT" "$(body "$CTB")"
 dke_expect 503 ServiceUnavailable
+# A clean stop: in a sanitizer build, a leak or an error in holdfastd or the plugin fails here.
+hf_gateway_stop || hf_fail "holdfastd did not stop cleanly: $(tail -n 20 "$HF_TMP/holdfastd.out")"
 echo "dke.sh: all cases passed"
