@@ -189,6 +189,10 @@ check "$(dke_json value)" "$PT1" "decrypt gives openssl's plaintext back"
 dke_call POST "${KID1#"$DKE_BASE"}/Decrypt" "$(body "$CT1")"
 dke_expect 200
 check "$(dke_json value)" "$PT1" "…/Decrypt"
+# A key id is a UUID: in upper case it names the same version.
+dke_call POST "/dke/main-key/$(echo "$V1" | tr a-f A-F)/decrypt" "$(body "$CT1")"
+dke_expect 200
+check "$(dke_json value)" "$PT1" "an upper-case key id"
 
 # ---- 401: the challenge, exactly, on every refused token ----
 CHALLENGE="Bearer resource=\"$AUD\", authorization=\"$AUTHORITY\", realm=\"$AUD\""
