@@ -32,8 +32,9 @@ bool hf_gw_audit_record(struct hf_request *req, bool success_events, CK_ULONG_LO
         now > req->seq_before) {
         *seq = now; /* the key operation's record is the request's */
         /* Unless the request was refused after it (CSE: a blob bound to another resource,
-         * which only its opening shows): that record says ok, so the refusal gets one too. */
-        if (!req->failed) return true;
+         * which only its opening shows): that record says ok, so the refusal gets one too. A
+         * key operation that failed (a bad tag) has the request's failure on record already. */
+        if (!req->failed || hf_gw_p11_last_record_failed(req->p11_session)) return true;
     }
     if (!req->failed) {
         /* A key operation that succeeded without a record: the core's success events are off.

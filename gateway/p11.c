@@ -32,6 +32,7 @@ static struct {
     bool has_audit_summary; /* 1.2: HF_AuditSummary and HF_GetAuditStatus */
     bool has_1_3;           /* HF_RegisterLinkType, HF_SetRequestFields, HF_GetKeyLink */
     bool has_1_4;           /* HF_SetRequestAudit */
+    bool has_1_5;           /* HF_GetLastAuditResult */
     CK_SLOT_ID slot;
     CK_SESSION_HANDLE login_session;
     char *module;
@@ -195,6 +196,7 @@ static void vendor_find(void)
     p11.has_1_3 = v->version.minor >= 3 && v->HF_RegisterLinkType && v->HF_SetRequestFields &&
                   v->HF_GetKeyLink;
     p11.has_1_4 = p11.has_1_3 && v->version.minor >= 4 && v->HF_SetRequestAudit;
+    p11.has_1_5 = p11.has_1_4 && v->version.minor >= 5 && v->HF_GetLastAuditResult;
 }
 
 /* Holdfast's module lets only its gateway login attach request contexts; a gateway started with
@@ -297,6 +299,7 @@ void hf_gw_p11_close(void)
     p11.has_audit_summary = false;
     p11.has_1_3 = false;
     p11.has_1_4 = false;
+    p11.has_1_5 = false;
     free(p11.module);
     p11.module = NULL;
 }
@@ -379,6 +382,16 @@ bool hf_gw_p11_link_type_register(const char *link_type, char *err, size_t errle
 bool hf_gw_p11_has_key_link(void)
 {
     return p11.has_1_3;
+}
+
+/* Whether the session's last record holds a failure; false when the module cannot say (1.4 and
+ * older), so the gateway then writes the request's own failure record, as before. */
+bool hf_gw_p11_last_record_failed(CK_SESSION_HANDLE session)
+{
+    CK_RV result = CKR_OK;
+
+    return p11.has_1_5 && p11.vendor->HF_GetLastAuditResult(session, &result) == CKR_OK &&
+           result != CKR_OK;
 }
 
 bool hf_gw_p11_has_audit_request(void)

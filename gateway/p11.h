@@ -31,6 +31,7 @@ CK_RV hf_gw_rsa_public_read(CK_OBJECT_HANDLE key, unsigned char *n, CK_ULONG *nl
 
 /* Whether the module can record a request that made no key operation (HF_AuditRequest). */
 bool hf_gw_p11_has_audit_request(void);
+bool hf_gw_p11_last_record_failed(CK_SESSION_HANDLE session);
 /* Whether it can record a summary of requests refused before authentication (1.2). */
 bool hf_gw_p11_has_audit_summary(void);
 /* The audit log's free space and state (1.2); false when the module cannot say. */

@@ -73,7 +73,7 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 4
+#define HF_INTERFACE_VERSION_MINOR 5
 
 /* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
  * identical typedef is legal C11, should a newer header bring one). */
@@ -197,6 +197,10 @@ typedef struct HF_FUNCTION_LIST {
      * always), spent with the request context it follows (HF_SetRequestContext first: it clears
      * them). The gateway login only, as HF_SetRequestFields. */
     CK_RV (*HF_SetRequestAudit)(CK_SESSION_HANDLE session, CK_FLAGS flags);
+    /* 1.5: the result recorded in the audit record of the session's last operation (the one
+     * HF_GetLastAuditSeq numbers): a request whose key operation failed already has its failure
+     * on record, one refused after a key operation that succeeded does not. */
+    CK_RV (*HF_GetLastAuditResult)(CK_SESSION_HANDLE session, CK_RV *result);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 

@@ -301,6 +301,7 @@ struct hf_session {
         *fields; /* 1.3: the request's audit fields, canonical (audit-fields.h); cleared with ctx */
     CK_FLAGS audit_flags; /* 1.4: HF_REQUEST_AUDIT_*; cleared with ctx */
     uint64_t last_audit_seq;
+    CK_RV last_audit_result; /* the result that record holds */
 };
 
 /* Finds and locks an open session: CKR_SESSION_HANDLE_INVALID otherwise. Release with

@@ -112,7 +112,10 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
                            started_us, false, &seq);
 
     if (s) {
-        if (rv == CKR_OK) s->last_audit_seq = seq;
+        if (rv == CKR_OK) {
+            s->last_audit_seq = seq;
+            s->last_audit_result = result;
+        }
         hf_session_clear_ctx(s);
     }
     if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);

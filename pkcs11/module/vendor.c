@@ -58,6 +58,20 @@ static CK_RV HF_GetLastAuditSeq(CK_SESSION_HANDLE session, CK_ULONG_LONG *seq)
     return rv;
 }
 
+static CK_RV HF_GetLastAuditResult(CK_SESSION_HANDLE session, CK_RV *result)
+{
+    struct hf_session *s;
+    CK_RV rv = hf_session_get(session, &s);
+
+    if (rv != CKR_OK) return rv;
+    if (!result)
+        rv = CKR_ARGUMENTS_BAD;
+    else
+        *result = s->last_audit_seq ? s->last_audit_result : CKR_OK;
+    hf_session_put(s);
+    return rv;
+}
+
 static CK_RV HF_AuditWaitDurable(CK_ULONG_LONG seq)
 {
     CK_RV rv = hf_module_check();
@@ -273,4 +287,5 @@ const HF_FUNCTION_LIST hf_vendor_functions = {
     HF_SetRequestFields,
     HF_GetKeyLink,
     HF_SetRequestAudit,
+    HF_GetLastAuditResult,
 };

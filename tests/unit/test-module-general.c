@@ -646,6 +646,7 @@ static void test_vendor_context_lands_in_the_audit_record(void)
                               .link_id = NULL};
     CK_SESSION_HANDLE s = open_session(RW);
     CK_ULONG_LONG seq0 = 99, seq1 = 0, seq2 = 0;
+    CK_RV result = CKR_GENERAL_ERROR;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
     CU_ASSERT_EQUAL(hf->HF_SetRequestContext(BAD_SESSION, &ctx), CKR_SESSION_HANDLE_INVALID);
@@ -663,6 +664,12 @@ static void test_vendor_context_lands_in_the_audit_record(void)
                     CKR_PIN_INCORRECT);
     CU_ASSERT_EQUAL(hf->HF_GetLastAuditSeq(s, &seq1), CKR_OK);
     CU_ASSERT(seq1 > 0);
+    /* 1.5: that record holds the failure. */
+    CU_ASSERT_FATAL(hf->version.minor >= 5 && hf->HF_GetLastAuditResult);
+    CU_ASSERT_EQUAL(hf->HF_GetLastAuditResult(s, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf->HF_GetLastAuditResult(BAD_SESSION, &result), CKR_SESSION_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf->HF_GetLastAuditResult(s, &result), CKR_OK);
+    CU_ASSERT_EQUAL(result, CKR_PIN_INCORRECT);
     CU_ASSERT_EQUAL(hf->HF_AuditWaitDurable(seq1), CKR_OK);
     CU_ASSERT(audit_log_has("req-8c1d7f"));
     CU_ASSERT(audit_log_has("unit-test"));
@@ -671,6 +678,8 @@ static void test_vendor_context_lands_in_the_audit_record(void)
     CU_ASSERT_EQUAL(p11->C_Login(s, CKU_USER, USER_PIN, USER_PIN_LEN), CKR_OK);
     CU_ASSERT_EQUAL(hf->HF_GetLastAuditSeq(s, &seq2), CKR_OK);
     CU_ASSERT(seq2 > seq1);
+    CU_ASSERT_EQUAL(hf->HF_GetLastAuditResult(s, &result), CKR_OK);
+    CU_ASSERT_EQUAL(result, CKR_OK);
     CU_ASSERT_EQUAL(hf->HF_AuditNotifyDurable(seq2, NULL, NULL), CKR_ARGUMENTS_BAD);
     CU_ASSERT_EQUAL(hf->HF_AuditNotifyDurable(seq2, on_durable, &durable_calls), CKR_OK);
     CU_ASSERT_EQUAL(hf->HF_AuditWaitDurable(seq2), CKR_OK);
