@@ -15,8 +15,8 @@
 # keyVersionId disagreeing with the ciphertext, the spec's known answer (a ciphertext of
 # another key here: its exact bytes are test-oci-blob's); 413 from Content-Length; 429 over a
 # vault's rate; a rotated key decrypting its old ciphertexts by version UUID; opc-request-id
-# echoed as "<caller>/<holdfast>" (on a 401 too) and in the audit record; a store outage
-# (503, never 403).
+# echoed as "<caller>/<holdfast>" (on a 401 too) and in the audit record; SIGHUP taking a new
+# random_status and a re-enabled vault; a store outage (503, never 403).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/oci-lib.sh"
 
@@ -481,6 +481,19 @@ for log in "$HOLDFAST_STATE_DIR/audit.log" "$HF_TMP/holdfastd.log" "$HF_TMP/hold
     ! grep -q "$PT" "$log" || hf_fail "a plaintext reached $log"
 done
 hf_expect_exit 0 "$HF_CLI" audit verify
+
+# ---- SIGHUP: random_status = 200 (Oracle's reading) and a vault enabled take effect ----
+sed -e 's/^random_status = 201/random_status = 200/' -e 's/^disabled = yes/disabled = no/' "$CONF" >"$CONF.new" &&
+    mv "$CONF.new" "$CONF" || hf_fail "cannot rewrite $CONF"
+kill -HUP "$HF_GW_PID"
+t0=$(hf_now_ms)
+until oci_call POST "$P/generateRandomBytes" '{"length":16}' && [ "$CODE" = 200 ]; do
+    [ $(($(hf_now_ms) - t0)) -lt 10000 ] || hf_fail "random_status = 200 not in force 10 s after SIGHUP (HTTP $CODE)"
+    sleep 0.2
+done
+check "$(oci_json randomBytes | base64 -d | wc -c | tr -d ' ')" 16 "16 random bytes after the reload"
+oci_call GET "$PD/keys/$K1/metadata"
+oci_expect 200
 
 # ---- a store outage is 503, never 403 ----
 DB=$(ls "$HOLDFAST_STATE_DIR"/*.db 2>/dev/null | head -n 1)
