@@ -482,6 +482,17 @@ for log in "$HOLDFAST_STATE_DIR/audit.log" "$HF_TMP/holdfastd.log" "$HF_TMP/hold
 done
 hf_expect_exit 0 "$HF_CLI" audit verify
 
+# The handler names each operation: metrics count them apart, never as the route's "oci".
+curl -sS "$BASE/metrics" >"$HF_TMP/metrics.txt" || hf_fail "GET /metrics"
+for op in getVaultMetadata getKeyMetadata getKeyVersionMetadata encrypt decrypt; do
+    grep -q "^holdfast_requests_total{api=\"oci-ekms\",operation=\"$op\",status=\"200\"}" "$HF_TMP/metrics.txt" ||
+        hf_fail "no $op series in /metrics: $(grep oci-ekms "$HF_TMP/metrics.txt" | head -n 5)"
+done
+grep -q '^holdfast_requests_total{api="oci-ekms",operation="generateRandomBytes.key",status="201"}' "$HF_TMP/metrics.txt" ||
+    hf_fail "no key-level random series in /metrics"
+grep -q '^holdfast_request_latency_limit_seconds{api="oci-ekms"} 0.1' "$HF_TMP/metrics.txt" ||
+    hf_fail "the latency limit is not OCI's 100 ms: $(grep latency_limit "$HF_TMP/metrics.txt")"
+
 # ---- SIGHUP: random_status = 200 (Oracle's reading) and a vault enabled take effect ----
 sed -e 's/^random_status = 201/random_status = 200/' -e 's/^disabled = yes/disabled = no/' "$CONF" >"$CONF.new" &&
     mv "$CONF.new" "$CONF" || hf_fail "cannot rewrite $CONF"

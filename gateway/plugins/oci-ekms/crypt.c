@@ -25,7 +25,7 @@ static struct json_object *encrypt_reply(const struct hf_oci_call *call, const c
     struct json_object *o = json_object_new_object();
 
     if (o != NULL && add(o, "ciphertext", hf_json_base64(blob, len)) &&
-        add(o, "iv", hf_json_base64(blob + 5, HF_BLOB_IV_LEN)) &&
+        add(o, "iv", hf_json_base64(blob + HF_BLOB_HEADER_LEN - HF_BLOB_IV_LEN, HF_BLOB_IV_LEN)) &&
         add(o, "tag", hf_json_base64(blob + len - HF_BLOB_TAG_LEN, HF_BLOB_TAG_LEN)) &&
         add(o, "mode", json_object_new_string("AES_GCM")) &&
         add(o, "keyId", json_object_new_string(call->key.uuid)) &&
