@@ -117,6 +117,15 @@ sed "s|^vault_id = $V2|vault_id = vault-2|" "$CONF" >"$HF_TMP/bad.conf"
 hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/bad.conf"
 grep -q "holdfast uuid" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "a vault_id that is no UUID is not refused"; }
 hf_gateway_start "$BASE" "$HOLDFASTD" -f -c "$CONF"
+# conf/oci-ekms.conf.sample, uncommented, is a config holdfastd takes (its paths made ours).
+{
+    hf_gateway_section oci-ekms 64k "127.0.0.1:$(hf_free_port)"
+    sed -n '/^;\[oci-ekms\]/,$s/^;//p' "$top_srcdir/conf/oci-ekms.conf.sample" |
+        sed -e "s|^jwks = .*|jwks = $JW/idcs.jwks|" -e "s|^jwks_ca = .*|jwks_ca = $PKI/ca.pem|"
+    printf '\n[plugin:oci-ekms]\npath = %s\n' "$OCI_PLUGIN"
+} >"$HF_TMP/sample.conf"
+grep -q '^vault_id = ' "$HF_TMP/sample.conf" || hf_fail "no vault in the sample: $(cat "$HF_TMP/sample.conf")"
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$HF_TMP/sample.conf"
 
 # ---- tokens ----
 CLAIMS="{\"iss\":\"$ISS\",\"aud\":\"$AUD\",\"client_id\":\"ocid1.client.good\",\"sub\":\"ocid1.client.good\",\"scope\":\"oci_ekms\",\"iat\":\"+0\",\"exp\":\"+600\"}"
