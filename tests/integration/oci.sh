@@ -480,7 +480,7 @@ oci_expect 429
 # ---- the audit record: opc-request-id (both ids), vault, key, version, client, result ----
 oci_audit_find 'r.get("op") == "encrypt" and r.get("request_id") == "opc-enc-0001/'"$XRID"'" and f.get("opc_request_id") == "opc-enc-0001" and f.get("vault_id") == "'"$V"'" and f.get("key_id") == "'"$K1"'" and f.get("key_version_id") == "'"$K1V1"'" and f.get("client") == "ocid1.client.good"' ||
     hf_fail "no audit record of the encrypt with its opc-request-id and fields"
-oci_audit_find 'r.get("op") == "decrypt" and f.get("opc_request_id") == "opc-dec-0001"' ||
+oci_audit_find 'r.get("op") == "decrypt" and f.get("opc_request_id") == "opc-dec-0001" and f.get("key_version_id") == "'"$K1V1"'"' ||
     hf_fail "no audit record of the decrypt with its opc-request-id"
 oci_audit_find 'f.get("client") == "ocid1.client.good" and "scope" in r.get("detail", "")' ||
     hf_fail "a scope refusal has no record"

@@ -115,8 +115,16 @@ static enum hf_status version_object(struct hf_oci_call *call, struct hf_request
 {
     unsigned long n = (unsigned long)blob->version;
 
+    CK_OBJECT_HANDLE same;
+    CK_ULONG state;
+    char uuid[37];
+
     switch (hf_keys_decrypt_version(&call->key, blob->version, object)) {
     case HF_STATUS_OK:
+        /* The record names the version the ciphertext did (spec, "Authorization" 4). */
+        if (call->body.key_version_id == NULL &&
+            hf_keys_version_info(&call->key, blob->version, &same, &state, uuid) == HF_STATUS_OK)
+            hf_request_set_audit_field(req, "key_version_id", uuid);
         return HF_STATUS_OK;
     case HF_STATUS_BAD_CIPHERTEXT:
         return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
