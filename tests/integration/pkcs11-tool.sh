@@ -37,6 +37,16 @@ p11 --login --pin "$HF_USER_PIN" --keypairgen --key-type EC:prime256v1 --label p
 "$HF_CLI" key show p11-aes >/dev/null || hf_fail "key made by pkcs11-tool --keygen not in the store"
 "$HF_CLI" key show p11-ec >/dev/null || hf_fail "key made by pkcs11-tool --keypairgen not in the store"
 
+# --test-threads: threads initialising the module at once, each then listing slots and tokens
+# (and logging in, getting info); C_Initialize answers one of them CKR_OK and the others
+# CKR_CRYPTOKI_ALREADY_INITIALIZED, which pkcs11-tool counts as "some errors" (SoftHSMv2 too):
+# any other result, or a thread that does not end, fails. pkcs11-tool waits 30 s for them.
+p11 --test-threads IN --test-threads ILGISLT0 --test-threads ILGISLT0 -L >"$out" 2>&1 ||
+    { cat "$out"; hf_fail "pkcs11-tool --test-threads failed"; }
+[ "$(grep -c "returning rv = 0" "$out")" -eq 3 ] || { cat "$out"; hf_fail "--test-threads: not every thread ended well"; }
+grep "rv:\|returned" "$out" | grep -v "CKR_OK\|CKR_CRYPTOKI_ALREADY_INITIALIZED" &&
+    { cat "$out"; hf_fail "--test-threads: a call failed"; }
+
 # The caller's id and a label with spaces are kept: found by either, the key signs by id.
 p11 --login --pin "$HF_USER_PIN" --keypairgen --key-type EC:prime256v1 --id 42 \
     --label "A key with spaces" >/dev/null 2>&1 || hf_fail "--keypairgen --id 42 --label 'A key with spaces'"
