@@ -33,3 +33,4 @@ EXTRA_DIST += gateway/plugins/sap-hyok/README.md
 include $(top_srcdir)/tests/unit/sap.mk
 include $(top_srcdir)/tests/integration/sap.mk
 include $(top_srcdir)/tests/fuzz/sap.mk
+include $(top_srcdir)/gateway/plugins/sap-hyok/asym.mk
