@@ -9,7 +9,10 @@
 # its own, and one byte more is 400; for each RSASSA_PSS_SHA_256|384|512 on both sizes, the
 # gateway signs RAW and DIGEST messages and OpenSSL verifies them with salt = hash length
 # (rsa_pss_saltlen:digest refuses any other), the gateway verifies them too, and a RAW signature
-# verifies as the DIGEST of the same message; a tampered ciphertext, another OAEP hash, a short
+# verifies as the DIGEST of the same message; the other way round on an exportable key whose
+# private half OpenSSL is given (sap-asym-export.py): OpenSSL decrypts what the gateway encrypted
+# with each OAEP hash, and the gateway verifies OpenSSL's RAW and DIGEST signatures (and refuses
+# one with another salt length, valid:false); a tampered ciphertext, another OAEP hash, a short
 # ciphertext, bad base64 and bad enums 400; a wrong digest length, a RAW message over 4096 bytes
 # 400; a tampered signature, another message, a short signature answer 200 valid:false; a named
 # old version signs and decrypts as itself (and another version's ciphertext is 400); a usage
@@ -56,6 +59,8 @@ key rsig RSA-3072 --usage sign,verify
 key renc RSA-3072 --usage encrypt,decrypt
 key rblk RSA-3072
 key rdeact RSA-3072
+# Exportable, so OpenSSL holds its private half too (below).
+key rexp RSA-3072 --exportable
 key aes AES-256
 hf key rotate r3
 R3_V1=$(version_uuid r3 1)
@@ -64,6 +69,10 @@ R4_V1=$(version_uuid r4 1)
 RDEACT_V1=$(version_uuid rdeact 1)
 # Before holdfastd starts, so no cache has to catch up.
 hf link block sap-hyok "$KS/$rblk_ID"
+# rexp's private key for OpenSSL, read through PKCS#11 before holdfastd holds the store.
+python3 "$top_srcdir/tests/integration/sap-asym-export.py" "$HF_MODULE" "$HF_USER_PIN" rexp \
+    "$HF_TMP/rexp.key" >"$HF_TMP/export.out" 2>&1 || hf_fail "cannot export rexp: $(cat "$HF_TMP/export.out")"
+REXP_V1=$(version_uuid rexp 1)
 
 # ---- certificates: SAP's CA, the server, SAP's client certificate and its pin ----
 sap_pki
@@ -296,6 +305,43 @@ for h in 256 384 512; do
     pss r3 "$r3_ID" "$R3_V2" "$h"
     pss r4 "$r4_ID" "$R4_V1" "$h"
 done
+
+# ---- the other way round: the gateway encrypts, OpenSSL decrypts; OpenSSL signs, the gateway
+# verifies (rexp, whose private half OpenSSL holds) ----
+pubkey rexp "$rexp_ID"
+openssl pkey -in "$HF_TMP/rexp.key" -pubout | cmp -s - "$HF_TMP/rexp.pem" ||
+    hf_fail "rexp's exported key is not the key get-public-key gives"
+for h in 1 256 384 512; do
+    head -c 100 /dev/urandom >"$HF_TMP/pt-r"
+    sap rev-enc "$rexp_ID" asymmetric-encrypt "\"plaintext\":\"$(b64 "$HF_TMP/pt-r")\",\"algorithm\":\"RSAES_OAEP_SHA_$h\""
+    expect 200
+    unb64 ciphertext "$HF_TMP/ct-r"
+    openssl pkeyutl -decrypt -inkey "$HF_TMP/rexp.key" -pkeyopt rsa_padding_mode:oaep \
+        -pkeyopt "rsa_oaep_md:sha$h" -pkeyopt "rsa_mgf1_md:sha$h" -in "$HF_TMP/ct-r" \
+        -out "$HF_TMP/got-r" 2>"$HF_TMP/ossl.out" || hf_fail "$RID: OpenSSL cannot decrypt RSAES_OAEP_SHA_$h: $(cat "$HF_TMP/ossl.out")"
+    cmp -s "$HF_TMP/pt-r" "$HF_TMP/got-r" || hf_fail "$RID: OpenSSL decrypts another plaintext"
+done
+for h in 256 384 512; do
+    P="\"algorithm\":\"RSASSA_PSS_SHA_$h\",\"key_version_id\":\"$REXP_V1\""
+    openssl dgst "-sha$h" -sign "$HF_TMP/rexp.key" -sigopt rsa_padding_mode:pss \
+        -sigopt rsa_pss_saltlen:digest -out "$HF_TMP/sig-r" "$HF_TMP/msg"
+    sap rev-verify-raw "$rexp_ID" asymmetric-verify "\"signature\":\"$(b64 "$HF_TMP/sig-r")\",\"message\":\"$MSG\",\"message_type\":\"RAW\",$P"
+    expect 200
+    check "$(json valid)" true "$RID: OpenSSL's RAW RSASSA_PSS_SHA_$h signature"
+    openssl dgst "-sha$h" -binary "$HF_TMP/msg" >"$HF_TMP/dgst-r"
+    openssl pkeyutl -sign -inkey "$HF_TMP/rexp.key" -pkeyopt "digest:sha$h" \
+        -pkeyopt rsa_padding_mode:pss -pkeyopt rsa_pss_saltlen:digest -in "$HF_TMP/dgst-r" \
+        -out "$HF_TMP/sig-r"
+    sap rev-verify-digest "$rexp_ID" asymmetric-verify "\"signature\":\"$(b64 "$HF_TMP/sig-r")\",\"message\":\"$(b64 "$HF_TMP/dgst-r")\",\"message_type\":\"DIGEST\",$P"
+    expect 200
+    check "$(json valid)" true "$RID: OpenSSL's DIGEST RSASSA_PSS_SHA_$h signature"
+done
+# Salt = hash length is the rule: a signature with another salt does not verify.
+openssl dgst -sha256 -sign "$HF_TMP/rexp.key" -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:20 \
+    -out "$HF_TMP/sig-r" "$HF_TMP/msg"
+sap rev-salt "$rexp_ID" asymmetric-verify "\"signature\":\"$(b64 "$HF_TMP/sig-r")\",\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\",\"key_version_id\":\"$REXP_V1\""
+expect 200 VERIFY-FALSE
+check "$(json valid)" false "$RID: a 20-byte salt"
 
 # ---- PSS refusals: 400 for the request, 200 valid:false for the signature ----
 sap pss-sign "$r3_ID" asymmetric-sign "\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
