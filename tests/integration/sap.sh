@@ -425,6 +425,13 @@ sap_expect 200
 
 # ---- success events off for this API: failures are still recorded ----
 hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
+# Refusals before authentication (unpinned 401, unknown keystore 404) are counted in the summary
+# records (written at the latest on SIGTERM), one per source and error, not a record each.
+set -- $(hf_preauth_count "$HOLDFAST_STATE_DIR/audit.log" sap-hyok 401)
+[ "$1" -ge 4 ] && [ "$2" -ge 1 ] && [ "$2" -lt "$1" ] ||
+    hf_fail "the 401s before authentication: $1 counted in $2 summary records, want >= 4 in fewer"
+set -- $(hf_preauth_count "$HOLDFAST_STATE_DIR/audit.log" sap-hyok 404)
+[ "$1" -ge 2 ] || hf_fail "the unknown keystores: $1 counted, want >= 2"
 write_conf no
 sed -i "s/^pins = $PIN1, $PIN2\$/pins = $PIN2/" "$CONF"
 hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
