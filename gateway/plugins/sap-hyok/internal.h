@@ -57,8 +57,8 @@ struct hf_sap_call {
     char link_id[HF_SAP_UUID_LEN * 2 + 2];     /* "<keystore_id>/<external_key_id>" */
     struct hf_key_ref key;
     /* The version named by key_version_id, or the current one when absent (optional rule):
-     * its number, UUID, state, created time and objects (object: secret or private key;
-     * pub: the RSA public key object). */
+     * its number, UUID, state and objects (object: secret or private key; pub: the RSA
+     * public key object); created only when named (the key reference has no such time). */
     struct hf_key_version version;
     bool version_named; /* the body named it */
 };
