@@ -9,7 +9,8 @@
 # ciphertext's length, a rotated key decrypting old ciphertexts by version UUID, the current
 # version only when none is named, an encrypt naming an old version still using the current;
 # generate-random-bytes and its bounds; authentication (no client certificate and another CA's:
-# the handshake fails; unpinned: 401; the second pin; pin rotation on SIGHUP); tenant and group
+# the handshake fails; unpinned: 401; the second pin; pin rotation on SIGHUP); the prefix moved
+# to the root on SIGHUP; tenant and group
 # allowlist (403); unknown keystore, key, version, a key of another keystore, a destroyed key
 # (404); a deactivated key (encrypt 403, decrypt still 200) and a blocked link (every crypto
 # call 403), both get-metadata 200 Disabled with no key_ops; bad JSON, base64, types, a caller
@@ -422,12 +423,18 @@ hf_expect_exit 0 "$HF_CLI" audit verify
 # ---- pin rotation done: the old certificate's pin is gone (SIGHUP) ----
 sed -i "s/^pins = $PIN1, $PIN2\$/pins = $PIN2/" "$CONF"
 grep -q "^pins = $PIN2\$" "$CONF" || hf_fail "the config was not rewritten"
+# The same reload moves the API to the root (prefix = ""): the old prefix is then a 404.
+printf '\n[sap-hyok]\nprefix =\n' >>"$CONF"
 kill -HUP "$HF_GW_PID"
 settle
+SAP_PREFIX=
 sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
 sap_expect 401
 sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
 sap_expect 200
+SAP_PREFIX=/api/v1/cckm/sap/hyok/v1 sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+check "$CODE" 404 "the old prefix after the move"
+SAP_PREFIX=/api/v1/cckm/sap/hyok/v1
 
 # ---- success events off for this API: failures are still recorded ----
 hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
