@@ -20,7 +20,8 @@
 # routes (404); the audit record's fields, refusals before authentication in the summary
 # records, no plaintext in any log, `holdfast audit verify`; `[audit] success_events.sap-hyok =
 # no` dropping successes but keeping failures; a store outage (503). The asymmetric routes are
-# sap-asym.sh's (it shares sap-lib.sh).
+# sap-asym.sh's (it shares sap-lib.sh). Config errors: a keystore without pins, an id that is no
+# UUID, a pin that is no SHA-256.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/sap-lib.sh"
 
@@ -86,6 +87,20 @@ pins = $PIN1
 EOC
 }
 write_conf yes
+# Config errors name the option and the keystore: a keystore without pins, an id that is no UUID,
+# a pin that is no SHA-256.
+sed "/^pins = $PIN1\$/d" "$CONF" >"$HF_TMP/nopin.conf"
+# (the whole is checked when the plugin starts, which -t does not do)
+hf_expect_exit 1 timeout 30 "$HOLDFASTD" -f -c "$HF_TMP/nopin.conf"
+cat "$HF_ERR" "$HF_OUT" "$HF_TMP/holdfastd.log" 2>/dev/null | grep -q "\[sap-hyok:$KS2\]: pins is required" ||
+    hf_fail "a keystore without pins: $(cat "$HF_ERR" "$HF_TMP/holdfastd.log")"
+sed "s/^\[sap-hyok:$KS2\]\$/[sap-hyok:store-2]/" "$CONF" >"$HF_TMP/nouuid.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/nouuid.conf"
+grep -q "a keystore id is a UUID" "$HF_ERR" || hf_fail "a keystore id that is no UUID: $(cat "$HF_ERR")"
+sed "s/^pins = $PIN1\$/pins = $PIN1:00/" "$CONF" >"$HF_TMP/badpin.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/badpin.conf"
+grep -q "pins: item 1 is not a SHA-256 fingerprint" "$HF_ERR" || hf_fail "a bad pin: $(cat "$HF_ERR")"
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$CONF"
 hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
 
 K="/keystores/$KS/keys/$A1"
