@@ -17,10 +17,9 @@
 # 400; a tampered signature, another message, a short signature answer 200 valid:false; a named
 # old version signs and decrypts as itself (and another version's ciphertext is 400); a usage
 # mask without the operation, an AES key, a blocked link and a pre-active key 403 (members of
-# the wrong JSON type 400); a deactivated key still
-# decrypts, verifies and gives its public key but neither encrypts nor signs; each call's audit
-# record (operation, outcome, sap_request_id, tenant, certificate fingerprint), no plaintext in
-# the log, and `holdfast audit verify`.
+# the wrong JSON type 400); a deactivated key still decrypts, verifies and gives its public key
+# but neither encrypts nor signs; each call's audit record (operation, outcome, sap_request_id,
+# tenant, certificate fingerprint), no plaintext in the log, and `holdfast audit verify`.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/sap-lib.sh"
 
