@@ -1,0 +1,475 @@
+#!/bin/sh
+# Six clouds, one gateway: ONE holdfastd from ONE config serving AWS XKS, Google Cloud EKM,
+# Workspace CSE, OCI EKMS, SAP HYOK and Microsoft DKE at once, each on the listener its spec
+# wants, over one key store:
+#
+#   bearer  TLS, no client certificates: aws-xks (SigV4), gcp-ekm and gws-cse (bearer tokens,
+#           under /ekm and /cse), oci-ekms (bearer token, its vault base) and ms-dke (anonymous
+#           GET, bearer decrypt, under /dke);
+#   sap     TLS with client certificates required: sap-hyok (mutual TLS, the leaf pinned).
+#
+# One AES-256 key, sym, is linked to XKS, EKM, CSE, OCI and SAP; one RSA-3072 key, rsa, to SAP
+# and DKE. Each API encrypts (wraps) and decrypts (unwraps) through its own route and auth. The
+# same key answers both clouds it is linked to: OCI's and SAP's answers name sym's version UUID,
+# SAP opens what XKS sealed (the GCM AAD XKS used handed to SAP as its aad), SAP's and DKE's
+# public keys are one, and DKE opens what SAP sealed under rsa and SAP what was sealed to DKE's
+# key. Then sym's EKM link and rsa's DKE link are blocked with `holdfast link block`: EKM and DKE
+# refuse while XKS, CSE, OCI and SAP (both keys) still answer; unblocked, all answer again.
+# Last, every request has exactly one audit record in its API's name (DKE's anonymous GET, a
+# public key, none), and `holdfast audit verify` passes.
+#
+# Each plugin's part is a set of functions: <api>_conf (its config sections), <api>_roundtrip
+# WHEN and <api>_refused WHEN. Skipped (77) only when a plugin's .so is not built.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+HOLDFASTD="$top_builddir/gateway/holdfastd"
+[ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
+# HYOK_APIS (a developer's knob, never set by make check): only these plugins' parts.
+APIS=${HYOK_APIS:-aws-xks gcp-ekm gws-cse oci-ekms sap-hyok ms-dke}
+missing=
+for p in $APIS; do
+    [ -f "$top_builddir/gateway/plugins/$p/.libs/$p.so" ] || missing="$missing $p"
+done
+[ -z "$missing" ] || hf_skip "plugin not built:$missing"
+so() { echo "$top_builddir/gateway/plugins/$1/.libs/$1.so"; }
+on() { # API CMD...: CMD when API's part runs
+    case " $(echo $APIS) " in *" $1 "*) shift && "$@" ;; esac
+}
+served() { # API...: those of them that run, comma-separated
+    for _a in "$@"; do on "$_a" printf '%s\n' "$_a"; done | paste -sd, - | sed 's/,/, /g'
+}
+for p in curl python3 openssl; do
+    command -v "$p" >/dev/null || hf_skip "$p not installed"
+done
+curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' || hf_skip "curl lacks --aws-sigv4 (7.75+)"
+python3 -c 'import cryptography' 2>/dev/null || hf_skip "python3-cryptography not installed"
+hf_store_setup
+
+PY="python3 $top_srcdir/tests/integration/hyok-all.py"
+TOK="python3 $top_srcdir/tests/integration/jwt-token.py"
+# A block shows within a second (the link cache); more for a loaded machine.
+CHANGE_MS=${HYOK_CHANGE_MS:-1500}
+check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
+hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
+keyinfo() { # KEY FIELD: uuid, or version_uuid (the current version's)
+    "$HF_CLI" --json key show "$1" | python3 -c 'import json,sys; k=json.load(sys.stdin)
+print(k["uuid"] if sys.argv[1] == "uuid" else k["versions"][-1]["uuid"])' "$2"
+}
+
+# ---- the store: one AES key for the five symmetric clouds, one RSA key for SAP and DKE ----
+hf key create sym --alg AES-256
+hf key create rsa --alg RSA-3072
+SYM_UUID=$(keyinfo sym uuid)
+SYM_VER=$(keyinfo sym version_uuid)
+RSA_UUID=$(keyinfo rsa uuid)
+RSA_VER=$(keyinfo rsa version_uuid)
+OCI_VAULT=$("$HF_CLI" uuid)
+SAP_KEYSTORE=$("$HF_CLI" uuid)
+
+# ---- certificates: the server's, SAP's client; the issuers' key sets over HTTPS ----
+HF_PKI=$HF_TMP/pki
+PKI=$HF_PKI
+hf_pki_ca ca
+hf_pki_cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
+hf_pki_ca sapca
+hf_pki_cert sap sap-dc-client sapca "extendedKeyUsage=clientAuth"
+SAP_PIN=$(openssl x509 -in "$PKI/sap.pem" -outform DER | openssl dgst -sha256 -hex | sed 's/.*= *//')
+CURL_CA_BUNDLE=$PKI/ca.pem
+export CURL_CA_BUNDLE
+JW=$HF_TMP/jwks
+mkdir -p "$JW"
+{ $TOK keys "$JW" google idp gz oci entra && $TOK publish "$JW" google google &&
+    $TOK publish "$JW" idp idp && $TOK publish "$JW" authz gz && $TOK publish "$JW" oci oci &&
+    $TOK publish "$JW" entra entra; } || hf_fail "cannot make the signing keys"
+hf_jwks_serve "$JW" "$PKI/server.pem" "$PKI/server.key" /google/certs=google /idp/certs=idp \
+    '/jwk/*=authz' /oci/jwk=oci /entra/keys=entra
+JWKS=https://127.0.0.1:$HF_JWKS_PORT
+
+PB=$(hf_free_port)
+PS=$(hf_free_port)
+[ "$PB" != "$PS" ] || hf_skip "free ports collided"
+
+# ---- calls: every one noted (API, X-Request-Id) for the audit check at the end ----
+OUT=$HF_TMP/out.json
+HDR=$HF_TMP/headers
+REQS=$HF_TMP/requests
+: >"$REQS"
+# call API PORT PATH BODY [curl args]: a POST (a GET when BODY is "-"); CODE its status, OUT its
+# body. AUDIT=none before it: the request makes no audit record (else exactly one).
+call() {
+    _api=$1 _port=$2 _path=$3 _body=$4
+    shift 4
+    rm -f "$OUT" "$HDR"
+    [ "$_body" = - ] || set -- -H 'Content-Type: application/json' --data-binary "$_body" "$@"
+    CODE=$(curl -sS -o "$OUT" -D "$HDR" -w '%{http_code}' "$@" "https://127.0.0.1:$_port$_path" \
+        2>"$HF_TMP/curl.err") || CODE="curl-exit-$?"
+    _rid=$(tr -d '\r' <"$HDR" 2>/dev/null | awk 'tolower($1) == "x-request-id:" { print $2 }')
+    [ -n "$_rid" ] || hf_fail "$_api $_path: no X-Request-Id ($CODE, $(cat "$HF_TMP/curl.err"))"
+    # The key its record must name: rsa for DKE and SAP's rsa paths, else sym.
+    case $_api$_path in ms-dke* | *"$RSA_UUID"*) _key=$RSA_UUID ;; *) _key=$SYM_UUID ;; esac
+    echo "$_api $_rid ${AUDIT:-one} $_key" >>"$REQS"
+}
+expect() { # STATUS WHAT
+    [ "$CODE" = "$1" ] && return 0
+    echo "--- body:" >&2
+    cat "$OUT" >&2 2>/dev/null
+    cat "$HF_TMP/curl.err" >&2
+    hf_fail "$2: HTTP $CODE, want $1"
+}
+field() { $PY get "$OUT" "$1"; }
+SEQ=0
+next_id() { SEQ=$((SEQ + 1)) && RID=hyok-all-$SEQ; } # a fresh cloud request id in RID
+
+# ---- aws-xks: SigV4 on the bearer listener; key id sym-xks ----
+AKID=AKIAIOSFODNN7EXAMPLE
+SEC=FYtE5EFA5FT0mCc3DrGUe2sti527BitkQ0Zr9MO9fvE
+XKS_AAD=$(printf 'six clouds' | base64)
+XKS_PT=$($PY xks-plaintext)
+on aws-xks hf link add aws-xks sym-xks sym
+xks_conf() {
+    printf '[plugin:aws-xks]\npath = %s\n\n' "$(so aws-xks)"
+    hf_xks_store sym-xks "$AKID:$SEC" sym-xks
+}
+xks() { # OP BODY
+    call aws-xks "$PB" "/kms/xks/v1/keys/sym-xks/$1" "$2" \
+        --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" --user "$AKID:$SEC"
+}
+xks_roundtrip() { # WHEN; the Encrypt answer stays in $HF_TMP/xks-enc.json
+    next_id
+    xks encrypt "$($PY xks-encrypt "$RID" "$XKS_AAD")"
+    expect 200 "xks encrypt ($1)"
+    cp "$OUT" "$HF_TMP/xks-enc.json"
+    next_id
+    xks decrypt "$($PY xks-decrypt "$RID" "$HF_TMP/xks-enc.json" "$XKS_AAD")"
+    expect 200 "xks decrypt ($1)"
+    check "$(field plaintext)" "$XKS_PT" "xks decrypt ($1): the plaintext"
+}
+xks_refused() { # WHEN
+    next_id
+    xks encrypt "$($PY xks-encrypt "$RID" "$XKS_AAD")"
+    expect 400 "xks encrypt ($1)"
+    check "$(field errorName)" KMSInvalidStateException "xks encrypt ($1): the error"
+}
+
+# ---- gcp-ekm: ID tokens, under /ekm; key path v0/keys/sym ----
+EKM_AGENT=agent@gcp-sa-ekms.iam.gserviceaccount.com
+EKM_TOKEN=$($TOK mint "$JW" --key google iss=https://accounts.google.com aud=https://ekm.test \
+    email=$EKM_AGENT email_verified=true iat=+0 exp=+900)
+EKM_CTX='"additionalContext":{"accessReasonContext":{"reason":"CUSTOMER_INITIATED_ACCESS"}}'
+DEK=$(python3 -c 'import base64,os; print(base64.b64encode(os.urandom(32)).decode())')
+on gcp-ekm hf link add gcp-ekm v0/keys/sym sym
+ekm_conf() {
+    cat <<EOF
+[plugin:gcp-ekm]
+path = $(so gcp-ekm)
+
+[gcp-ekm:main]
+prefix = /ekm
+audiences = https://ekm.test
+jwks = $JWKS/google/certs
+jwks_ca = $PKI/ca.pem
+jwks_allow = 127.0.0.0/8
+key.v0/keys/sym.allowed_emails = $EKM_AGENT
+EOF
+}
+ekm() { # VERB BODY
+    call gcp-ekm "$PB" "/ekm/v0/keys/sym:$1" "$2" -H "Authorization: Bearer $EKM_TOKEN"
+}
+ekm_roundtrip() { # WHEN
+    ekm wrap "{\"plaintext\":\"$DEK\",$EKM_CTX}"
+    expect 200 "ekm wrap ($1)"
+    _blob=$(field wrappedBlob)
+    ekm unwrap "{\"wrappedBlob\":\"$_blob\",$EKM_CTX}"
+    expect 200 "ekm unwrap ($1)"
+    check "$(field plaintext)" "$DEK" "ekm unwrap ($1): the plaintext"
+}
+ekm_refused() { # WHEN
+    ekm wrap "{\"plaintext\":\"$DEK\",$EKM_CTX}"
+    expect 403 "ekm wrap ($1)"
+    check "$(field code)" 7 "ekm wrap ($1): PERMISSION_DENIED"
+}
+
+# ---- gws-cse: authentication and authorization tokens, under /cse; KEK kek-sym ----
+KACLS=https://127.0.0.1:$PB/cse
+on gws-cse hf link add gws-cse kek-sym sym
+cse_conf() {
+    cat <<EOF
+[plugin:gws-cse]
+path = $(so gws-cse)
+
+[gws-cse:main]
+prefix = /cse
+kacls_url = $KACLS
+kek = kek-sym
+authn.idp.issuer = https://idp.example.com
+authn.idp.jwks = $JWKS/idp/certs
+authn.idp.audiences = cse-client
+authz_jwks = $JWKS/jwk/%s
+jwks_ca = $PKI/ca.pem
+jwks_allow = 127.0.0.0/8
+EOF
+}
+CSE_AUTHN=$($TOK mint "$JW" --key idp iss=https://idp.example.com aud=cse-client \
+    email=alice@example.com iat=+0 exp=+900)
+cse_authz() { # ROLE
+    $TOK mint "$JW" --key gz iss=gsuitecse-tokenissuer-drive@system.gserviceaccount.com \
+        aud=cse-authorization email=alice@example.com role="$1" kacls_url="$KACLS" \
+        resource_name=//googleapis.com/drive/files/d1 perimeter_id= iat=+0 exp=+900
+}
+CSE_W=$(cse_authz writer)
+CSE_R=$(cse_authz reader)
+cse_roundtrip() { # WHEN
+    call gws-cse "$PB" /cse/wrap \
+        "{\"authentication\":\"$CSE_AUTHN\",\"authorization\":\"$CSE_W\",\"key\":\"$DEK\",\"reason\":\"six\"}"
+    expect 200 "cse wrap ($1)"
+    _wk=$(field wrapped_key)
+    call gws-cse "$PB" /cse/unwrap \
+        "{\"authentication\":\"$CSE_AUTHN\",\"authorization\":\"$CSE_R\",\"wrapped_key\":\"$_wk\",\"reason\":\"six\"}"
+    expect 200 "cse unwrap ($1)"
+    check "$(field key)" "$DEK" "cse unwrap ($1): the key"
+}
+cse_refused() { # WHEN
+    call gws-cse "$PB" /cse/wrap \
+        "{\"authentication\":\"$CSE_AUTHN\",\"authorization\":\"$CSE_W\",\"key\":\"$DEK\",\"reason\":\"six\"}"
+    expect 403 "cse wrap ($1)"
+}
+
+# ---- oci-ekms: IDCS client-credentials tokens, one vault; keyId is sym's UUID ----
+OCI_BASE=/api/v1/cckm/oci/ekm/v1/vaults/$OCI_VAULT
+OCI_AUD=https://127.0.0.1:$PB/
+OCI_ISS=https://idcs-test.identity.oraclecloud.com
+OCI_AAD=$(printf 'oci aad' | base64)
+on oci-ekms hf link add oci-ekms "$OCI_VAULT/$SYM_UUID" sym
+oci_conf() {
+    cat <<EOF
+[plugin:oci-ekms]
+path = $(so oci-ekms)
+
+[oci-ekms:$OCI_VAULT]
+issuer = $OCI_ISS
+audience = $OCI_AUD
+jwks = $JWKS/oci/jwk
+jwks_ca = $PKI/ca.pem
+jwks_allow = 127.0.0.0/8
+EOF
+}
+OCI_TOKEN=$($TOK mint "$JW" --key oci iss=$OCI_ISS aud=$OCI_AUD scope=oci_ekms \
+    client_id=vault-client sub=vault-client iat=+0 exp=+900)
+oci() { # OP BODY
+    next_id
+    call oci-ekms "$PB" "$OCI_BASE/keys/$SYM_UUID/$1" "$2" -H "Authorization: Bearer $OCI_TOKEN" \
+        -H "opc-request-id: $RID"
+}
+oci_roundtrip() { # WHEN
+    oci encrypt "{\"plaintext\":\"$DEK\",\"aad\":\"$OCI_AAD\"}"
+    expect 200 "oci encrypt ($1)"
+    check "$(field keyId)" "$SYM_UUID" "oci encrypt ($1): keyId is sym's UUID"
+    check "$(field keyVersionId)" "$SYM_VER" "oci encrypt ($1): keyVersionId is sym's version"
+    _ct=$(field ciphertext)
+    oci decrypt "{\"ciphertext\":\"$_ct\",\"aad\":\"$OCI_AAD\"}"
+    expect 200 "oci decrypt ($1)"
+    check "$(field plaintext)" "$DEK" "oci decrypt ($1): the plaintext"
+}
+oci_refused() { # WHEN
+    oci encrypt "{\"plaintext\":\"$DEK\"}"
+    expect 403 "oci encrypt ($1)"
+    check "$(field code)" 403 "oci encrypt ($1): the code"
+}
+
+# ---- sap-hyok: mutual TLS on its own listener, the leaf pinned; sym and rsa by UUID ----
+SAP_BASE=/api/v1/cckm/sap/hyok/v1/keystores/$SAP_KEYSTORE
+SAP_TENANT=tenant-six
+SAP_AAD=$(printf 'sap aad' | base64)
+on sap-hyok hf link add sap-hyok "$SAP_KEYSTORE/$SYM_UUID" sym
+on sap-hyok hf link add sap-hyok "$SAP_KEYSTORE/$RSA_UUID" rsa
+sap_conf() {
+    cat <<EOF
+[plugin:sap-hyok]
+path = $(so sap-hyok)
+
+[sap-hyok:$SAP_KEYSTORE]
+tenant = $SAP_TENANT
+pins = $SAP_PIN
+EOF
+}
+sap_listener_conf() {
+    printf '[listener:sap]\nlisten = 127.0.0.1:%s\ncert = pki/server.pem\nkey = pki/server.key\n' "$PS"
+    printf 'client_ca = pki/sapca.pem\nclient_certificate = required\nplugins = sap-hyok\n'
+}
+sap() { # KEY-UUID OP JSON-MEMBERS: the body is request_metadata plus the members
+    next_id
+    call sap-hyok "$PS" "$SAP_BASE/keys/$1/$2" \
+        "{\"request_metadata\":{\"sap_tenant_id\":\"$SAP_TENANT\",\"sap_request_id\":\"$RID\"}${3:+,$3}}" \
+        --cert "$PKI/sap.pem" --key "$PKI/sap.key"
+}
+sap_roundtrip() { # WHEN: sym's GCM, rsa's OAEP
+    sap "$SYM_UUID" symmetric-encrypt "\"plaintext\":\"$DEK\",\"aad\":\"$SAP_AAD\""
+    expect 200 "sap symmetric-encrypt ($1)"
+    check "$(field key_version_id)" "$SYM_VER" "sap symmetric-encrypt ($1): sym's version"
+    _m="\"ciphertext\":\"$(field ciphertext)\",\"iv\":\"$(field iv)\",\"tag\":\"$(field tag)\""
+    sap "$SYM_UUID" symmetric-decrypt "$_m,\"aad\":\"$SAP_AAD\",\"key_version_id\":\"$SYM_VER\""
+    expect 200 "sap symmetric-decrypt ($1)"
+    check "$(field plaintext)" "$DEK" "sap symmetric-decrypt ($1): the plaintext"
+    sap "$RSA_UUID" asymmetric-encrypt "\"plaintext\":\"$DEK\",\"algorithm\":\"RSAES_OAEP_SHA_256\""
+    expect 200 "sap asymmetric-encrypt ($1)"
+    check "$(field key_version_id)" "$RSA_VER" "sap asymmetric-encrypt ($1): rsa's version"
+    SAP_RSA_CT=$(field ciphertext)
+    sap "$RSA_UUID" asymmetric-decrypt \
+        "\"ciphertext\":\"$SAP_RSA_CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$RSA_VER\""
+    expect 200 "sap asymmetric-decrypt ($1)"
+    check "$(field plaintext)" "$DEK" "sap asymmetric-decrypt ($1): the plaintext"
+}
+sap_open_xks() { # WHEN: SAP opens what XKS sealed with sym (the GCM AAD as SAP's aad)
+    _x=$HF_TMP/xks-enc.json
+    sap "$SYM_UUID" symmetric-decrypt "\"ciphertext\":\"$($PY get "$_x" ciphertext)\",\"iv\":\"$($PY get "$_x" initializationVector)\",\"tag\":\"$($PY get "$_x" authenticationTag)\",\"aad\":\"$($PY xks-gcm-aad "$_x" "$XKS_AAD")\",\"key_version_id\":\"$SYM_VER\""
+    expect 200 "sap symmetric-decrypt of XKS's ciphertext ($1)"
+    check "$(field plaintext)" "$XKS_PT" "sap opening XKS's ciphertext ($1)"
+}
+sap_public_key() { # the PEM into $HF_TMP/sap-pub.pem
+    sap "$RSA_UUID" get-public-key ""
+    expect 200 "sap get-public-key"
+    check "$(field key_version_id)" "$RSA_VER" "sap get-public-key: rsa's version"
+    field public_key >"$HF_TMP/sap-pub.pem"
+}
+sap_open_dke() { # FILE WHEN: SAP decrypts what was sealed to DKE's public key (FILE: base64)
+    sap "$RSA_UUID" asymmetric-decrypt \
+        "\"ciphertext\":\"$(cat "$1")\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$RSA_VER\""
+    expect 200 "sap asymmetric-decrypt of a ciphertext sealed to DKE's key ($2)"
+    check "$(field plaintext)" "$DEK" "sap opening DKE's ciphertext ($2)"
+}
+
+# ---- ms-dke: anonymous GET of the public key, Entra ID bearer decrypt, under /dke ----
+DKE_AUD=https://127.0.0.1:$PB
+DKE_ISS=https://sts.windows.net/00000000-0000-4000-8000-000000000042/
+on ms-dke hf link add ms-dke rsa-dke rsa
+dke_conf() {
+    cat <<EOF
+[plugin:ms-dke]
+path = $(so ms-dke)
+
+[ms-dke]
+prefix = /dke
+base_url = https://127.0.0.1:$PB/dke
+audience = $DKE_AUD
+issuers = $DKE_ISS
+jwks = $JWKS/entra/keys
+jwks_ca = $PKI/ca.pem
+jwks_allow = 127.0.0.0/8
+key.rsa-dke.allowed_emails = alice@example.com
+EOF
+}
+DKE_TOKEN=$($TOK mint "$JW" --key entra iss=$DKE_ISS aud=$DKE_AUD email=alice@example.com \
+    oid=0000-alice iat=+0 exp=+900)
+dke_get() { # WHEN: the public key into $HF_TMP/dke-key.json
+    AUDIT=none call ms-dke "$PB" /dke/rsa-dke -
+    expect 200 "dke GET ($1)"
+    cp "$OUT" "$HF_TMP/dke-key.json"
+    check "$(field key.kid)" "https://127.0.0.1:$PB/dke/rsa-dke/$RSA_VER" "dke GET ($1): the kid"
+}
+dke_decrypt() { # CIPHERTEXT-B64 WHAT
+    call ms-dke "$PB" "/dke/rsa-dke/$RSA_VER/decrypt" "{\"alg\":\"RSA-OAEP-256\",\"value\":\"$1\"}" \
+        -H "Authorization: Bearer $DKE_TOKEN"
+}
+dke_roundtrip() { # WHEN: the key fetched anonymously, a value sealed to it decrypted
+    dke_get "$1"
+    $PY oaep "$HF_TMP/dke-key.json" SHA256 "$DEK" >"$HF_TMP/dke-ct" || hf_fail "oaep"
+    dke_decrypt "$(cat "$HF_TMP/dke-ct")"
+    expect 200 "dke decrypt ($1)"
+    check "$(field value)" "$DEK" "dke decrypt ($1): the value"
+}
+dke_refused() { # WHEN
+    AUDIT= call ms-dke "$PB" /dke/rsa-dke -
+    expect 403 "dke GET ($1)"
+    dke_decrypt "$(cat "$HF_TMP/dke-ct")"
+    expect 403 "dke decrypt ($1)"
+}
+
+# ---- holdfastd: one config, two listeners ----
+CONF=$HF_TMP/holdfastd.conf
+cat >"$CONF" <<EOF
+[gateway]
+threads = 2
+module = $HF_MODULE
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
+plugins = $(served aws-xks gcp-ekm gws-cse oci-ekms sap-hyok ms-dke)
+log = $HF_TMP/holdfastd.log
+
+[listener:bearer]
+listen = 127.0.0.1:$PB
+cert = pki/server.pem
+key = pki/server.key
+client_certificate = off
+plugins = $(served aws-xks gcp-ekm gws-cse oci-ekms ms-dke)
+
+$(on sap-hyok sap_listener_conf)
+
+$(on aws-xks xks_conf)
+
+$(on gcp-ekm ekm_conf)
+
+$(on gws-cse cse_conf)
+
+$(on oci-ekms oci_conf)
+
+$(on sap-hyok sap_conf)
+
+$(on ms-dke dke_conf)
+EOF
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$CONF"
+hf_gateway_start "https://127.0.0.1:$PB" "$HOLDFASTD" -f -c "$CONF"
+
+all_answer() { # WHEN
+    on aws-xks xks_roundtrip "$1"
+    on aws-xks on sap-hyok sap_open_xks "$1"
+    on gcp-ekm ekm_roundtrip "$1"
+    on gws-cse cse_roundtrip "$1"
+    on oci-ekms oci_roundtrip "$1"
+    on sap-hyok sap_roundtrip "$1"
+    on ms-dke dke_roundtrip "$1"
+}
+same_rsa() { # SAP's and DKE's public keys are one; each opens what was sealed to the other
+    sap_public_key
+    $PY same-rsa "$HF_TMP/sap-pub.pem" "$HF_TMP/dke-key.json" || hf_fail "SAP and DKE show other keys"
+    dke_decrypt "$SAP_RSA_CT"
+    expect 200 "dke decrypt of SAP's asymmetric-encrypt"
+    check "$(field value)" "$DEK" "dke opening SAP's ciphertext"
+    sap_open_dke "$HF_TMP/dke-ct" "all linked"
+}
+sap_listener() { # SAP without its client certificate never reaches the plugin; the bearer
+    # listener serves no SAP route (the gateway's generic 404)
+    rm -f "$OUT"
+    CODE=$(curl -sS -o "$OUT" -w '%{http_code}' -d '{}' \
+        "https://127.0.0.1:$PS$SAP_BASE/get-metadata" 2>/dev/null) || CODE=handshake-failed
+    check "$CODE" handshake-failed "sap without a client certificate"
+    AUDIT=none call sap-hyok "$PB" "$SAP_BASE/get-metadata" '{}'
+    expect 404 "a SAP route on the bearer listener"
+    check "$(field error)" NotFound "a SAP route on the bearer listener: the gateway's 404"
+}
+wait_change() { sleep "$(echo "$CHANGE_MS" | awk '{print $1/1000}')"; }
+
+# ---- every API answers; the same keys behind them ----
+all_answer "all linked"
+on sap-hyok on ms-dke same_rsa
+on sap-hyok sap_listener
+
+# ---- one link of each key blocked: that cloud refuses, the others still answer ----
+on gcp-ekm hf link block gcp-ekm v0/keys/sym
+on ms-dke hf link block ms-dke rsa-dke
+wait_change
+on gcp-ekm ekm_refused "sym's EKM link blocked"
+on ms-dke dke_refused "rsa's DKE link blocked"
+on aws-xks xks_roundtrip "sym's EKM link blocked"
+on gws-cse cse_roundtrip "sym's EKM link blocked"
+on oci-ekms oci_roundtrip "sym's EKM link blocked"
+on sap-hyok sap_roundtrip "sym's EKM and rsa's DKE links blocked"
+on sap-hyok on ms-dke sap_open_dke "$HF_TMP/dke-ct" "rsa's DKE link blocked"
+on gcp-ekm hf link unblock gcp-ekm v0/keys/sym
+on ms-dke hf link unblock ms-dke rsa-dke
+wait_change
+all_answer "unblocked"
+
+# ---- one audit record per request, in its API's name ----
+hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
+$PY audit "$HOLDFAST_STATE_DIR/audit.log" "$HF_TMP/holdfastd.log" "$REQS" || hf_fail "audit records"
+hf_expect_exit 0 "$HF_CLI" audit verify
+echo "hyok-all: ok ($(wc -l <"$REQS") requests)"
