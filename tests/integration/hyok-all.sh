@@ -57,6 +57,8 @@ print(k["uuid"] if sys.argv[1] == "uuid" else k["versions"][-1]["uuid"])' "$2"
 }
 
 # ---- the store: one AES key for the five symmetric clouds, one RSA key for SAP and DKE ----
+# holdfastd registers each plugin's link type at start; links made before it need them now.
+for p in $APIS; do hf link type add "$p"; done
 hf key create sym --alg AES-256
 hf key create rsa --alg RSA-3072
 SYM_UUID=$(keyinfo sym uuid)
