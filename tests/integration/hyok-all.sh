@@ -247,7 +247,8 @@ oci_conf() {
 [plugin:oci-ekms]
 path = $(so oci-ekms)
 
-[oci-ekms:$OCI_VAULT]
+[oci-ekms:six]
+vault_id = $OCI_VAULT
 issuer = $OCI_ISS
 audience = $OCI_AUD
 jwks = $JWKS/oci/jwk
