@@ -17,6 +17,9 @@
                                        in that API's name, and a successful one names key UUID
                                        KEY; found by the audit request_id the gateway log GWLOG
                                        gives it (the cloud's id, else the gateway's)
+  hyok-all.py sample IN OUT EDIT...   IN rewritten into OUT: each EDIT is OLD=>NEW (every
+                                       occurrence of the text OLD replaced), or [SECTION]+LINE
+                                       (LINE added after that section's header)
 """
 import base64
 import json
@@ -159,6 +162,25 @@ def audit(log, gwlog, reqs):
     print("audit records per API: " + ", ".join("%s %d" % kv for kv in sorted(per_api.items())))
 
 
+def sample(src, dst, edits):
+    with open(src) as f:
+        text = f.read()
+    for e in edits:
+        if "=>" in e:
+            old, new = e.split("=>", 1)
+            if old not in text:
+                fail("the sample has no %r" % old)
+            text = text.replace(old, new)
+        else:
+            head, line = e.split("]+", 1)
+            head += "]\n"
+            if head not in text:
+                fail("the sample has no section %r" % head)
+            text = text.replace(head, head + line + "\n")
+    with open(dst, "w") as f:
+        f.write(text)
+
+
 def main(argv):
     if len(argv) < 2:
         fail(__doc__)
@@ -177,6 +199,8 @@ def main(argv):
         print(oaep(a[0], a[1], a[2]))
     elif cmd == "same-rsa":
         same_rsa(a[0], a[1])
+    elif cmd == "sample":
+        sample(a[0], a[1], a[2:])
     elif cmd == "audit":
         audit(a[0], a[1], a[2])
     else:

@@ -418,6 +418,30 @@ $(on sap-hyok sap_conf)
 
 $(on ms-dke dke_conf)
 EOF
+# conf/holdfastd-all.conf.sample, its paths, hosts and placeholders made this test's, loads.
+sample_check() {
+    printf '%s:%s\n' "$AKID" "$SEC" >"$HF_TMP/xks-credential"
+    _loc="jwks_ca = $PKI/ca.pem
+jwks_allow = 127.0.0.0/8"
+    $PY sample "$top_srcdir/conf/holdfastd-all.conf.sample" "$HF_TMP/sample.conf" \
+        "/usr/lib/x86_64-linux-gnu/pkcs11/holdfast-pkcs11.so=>$HF_MODULE" \
+        "/var/lib/holdfast/token-gateway.pin=>$HOLDFAST_STATE_DIR/token-gateway.pin" \
+        "/var/log/holdfast/holdfastd.log=>$HF_TMP/sample.log" \
+        "/etc/holdfast/tls/server.pem=>$PKI/server.pem" "/etc/holdfast/tls/server.key=>$PKI/server.key" \
+        "/etc/holdfast/tls/sap-cloud-root-ca.pem=>$PKI/sapca.pem" \
+        "0.0.0.0:443=>127.0.0.1:$(hf_free_port)" "0.0.0.0:8443=>127.0.0.1:$(hf_free_port)" \
+        "/etc/holdfast/xks-credential=>$HF_TMP/xks-credential" \
+        "https://www.googleapis.com/oauth2/v3/certs=>$JWKS/google/certs" \
+        "https://idcs-0123456789abcdef.identity.oraclecloud.com/admin/v1/SigningCert/jwk=>$JWKS/oci/jwk" \
+        "<the CSE client id>=>cse-client" "<sap_tenant_id>=>$SAP_TENANT" "<64 hex>=>$SAP_PIN" \
+        "<tenantId>=>00000000-0000-4000-8000-000000000042" \
+        "[gcp-ekm:main]+$_loc" "[gws-cse:main]+$_loc" "[oci-ekms:prod]+$_loc" \
+        "[ms-dke]+jwks = $JWKS/entra/keys
+$_loc" || hf_fail "the sample cannot be rewritten"
+    for _p in $APIS; do printf '\n[plugin:%s]\npath = %s\n' "$_p" "$(so "$_p")"; done >>"$HF_TMP/sample.conf"
+    hf_expect_exit 0 "$HOLDFASTD" -t -c "$HF_TMP/sample.conf"
+}
+[ -n "${HYOK_APIS:-}" ] || sample_check
 hf_expect_exit 0 "$HOLDFASTD" -t -c "$CONF"
 hf_gateway_start "https://127.0.0.1:$PB" "$HOLDFASTD" -f -c "$CONF"
 
