@@ -471,6 +471,14 @@ sap_listener() { # SAP without its client certificate never reaches the plugin; 
     AUDIT=none call sap-hyok "$PB" "$SAP_BASE/get-metadata" '{}'
     expect 404 "a SAP route on the bearer listener"
     check "$(field error)" NotFound "a SAP route on the bearer listener: the gateway's 404"
+    on aws-xks sap_listener_xks
+}
+sap_listener_xks() { # nor does the SAP listener serve XKS, even to a pinned client
+    AUDIT=none call aws-xks "$PS" /kms/xks/v1/keys/sym-xks/encrypt "$($PY xks-encrypt x "$XKS_AAD")" \
+        --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" --user "$AKID:$SEC" \
+        --cert "$PKI/sap.pem" --key "$PKI/sap.key"
+    expect 404 "an XKS call on the SAP listener"
+    check "$(field error)" NotFound "an XKS call on the SAP listener: the gateway's 404"
 }
 wait_change() { sleep "$(echo "$CHANGE_MS" | awk '{print $1/1000}')"; }
 
