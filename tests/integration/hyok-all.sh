@@ -97,7 +97,7 @@ HDR=$HF_TMP/headers
 REQS=$HF_TMP/requests
 : >"$REQS"
 # call API PORT PATH BODY [curl args]: a POST (a GET when BODY is "-"); CODE its status, OUT its
-# body. AUDIT=none before it: the request makes no audit record (else exactly one).
+# body; its audit record is checked at the end (exactly one; none after `unaudited`).
 call() {
     _api=$1 _port=$2 _path=$3 _body=$4
     shift 4
@@ -109,8 +109,10 @@ call() {
     [ -n "$_rid" ] || hf_fail "$_api $_path: no X-Request-Id ($CODE, $(cat "$HF_TMP/curl.err"))"
     # The key its record must name: rsa for DKE and SAP's rsa paths, else sym.
     case $_api$_path in ms-dke* | *"$RSA_UUID"*) _key=$RSA_UUID ;; *) _key=$SYM_UUID ;; esac
-    echo "$_api $_rid ${AUDIT:-one} $_key" >>"$REQS"
+    echo "$_api $_rid $AUDIT $_key" >>"$REQS"
 }
+AUDIT=one
+unaudited() { AUDIT=none && call "$@" && AUDIT=one; } # call ...: it makes no record
 expect() { # STATUS WHAT
     [ "$CODE" = "$1" ] && return 0
     echo "--- body:" >&2
@@ -364,7 +366,7 @@ EOF
 DKE_TOKEN=$($TOK mint "$JW" --key entra iss=$DKE_ISS aud=$DKE_AUD email=alice@example.com \
     oid=0000-alice iat=+0 exp=+900)
 dke_get() { # WHEN: the public key into $HF_TMP/dke-key.json
-    AUDIT=none call ms-dke "$PB" /dke/rsa-dke -
+    unaudited ms-dke "$PB" /dke/rsa-dke -
     expect 200 "dke GET ($1)"
     cp "$OUT" "$HF_TMP/dke-key.json"
     check "$(field key.kid)" "https://127.0.0.1:$PB/dke/rsa-dke/$RSA_VER" "dke GET ($1): the kid"
@@ -381,7 +383,7 @@ dke_roundtrip() { # WHEN: the key fetched anonymously, a value sealed to it decr
     check "$(field value)" "$DEK" "dke decrypt ($1): the value"
 }
 dke_refused() { # WHEN
-    AUDIT=none call ms-dke "$PB" /dke/rsa-dke -
+    unaudited ms-dke "$PB" /dke/rsa-dke -
     expect 403 "dke GET ($1)"
     dke_decrypt "$(cat "$HF_TMP/dke-ct")"
     expect 403 "dke decrypt ($1)"
@@ -468,13 +470,13 @@ sap_listener() { # SAP without its client certificate never reaches the plugin; 
     CODE=$(curl -sS -o "$OUT" -w '%{http_code}' -d '{}' \
         "https://127.0.0.1:$PS$SAP_BASE/get-metadata" 2>/dev/null) || CODE=handshake-failed
     check "$CODE" handshake-failed "sap without a client certificate"
-    AUDIT=none call sap-hyok "$PB" "$SAP_BASE/get-metadata" '{}'
+    unaudited sap-hyok "$PB" "$SAP_BASE/get-metadata" '{}'
     expect 404 "a SAP route on the bearer listener"
     check "$(field error)" NotFound "a SAP route on the bearer listener: the gateway's 404"
     on aws-xks sap_listener_xks
 }
 sap_listener_xks() { # nor does the SAP listener serve XKS, even to a pinned client
-    AUDIT=none call aws-xks "$PS" /kms/xks/v1/keys/sym-xks/encrypt "$($PY xks-encrypt x "$XKS_AAD")" \
+    unaudited aws-xks "$PS" /kms/xks/v1/keys/sym-xks/encrypt "$($PY xks-encrypt x "$XKS_AAD")" \
         --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" --user "$AKID:$SEC" \
         --cert "$PKI/sap.pem" --key "$PKI/sap.key"
     expect 404 "an XKS call on the SAP listener"
