@@ -14,10 +14,11 @@
   hyok-all.py same-rsa PEM DKE         PEM's public key and the DKE answer's key are one key
   hyok-all.py audit LOG GWLOG REQS     each request of REQS (lines "API GATEWAY-ID one|none KEY")
                                        has exactly one audit record in LOG (none: it has none),
-                                       in that API's name, and a successful one names key UUID
-                                       KEY; found by the audit request_id the gateway log GWLOG
-                                       gives it (the cloud's id, else the gateway's)
-  hyok-all.py sample IN OUT EDIT...   IN rewritten into OUT: each EDIT is OLD=>NEW (every
+                                       in that API's name; a successful one naming a key names
+                                       KEY, and each API has one; found by the audit request_id
+                                       the gateway log GWLOG gives it (the cloud's id, else the
+                                       gateway's)
+  hyok-all.py sample IN OUT EDIT...    IN rewritten into OUT: each EDIT is OLD=>NEW (every
                                        occurrence of the text OLD replaced), or [SECTION]+LINE
                                        (LINE added after that section's header)
 """
@@ -141,6 +142,7 @@ def audit(log, gwlog, reqs):
         if r.get("request_id"):
             by_id.setdefault(r["request_id"], []).append(r)
     per_api = {}
+    keyed = set()
     for line in open(reqs):
         parts = line.split()
         if not parts:
@@ -156,9 +158,15 @@ def audit(log, gwlog, reqs):
         for r in got:
             if r.get("api") != api:
                 fail("request %s's record is in %r's name, want %r: %s" % (gid, r.get("api"), api, r))
-            if r.get("ok") and r.get("key") != key:
-                fail("request %s (%s) answered with key %r, want %s: %s" % (gid, api, r.get("key"), key, r))
+            # A record without a key operation (a public key read, a refusal) names no key.
+            if r.get("ok") and "key" in r:
+                if r["key"] != key:
+                    fail("request %s (%s) answered with key %s, want %s: %s" % (gid, api, r["key"], key, r))
+                keyed.add(api)
         per_api[api] = per_api.get(api, 0) + want
+    for api in per_api:
+        if api not in keyed:
+            fail("no %s record names the key that answered it" % api)
     print("audit records per API: " + ", ".join("%s %d" % kv for kv in sorted(per_api.items())))
 
 
