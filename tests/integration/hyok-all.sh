@@ -446,6 +446,13 @@ $_loc" || hf_fail "the sample cannot be rewritten"
 [ -n "${HYOK_APIS:-}" ] || sample_check
 hf_expect_exit 0 "$HOLDFASTD" -t -c "$CONF"
 hf_gateway_start "https://127.0.0.1:$PB" "$HOLDFASTD" -f -c "$CONF"
+grep -q "listener bearer on 127.0.0.1:$PB (tls) " "$HF_TMP/holdfastd.log" ||
+    hf_fail "the start log does not name listener bearer, TLS without client certificates"
+sap_started() {
+    grep -q "listener sap on 127.0.0.1:$PS (tls, client certificate required) " \
+        "$HF_TMP/holdfastd.log" || hf_fail "the start log does not name listener sap and its policy"
+}
+on sap-hyok sap_started
 
 all_answer() { # WHEN
     on aws-xks xks_roundtrip "$1"
@@ -504,6 +511,13 @@ on gcp-ekm hf link unblock gcp-ekm v0/keys/sym
 on ms-dke hf link unblock ms-dke rsa-dke
 wait_change
 all_answer "unblocked"
+
+# ---- one gateway's metrics count every API's successes ----
+curl -sS "https://127.0.0.1:$PB/metrics" >"$HF_TMP/metrics.txt" || hf_fail "GET /metrics"
+for p in $APIS; do
+    grep -q "^holdfast_requests_total{api=\"$p\",operation=\"[^\"]*\",status=\"200\"} [1-9]" \
+        "$HF_TMP/metrics.txt" || hf_fail "/metrics has no success of $p: $(grep "api=\"$p\"" "$HF_TMP/metrics.txt" | head -n 3)"
+done
 
 # ---- one audit record per request, in its API's name ----
 hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
