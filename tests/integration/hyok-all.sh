@@ -12,14 +12,22 @@
 # and DKE. Each API encrypts (wraps) and decrypts (unwraps) through its own route and auth. The
 # same key answers both clouds it is linked to: OCI's and SAP's answers name sym's version UUID,
 # SAP opens what XKS sealed (the GCM AAD XKS used handed to SAP as its aad), SAP's and DKE's
-# public keys are one, and DKE opens what SAP sealed under rsa and SAP what was sealed to DKE's
-# key. Then sym's EKM link and rsa's DKE link are blocked with `holdfast link block`: EKM and DKE
-# refuse while XKS, CSE, OCI and SAP (both keys) still answer; unblocked, all answer again.
+# public keys are one, DKE opens what SAP sealed under rsa and SAP what was sealed to DKE's key,
+# and every successful key operation's audit record names the key the test expects.
+# Then links are blocked with `holdfast link block`, in three rounds (sym's EKM and rsa's DKE
+# link; XKS and both SAP links; CSE and OCI): the blocked clouds refuse in their APIs' words
+# (SAP's key get-metadata still answers, "Disabled") while every other cloud still answers on
+# the same keys; unblocked, all answer again.
+# Also: conf/holdfastd-all.conf.sample passes `holdfastd -t` (its paths made the test's); the
+# start log names both listeners and their client-certificate policy; SAP without a client
+# certificate fails the handshake, a SAP route on the bearer listener and an XKS route on the SAP
+# listener are the gateway's 404; /metrics counts a success of every API.
 # Last, every request has exactly one audit record in its API's name (DKE's anonymous GET, a
-# public key, none), and `holdfast audit verify` passes.
+# public key, and the gateway's 404s, none), and `holdfast audit verify` passes.
 #
-# Each plugin's part is a set of functions: <api>_conf (its config sections), <api>_roundtrip
-# WHEN and <api>_refused WHEN. Skipped (77) only when a plugin's .so is not built.
+# Each plugin's part is a set of functions: <part>_conf (its config sections), <part>_roundtrip
+# WHEN and <part>_refused WHEN (part: xks, ekm, cse, oci, sap, dke). Skipped (77) only when a
+# plugin's .so is not built.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
 HOLDFASTD="$top_builddir/gateway/holdfastd"
@@ -152,7 +160,7 @@ xks_refused() { # WHEN
     next_id
     xks encrypt "$($PY xks-encrypt "$RID" "$XKS_AAD")"
     expect 400 "xks encrypt ($1)"
-    check "$(field errorName)" KMSInvalidStateException "xks encrypt ($1): the error"
+    check "$(field errorName)" InvalidStateException "xks encrypt ($1): the error"
 }
 
 # ---- gcp-ekm: ID tokens, under /ekm; key path v0/keys/sym ----
@@ -236,6 +244,7 @@ cse_refused() { # WHEN
     call gws-cse "$PB" /cse/wrap \
         "{\"authentication\":\"$CSE_AUTHN\",\"authorization\":\"$CSE_W\",\"key\":\"$DEK\",\"reason\":\"six\"}"
     expect 403 "cse wrap ($1)"
+    check "$(field code)" 403 "cse wrap ($1): the code"
 }
 
 # ---- oci-ekms: IDCS client-credentials tokens, one vault; keyId is sym's UUID ----
@@ -323,6 +332,18 @@ sap_roundtrip() { # WHEN: sym's GCM, rsa's OAEP
         "\"ciphertext\":\"$SAP_RSA_CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$RSA_VER\""
     expect 200 "sap asymmetric-decrypt ($1)"
     check "$(field plaintext)" "$DEK" "sap asymmetric-decrypt ($1): the plaintext"
+}
+sap_refused() { # WHEN: both keys' SAP links blocked
+    sap "$SYM_UUID" symmetric-encrypt "\"plaintext\":\"$DEK\""
+    expect 403 "sap symmetric-encrypt ($1)"
+    check "$(field code)" 403 "sap symmetric-encrypt ($1): the code"
+    sap "$RSA_UUID" asymmetric-decrypt \
+        "\"ciphertext\":\"$SAP_RSA_CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$RSA_VER\""
+    expect 403 "sap asymmetric-decrypt ($1)"
+    # SAP DC still reads the key's state.
+    sap "$SYM_UUID" get-metadata ""
+    expect 200 "sap key get-metadata ($1)"
+    check "$(field state)" Disabled "sap key get-metadata ($1): the state"
 }
 sap_open_xks() { # WHEN: SAP opens what XKS sealed with sym (the GCM AAD as SAP's aad)
     _x=$HF_TMP/xks-enc.json
@@ -490,26 +511,47 @@ sap_listener_xks() { # nor does the SAP listener serve XKS, even to a pinned cli
     check "$(field error)" NotFound "an XKS call on the SAP listener: the gateway's 404"
 }
 wait_change() { sleep "$(echo "$CHANGE_MS" | awk '{print $1/1000}')"; }
+part() { # API: the prefix of its part's functions
+    case $1 in aws-xks) echo xks ;; gcp-ekm) echo ekm ;; gws-cse) echo cse ;; oci-ekms) echo oci ;;
+    sap-hyok) echo sap ;; ms-dke) echo dke ;; esac
+}
+links() { # block|unblock API: its links (SAP's: both keys')
+    case $2 in
+    aws-xks) hf link "$1" aws-xks sym-xks ;;
+    gcp-ekm) hf link "$1" gcp-ekm v0/keys/sym ;;
+    gws-cse) hf link "$1" gws-cse kek-sym ;;
+    oci-ekms) hf link "$1" oci-ekms "$OCI_VAULT/$SYM_UUID" ;;
+    sap-hyok) hf link "$1" sap-hyok "$SAP_KEYSTORE/$SYM_UUID" &&
+        hf link "$1" sap-hyok "$SAP_KEYSTORE/$RSA_UUID" ;;
+    ms-dke) hf link "$1" ms-dke rsa-dke ;;
+    esac
+}
+blocked_round() { # API...: their links blocked, they refuse while every other API answers
+    _blocked=$(for _a in "$@"; do on "$_a" echo "$_a"; done)
+    [ -n "$_blocked" ] || return 0
+    for _a in $_blocked; do links block "$_a"; done
+    wait_change
+    _when="$(echo $_blocked | sed 's/ /, /g') blocked"
+    for _a in $APIS; do
+        case " $(echo $_blocked) " in
+        *" $_a "*) "$(part "$_a")_refused" "$_when" ;;
+        *) "$(part "$_a")_roundtrip" "$_when" ;;
+        esac
+    done
+    for _a in $_blocked; do links unblock "$_a"; done
+    wait_change
+}
 
 # ---- every API answers; the same keys behind them ----
 all_answer "all linked"
 on sap-hyok on ms-dke same_rsa
 on sap-hyok sap_listener
 
-# ---- one link of each key blocked: that cloud refuses, the others still answer ----
-on gcp-ekm hf link block gcp-ekm v0/keys/sym
-on ms-dke hf link block ms-dke rsa-dke
-wait_change
-on gcp-ekm ekm_refused "sym's EKM link blocked"
-on ms-dke dke_refused "rsa's DKE link blocked"
-on aws-xks xks_roundtrip "sym's EKM link blocked"
-on gws-cse cse_roundtrip "sym's EKM link blocked"
-on oci-ekms oci_roundtrip "sym's EKM link blocked"
-on sap-hyok sap_roundtrip "sym's EKM and rsa's DKE links blocked"
-on sap-hyok on ms-dke sap_open_dke "$HF_TMP/dke-ct" "rsa's DKE link blocked"
-on gcp-ekm hf link unblock gcp-ekm v0/keys/sym
-on ms-dke hf link unblock ms-dke rsa-dke
-wait_change
+# ---- links blocked: those clouds refuse, the others still answer ----
+# First one link of each key (sym's EKM, rsa's DKE), then the rest in pairs.
+blocked_round gcp-ekm ms-dke
+blocked_round aws-xks sap-hyok
+blocked_round gws-cse oci-ekms
 all_answer "unblocked"
 
 # ---- one gateway's metrics count every API's successes ----
