@@ -46,11 +46,12 @@ on() { # API CMD...: CMD when API's part runs
 served() { # API...: those of them that run, comma-separated
     for _a in "$@"; do on "$_a" printf '%s\n' "$_a"; done | paste -sd, - | sed 's/,/, /g'
 }
+# What deps.sh installs is no reason to skip: a machine without it fails, saying so.
 for p in curl python3 openssl; do
-    command -v "$p" >/dev/null || hf_skip "$p not installed"
+    command -v "$p" >/dev/null || hf_fail "$p not installed (deps.sh)"
 done
-curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' || hf_skip "curl lacks --aws-sigv4 (7.75+)"
-python3 -c 'import cryptography' 2>/dev/null || hf_skip "python3-cryptography not installed"
+curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' || hf_fail "curl lacks --aws-sigv4 (7.75+)"
+python3 -c 'import cryptography' 2>/dev/null || hf_fail "python3-cryptography not installed (deps.sh)"
 hf_store_setup
 
 PY="python3 $top_srcdir/tests/integration/hyok-all.py"
