@@ -6,16 +6,17 @@
 #
 # Shows, one case per rule: every route's success (vault, key and version metadata, encrypt,
 # decrypt, random bytes at vault and key level, 201); 401 for a missing, forged, expired,
-# wrong-audience or wrong-issuer token; 403 for a wrong scope, a legacy scope used for another
-# operation (and admitted for its own), a client pin missing or wrong, a disabled vault, a
-# blocked link, a deactivated key, a usage mask without decrypt; 404 for an unknown route
-# (before authentication), vault, key, a key of another vault, unknown and destroyed
-# versions; 405 for another method; 400 for bad JSON, base64, mode, pad, length, a tampered
-# ciphertext, another key's, other aad, iv, tag or keyVersionId disagreeing with the
-# ciphertext, the spec's known answer (a ciphertext of another key here); 413 from
-# Content-Length; 429 over a vault's rate; a rotated key decrypting its old ciphertexts by
-# version UUID; opc-request-id echoed as "<caller>/<holdfast>" and in the audit record; a
-# store outage (503, never 403).
+# wrong-audience or wrong-issuer token, and a key the domain rotated in (refetched); 403 for a
+# wrong scope, a legacy scope used for another operation (and admitted for its own), a client
+# pin missing or wrong, a disabled vault, a blocked link, a deactivated key, a usage mask
+# without decrypt; 404 for an unknown route (before authentication), vault, key, a key of
+# another vault, unknown and destroyed versions; 405 for another method; 400 for bad JSON,
+# base64, mode, pad, length, a tampered ciphertext, another key's, other aad, iv, tag or
+# keyVersionId disagreeing with the ciphertext, the spec's known answer (a ciphertext of
+# another key here: its exact bytes are test-oci-blob's); 413 from Content-Length; 429 over a
+# vault's rate; a rotated key decrypting its old ciphertexts by version UUID; opc-request-id
+# echoed as "<caller>/<holdfast>" (on a 401 too) and in the audit record; a store outage
+# (503, never 403).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/oci-lib.sh"
 
@@ -204,9 +205,24 @@ bad_token "wrong issuer" iss=https://idcs-evil.identity.oraclecloud.com
 bad_token "no exp" exp=
 bad_token "not yet valid" nbf=+600
 bad_token "alg none" --alg none
+# The identity domain rotates its signing key: the first token signed with the new kid is
+# refused and makes holdfastd refetch the set off the request path; then it passes.
+$TOK keys "$JW" idcs2 && $TOK publish "$JW" idcs idcs idcs2 || hf_fail "cannot publish idcs2"
+TOKEN=$($TOK mint "$JW" --kid idcs2 --base "$CLAIMS")
+t0=$(hf_now_ms)
+oci_call GET "$P/metadata"
+oci_expect 401
+until oci_call GET "$P/metadata" && [ "$CODE" = 200 ]; do
+    [ $(($(hf_now_ms) - t0)) -lt 10000 ] || hf_fail "kid idcs2 still refused 10 s after it was published"
+    sleep 0.2
+done
+echo "unknown kid: accepted $(($(hf_now_ms) - t0)) ms after the refetch it triggered"
 TOKEN=
+OPC=opc-anon-1
 oci_call POST "$P/keys/$K1/encrypt" "{\"plaintext\":\"$PT\"}"
 oci_expect 401 "bearer token is required"
+check "$(oci_header opc-request-id)" "opc-anon-1/$(oci_header X-Request-Id)" "opc-request-id echoed on a 401"
+OPC=
 oci_call GET "$P/metadata" "" -H "Authorization: Basic Zm9vOmJhcg=="
 oci_expect 401
 TOKEN=$GOOD
