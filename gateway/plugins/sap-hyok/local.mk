@@ -30,7 +30,6 @@ gateway_plugins_sap_hyok_sap_hyok_la_LIBADD = gateway/plugins/sap-hyok/libhf-sap
 EXTRA_DIST += gateway/plugins/sap-hyok/README.md
 
 # Its tests (the scheme of gateway/README.md, "Adding a plugin").
-include $(top_srcdir)/gateway/plugins/sap-hyok/asym.mk
 include $(top_srcdir)/tests/unit/sap.mk
 include $(top_srcdir)/tests/integration/sap.mk
 include $(top_srcdir)/tests/fuzz/sap.mk
