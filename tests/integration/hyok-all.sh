@@ -231,19 +231,20 @@ cse_authz() { # ROLE
 }
 CSE_W=$(cse_authz writer)
 CSE_R=$(cse_authz reader)
+cse_body() { # ROLE-TOKEN MEMBER VALUE
+    printf '{"authentication":"%s","authorization":"%s","%s":"%s","reason":"six"}' \
+        "$CSE_AUTHN" "$1" "$2" "$3"
+}
 cse_roundtrip() { # WHEN
-    call gws-cse "$PB" /cse/wrap \
-        "{\"authentication\":\"$CSE_AUTHN\",\"authorization\":\"$CSE_W\",\"key\":\"$DEK\",\"reason\":\"six\"}"
+    call gws-cse "$PB" /cse/wrap "$(cse_body "$CSE_W" key "$DEK")"
     expect 200 "cse wrap ($1)"
     _wk=$(field wrapped_key)
-    call gws-cse "$PB" /cse/unwrap \
-        "{\"authentication\":\"$CSE_AUTHN\",\"authorization\":\"$CSE_R\",\"wrapped_key\":\"$_wk\",\"reason\":\"six\"}"
+    call gws-cse "$PB" /cse/unwrap "$(cse_body "$CSE_R" wrapped_key "$_wk")"
     expect 200 "cse unwrap ($1)"
     check "$(field key)" "$DEK" "cse unwrap ($1): the key"
 }
 cse_refused() { # WHEN
-    call gws-cse "$PB" /cse/wrap \
-        "{\"authentication\":\"$CSE_AUTHN\",\"authorization\":\"$CSE_W\",\"key\":\"$DEK\",\"reason\":\"six\"}"
+    call gws-cse "$PB" /cse/wrap "$(cse_body "$CSE_W" key "$DEK")"
     expect 403 "cse wrap ($1)"
     check "$(field code)" 403 "cse wrap ($1): the code"
 }
@@ -348,7 +349,10 @@ sap_refused() { # WHEN: both keys' SAP links blocked
 }
 sap_open_xks() { # WHEN: SAP opens what XKS sealed with sym (the GCM AAD as SAP's aad)
     _x=$HF_TMP/xks-enc.json
-    sap "$SYM_UUID" symmetric-decrypt "\"ciphertext\":\"$($PY get "$_x" ciphertext)\",\"iv\":\"$($PY get "$_x" initializationVector)\",\"tag\":\"$($PY get "$_x" authenticationTag)\",\"aad\":\"$($PY xks-gcm-aad "$_x" "$XKS_AAD")\",\"key_version_id\":\"$SYM_VER\""
+    _m="\"ciphertext\":\"$($PY get "$_x" ciphertext)\",\"iv\":\"$($PY get "$_x" initializationVector)\""
+    _m="$_m,\"tag\":\"$($PY get "$_x" authenticationTag)\""
+    sap "$SYM_UUID" symmetric-decrypt \
+        "$_m,\"aad\":\"$($PY xks-gcm-aad "$_x" "$XKS_AAD")\",\"key_version_id\":\"$SYM_VER\""
     expect 200 "sap symmetric-decrypt of XKS's ciphertext ($1)"
     check "$(field plaintext)" "$XKS_PT" "sap opening XKS's ciphertext ($1)"
 }
@@ -393,7 +397,7 @@ dke_get() { # WHEN: the public key into $HF_TMP/dke-key.json
     cp "$OUT" "$HF_TMP/dke-key.json"
     check "$(field key.kid)" "https://127.0.0.1:$PB/dke/rsa-dke/$RSA_VER" "dke GET ($1): the kid"
 }
-dke_decrypt() { # CIPHERTEXT-B64 WHAT
+dke_decrypt() { # CIPHERTEXT: base64, sealed to rsa's current version
     call ms-dke "$PB" "/dke/rsa-dke/$RSA_VER/decrypt" "{\"alg\":\"RSA-OAEP-256\",\"value\":\"$1\"}" \
         -H "Authorization: Bearer $DKE_TOKEN"
 }
@@ -559,7 +563,8 @@ all_answer "unblocked"
 curl -sS "https://127.0.0.1:$PB/metrics" >"$HF_TMP/metrics.txt" || hf_fail "GET /metrics"
 for p in $APIS; do
     grep -q "^holdfast_requests_total{api=\"$p\",operation=\"[^\"]*\",status=\"200\"} [1-9]" \
-        "$HF_TMP/metrics.txt" || hf_fail "/metrics has no success of $p: $(grep "api=\"$p\"" "$HF_TMP/metrics.txt" | head -n 3)"
+        "$HF_TMP/metrics.txt" ||
+        hf_fail "/metrics has no success of $p: $(grep "api=\"$p\"" "$HF_TMP/metrics.txt" | head -n 3)"
 done
 
 # ---- one audit record per request, in its API's name ----
