@@ -11,6 +11,9 @@ holdfastconf_DATA += conf/holdfastd.conf.sample
 systemdsystemunitdir = $(prefix)/lib/systemd/system
 systemdsystemunit_DATA = conf/holdfastd.service
 EXTRA_DIST += conf/holdfastd.conf.sample conf/holdfastd.service.in
+# One holdfastd serving all six cloud APIs (README.md, "Six clouds, one gateway").
+holdfastconf_DATA += conf/holdfastd-all.conf.sample
+EXTRA_DIST += conf/holdfastd-all.conf.sample
 CLEANFILES += conf/holdfastd.service
 CLEANFILES += conf/holdfast.module
 
