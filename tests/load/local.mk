@@ -10,6 +10,9 @@ tests_load_libhf_load_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 # gateway's JWT test fixture (OpenSSL only).
 tests_load_libhf_load_la_SOURCES += tests/load/load-ekm.c tests/load/load-cse.c \
 	tests/load/load-jwt.c tests/unit/jwt-mint.c tests/unit/jwt-mint.h
+# The OCI, SAP and DKE builders; load-rsa.c: the OAEP encryption SAP's and DKE's prepare with.
+tests_load_libhf_load_la_SOURCES += tests/load/load-oci.c tests/load/load-sap.c \
+	tests/load/load-dke.c tests/load/load-rsa.c
 # configure checks libcrypto only; libssl comes with the same libssl-dev package.
 tests_load_libhf_load_la_LIBADD = gateway/plugins/aws-xks/libhf-sigv4.la $(JSONC_LIBS) \
 	-lssl $(CRYPTO_LIBS) $(PTHREAD_LIBS) -lm
