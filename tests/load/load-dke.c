@@ -56,7 +56,8 @@ static char *token_mint(const struct hf_load_config *cfg, char *err, size_t errl
     json_object_object_add(c, "aud", json_object_new_string(cfg->audience ? cfg->audience : aud));
     json_object_object_add(c, "email", json_object_new_string(cfg->email));
     json_object_object_add(c, "upn", json_object_new_string(cfg->email));
-    json_object_object_add(c, "oid", json_object_new_string("00000000-0000-4000-8000-0000000001fd"));
+    json_object_object_add(c, "oid",
+                           json_object_new_string("00000000-0000-4000-8000-0000000001fd"));
     json_object_object_add(c, "appid", json_object_new_string(DKE_OFFICE_APPID));
     json_object_object_add(c, "scp", json_object_new_string("user_impersonation"));
     json_object_object_add(c, "iat", json_object_new_int64(now));
@@ -176,7 +177,8 @@ static EVP_PKEY *jwk_public(struct json_object *jwk)
         !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n) ||
         !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e) ||
         !(params = OSSL_PARAM_BLD_to_param(bld)) ||
-        !(ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL)) || EVP_PKEY_fromdata_init(ctx) != 1 ||
+        !(ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL)) ||
+        EVP_PKEY_fromdata_init(ctx) != 1 ||
         EVP_PKEY_fromdata(ctx, &pub, EVP_PKEY_PUBLIC_KEY, params) != 1)
         pub = NULL;
     EVP_PKEY_CTX_free(ctx);

@@ -130,8 +130,8 @@ static int oci_check(void *state, void **vu_state, bool setup, const char *body,
     const char *iv = o ? hf_load_json_str(o, "iv") : NULL;
     const char *tag = o ? hf_load_json_str(o, "tag") : NULL;
     const char *mode = o ? hf_load_json_str(o, "mode") : NULL;
-    int rc = ct && strlen(ct) == B64_LEN(OCI_BLOB_LEN) && iv && strlen(iv) == B64_LEN(12) &&
-                     tag && strlen(tag) == B64_LEN(16) && mode && strcmp(mode, "AES_GCM") == 0
+    int rc = ct && strlen(ct) == B64_LEN(OCI_BLOB_LEN) && iv && strlen(iv) == B64_LEN(12) && tag &&
+                     strlen(tag) == B64_LEN(16) && mode && strcmp(mode, "AES_GCM") == 0
                  ? 0
                  : -1;
 

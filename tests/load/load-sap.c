@@ -87,8 +87,8 @@ static int sap_init_op(const struct hf_load_config *cfg, void **state, char *err
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    if (!cfg->keystore_id || !*cfg->keystore_id || !cfg->key_id || !*cfg->key_id ||
-        !cfg->tenant || !*cfg->tenant) {
+    if (!cfg->keystore_id || !*cfg->keystore_id || !cfg->key_id || !*cfg->key_id || !cfg->tenant ||
+        !*cfg->tenant) {
         snprintf(err, errlen, "--api %s needs --keystore-id UUID, --key-id UUID and --tenant ID",
                  cfg->api->name);
         goto done;
@@ -178,8 +178,9 @@ static int aes_prepare(const struct sap_state *s, struct sap_vu *v, struct json_
     if (!ct || strlen(ct) != B64_LEN(SAP_KEY_LEN) || !iv || strlen(iv) != B64_LEN(12) || !tag ||
         strlen(tag) != B64_LEN(16) || !ver || strchr(ver, '"') || strchr(ver, '\\'))
         return -1;
-    rc = hf_buf_printf(&m, ",\"ciphertext\":\"%s\",\"iv\":\"%s\",\"tag\":\"%s\","
-                           "\"key_version_id\":\"%s\"",
+    rc = hf_buf_printf(&m,
+                       ",\"ciphertext\":\"%s\",\"iv\":\"%s\",\"tag\":\"%s\","
+                       "\"key_version_id\":\"%s\"",
                        ct, iv, tag, ver) != 0 ||
                  request_append(s, &v->request, "symmetric-decrypt", m.data) != 0
              ? -1
@@ -215,8 +216,9 @@ static int rsa_prepare(const struct sap_state *s, struct sap_vu *v, struct json_
         !(ct64 = hf_load_b64(ct, ctlen)))
         goto done;
     EVP_EncodeBlock((unsigned char *)v->key, key, (int)sizeof(key));
-    if (hf_buf_printf(&m, ",\"ciphertext\":\"%s\",\"algorithm\":\"RSAES_OAEP_SHA_256\","
-                          "\"key_version_id\":\"%s\"",
+    if (hf_buf_printf(&m,
+                      ",\"ciphertext\":\"%s\",\"algorithm\":\"RSAES_OAEP_SHA_256\","
+                      "\"key_version_id\":\"%s\"",
                       ct64, ver) != 0 ||
         request_append(s, &v->request, "asymmetric-decrypt", m.data) != 0)
         goto done;

@@ -22,7 +22,8 @@ tests_load_hf_load_SOURCES = tests/load/hf-load.c
 tests_load_hf_load_LDADD = tests/load/libhf-load.la
 
 if HAVE_CUNIT
-LOAD_UNIT_TESTS = tests/load/test-load-stats tests/load/test-load-args tests/load/test-load-jwt
+LOAD_UNIT_TESTS = tests/load/test-load-stats tests/load/test-load-args tests/load/test-load-jwt \
+	tests/load/test-load-hyok
 check_PROGRAMS += $(LOAD_UNIT_TESTS)
 UNIT_TESTS += $(LOAD_UNIT_TESTS)
 tests_load_test_load_stats_SOURCES = tests/load/test-load-stats.c
@@ -35,6 +36,12 @@ tests_load_test_load_args_LDADD = libhftest.la tests/load/libhf-load.la $(CUNIT_
 tests_load_test_load_jwt_SOURCES = tests/load/test-load-jwt.c
 tests_load_test_load_jwt_CPPFLAGS = $(GATEWAY_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_load_test_load_jwt_LDADD = libhftest.la tests/load/libhf-load.la gateway/libhfgateway.la \
+	$(CUNIT_LIBS) $(JSONC_LIBS)
+# The OCI, SAP and DKE builders: request shapes, tokens through the gateway's verifier, the
+# ciphertexts they prepare opened by the test's own private key.
+tests_load_test_load_hyok_SOURCES = tests/load/test-load-hyok.c
+tests_load_test_load_hyok_CPPFLAGS = $(GATEWAY_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_load_test_load_hyok_LDADD = libhftest.la tests/load/libhf-load.la gateway/libhfgateway.la \
 	$(CUNIT_LIBS) $(JSONC_LIBS)
 endif
 
