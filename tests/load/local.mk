@@ -49,7 +49,10 @@ endif
 TESTS += tests/load/hf-load.sh
 # hf-load's EKM and CSE builders against the real plugins (skips when neither is built).
 TESTS += tests/load/hf-load-bearer.sh
-EXTRA_DIST += tests/load/README.md tests/load/hf-load.sh tests/load/hf-load-bearer.sh tests/load/ceiling.sh \
+# hf-load's OCI, SAP and DKE builders against the real plugins, audit records counted (skips when
+# none is built).
+TESTS += tests/load/load-hyok.sh
+EXTRA_DIST += tests/load/README.md tests/load/hf-load.sh tests/load/hf-load-bearer.sh tests/load/load-hyok.sh tests/load/ceiling.sh \
 	tests/load/perf-report.sh tests/load/load-gateway.sh tests/load/nginx.sh
 
 # Not part of `make check`: each takes minutes and wants the machine to itself.
