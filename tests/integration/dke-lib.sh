@@ -1,0 +1,1 @@
+# Shell helpers for dke.sh (sourced after lib.sh).

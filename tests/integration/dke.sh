@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "SKIP: dke.sh is being written"
+exit 77
