@@ -1,0 +1,515 @@
+#!/bin/sh
+# The sap-hyok plugin's asymmetric routes end to end (specs/sap-hyok.md "Crypto"): holdfastd on a
+# TLS listener requiring client certificates, RSA-3072 and RSA-4096 keys made with the CLI, and
+# every result checked against OpenSSL on the host with the PEM get-public-key hands out.
+#
+# Shows: get-public-key (PEM SubjectPublicKeyInfo of the current or a named version; an unknown
+# version 404); for each RSAES_OAEP_SHA_1|256|384|512 on both sizes, OpenSSL encrypts the
+# longest plaintext k - 2 hLen - 2 and the gateway decrypts it, the gateway encrypts and decrypts
+# its own, and one byte more is 400; for each RSASSA_PSS_SHA_256|384|512 on both sizes, the
+# gateway signs RAW and DIGEST messages and OpenSSL verifies them with salt = hash length
+# (rsa_pss_saltlen:digest refuses any other), the gateway verifies them too, and a RAW signature
+# verifies as the DIGEST of the same message; a tampered ciphertext, another OAEP hash, a short
+# ciphertext, bad base64 and bad enums 400; a wrong digest length, a RAW message over 4096 bytes
+# 400; a tampered signature, another message, a short signature answer 200 valid:false; a named
+# old version signs and decrypts as itself (and another version's ciphertext is 400); a usage
+# mask without the operation, an AES key and a blocked link 403; a deactivated key still
+# decrypts, verifies and gives its public key but neither encrypts nor signs; each call's audit
+# record (operation, outcome, sap_request_id, tenant, certificate fingerprint), no plaintext in
+# the log, and `holdfast audit verify`.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+HOLDFASTD="$top_builddir/gateway/holdfastd"
+SAP_PLUGIN="$top_builddir/gateway/plugins/sap-hyok/.libs/sap-hyok.so"
+[ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
+[ -f "$SAP_PLUGIN" ] || hf_skip "$SAP_PLUGIN not built"
+for p in curl python3 openssl base64 cmp; do
+    command -v "$p" >/dev/null || hf_skip "$p not installed"
+done
+hf_store_setup
+
+hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
+check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
+# key_info NAME FIELD: the key's uuid, or a version's uuid (v1, v2).
+key_info() {
+    "$HF_CLI" --json key show "$1" | python3 -c 'import json, sys
+k = json.load(sys.stdin); f = sys.argv[1]
+print(k["uuid"] if f == "uuid" else [v["uuid"] for v in k["versions"] if "v%d" % v["version"] == f][0])' "$2" ||
+        hf_fail "key show $1"
+}
+
+# ---- keys, linked in one keystore ----
+# holdfastd registers the type when it starts; the links are made before.
+hf link type add sap-hyok
+KS=$("$HF_CLI" uuid) || hf_fail "holdfast uuid"
+TENANT=tenant-asym
+# key NAME ALG [create options]: a key linked as KEYSTORE/ITS_UUID; its uuid in $NAME_ID.
+key() {
+    _n=$1
+    shift
+    hf key create "$_n" --alg "$@"
+    _id=$(key_info "$_n" uuid)
+    hf link add sap-hyok "$KS/$_id" "$_n"
+    eval "${_n}_ID=$_id"
+}
+key r3 RSA-3072
+key r4 RSA-4096
+key rsig RSA-3072 --usage sign,verify
+key renc RSA-3072 --usage encrypt,decrypt
+key rblk RSA-3072
+key rdeact RSA-3072
+key aes AES-256
+hf key rotate r3
+R3_V1=$(key_info r3 v1)
+R3_V2=$(key_info r3 v2)
+R4_V1=$(key_info r4 v1)
+RDEACT_V1=$(key_info rdeact v1)
+# Before holdfastd starts, so no cache has to catch up.
+hf link block sap-hyok "$KS/$rblk_ID"
+
+# ---- certificates: a CA, the server, SAP's client certificate, its pin ----
+HF_PKI="$HF_TMP/pki"
+PKI=$HF_PKI
+hf_pki_ca ca
+hf_pki_cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
+hf_pki_cert sap sap-dc-client ca "extendedKeyUsage=clientAuth"
+PIN=$(openssl x509 -in "$PKI/sap.pem" -outform DER | openssl dgst -sha256 -r | cut -d' ' -f1)
+
+# ---- holdfastd: SAP on mTLS, /healthz on plain loopback HTTP ----
+PORT=$(hf_free_port)
+HPORT=$(hf_free_port)
+[ "$PORT" != "$HPORT" ] || hf_skip "free ports collided"
+CONF="$HF_TMP/holdfastd.conf"
+cat >"$CONF" <<EOC
+[gateway]
+module = $HF_MODULE
+pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
+plugins = sap-hyok
+log = $HF_TMP/holdfastd.log
+
+[plugin:sap-hyok]
+path = $SAP_PLUGIN
+
+[listener:sap]
+listen = 127.0.0.1:$PORT
+cert = $PKI/server.pem
+key = $PKI/server.key
+client_ca = $PKI/ca.pem
+client_certificate = required
+plugins = sap-hyok
+
+[listener:health]
+listen = 127.0.0.1:$HPORT
+tls = off
+plugins = sap-hyok
+
+[sap-hyok:$KS]
+tenant = $TENANT
+pins = $PIN
+EOC
+hf_gateway_start "http://127.0.0.1:$HPORT" "$HOLDFASTD" -f -c "$CONF"
+
+# ---- calls ----
+BASE="https://127.0.0.1:$PORT/api/v1/cckm/sap/hyok/v1/keystores/$KS/keys"
+OUT="$HF_TMP/out.json"
+AUDIT_EXPECT="$HF_TMP/audit-expect"
+: >"$AUDIT_EXPECT"
+N=0
+# sap TAG KEY_ID ROUTE [MEMBERS]: POST {"request_metadata":{...},MEMBERS} as SAP would, with
+# sap_request_id TAG-N (for the audit check); CODE is the HTTP status, RID the request id.
+sap() {
+    _tag=$1 _key=$2 _route=$3 _members=${4:+,$4}
+    N=$((N + 1))
+    RID="$_tag-$N"
+    printf '{"request_metadata":{"sap_tenant_id":"%s","sap_group_id":"g1","sap_user_type":"USER_DEV","sap_request_id":"%s"}%s}' \
+        "$TENANT" "$RID" "$_members" >"$HF_TMP/body.json"
+    rm -f "$OUT"
+    CODE=$(curl -sS -o "$OUT" -w '%{http_code}' --cacert "$PKI/ca.pem" --cert "$PKI/sap.pem" \
+        --key "$PKI/sap.key" -H 'Content-Type: application/json' \
+        --data-binary "@$HF_TMP/body.json" "$BASE/$_key/$_route" 2>"$HF_TMP/curl.err") ||
+        CODE="curl-exit-$?"
+}
+json() { python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])).get(sys.argv[2], "")
+print(str(d).lower() if isinstance(d, bool) else d)' "$OUT" "$1" 2>/dev/null; }
+# unb64 MEMBER FILE: a base64 member of the answer, decoded.
+unb64() { python3 -c 'import base64, json, sys
+open(sys.argv[3], "wb").write(base64.b64decode(json.load(open(sys.argv[1]))[sys.argv[2]], validate=True))' \
+    "$OUT" "$1" "$2" || hf_fail "$RID: no base64 $1 in $(cat "$OUT")"; }
+b64() { base64 -w0 "$1"; }
+# expect STATUS [OK|FAIL]: the last call's status, its body's shape for an error, and what its
+# audit record must say (checked at the end).
+expect() {
+    if [ "$CODE" != "$1" ]; then
+        echo "--- body:" >&2
+        cat "$OUT" >&2 2>/dev/null
+        cat "$HF_TMP/curl.err" >&2
+        hf_fail "$RID $_route: HTTP $CODE, want $1"
+    fi
+    if [ "$1" != 200 ]; then
+        check "$(json code)" "$1" "$RID: the error body's code"
+        [ -n "$(json message)" ] || hf_fail "$RID: an error body without a message: $(cat "$OUT")"
+    fi
+    printf '%s %s %s\n' "$RID" "$_route" "${2:-$([ "$1" = 200 ] && echo OK || echo FAIL)}" >>"$AUDIT_EXPECT"
+}
+# expect_why STATUS TEXT: an error whose message says TEXT.
+expect_why() {
+    expect "$1"
+    case "$(json message)" in
+    *"$2"*) ;;
+    *) hf_fail "$RID: message '$(json message)' does not say '$2'" ;;
+    esac
+}
+
+# pubkey NAME KEY_ID [VERSION_ID]: get-public-key into $HF_TMP/NAME.pem, checked by OpenSSL.
+pubkey() {
+    sap pubkey "$2" get-public-key ${3:+"\"key_version_id\":\"$3\""}
+    expect 200
+    python3 -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["public_key"])' \
+        "$OUT" >"$HF_TMP/$1.pem"
+    openssl pkey -pubin -in "$HF_TMP/$1.pem" -noout 2>/dev/null ||
+        hf_fail "$RID: public_key is no PEM public key: $(cat "$OUT")"
+    head -n 1 "$HF_TMP/$1.pem" | grep -qx -- '-----BEGIN PUBLIC KEY-----' ||
+        hf_fail "$RID: public_key is not a SubjectPublicKeyInfo PEM"
+}
+
+# ---- get-public-key ----
+pubkey r3 "$r3_ID"
+check "$(json key_version_id)" "$R3_V2" "get-public-key names the current version"
+openssl pkey -pubin -in "$HF_TMP/r3.pem" -noout -text | grep -q '3072 bit' || hf_fail "r3 is not RSA-3072"
+pubkey r3v1 "$r3_ID" "$R3_V1"
+check "$(json key_version_id)" "$R3_V1" "get-public-key of a named version"
+! cmp -s "$HF_TMP/r3.pem" "$HF_TMP/r3v1.pem" || hf_fail "two versions gave one public key"
+pubkey r4 "$r4_ID"
+check "$(json key_version_id)" "$R4_V1" "get-public-key of r4"
+openssl pkey -pubin -in "$HF_TMP/r4.pem" -noout -text | grep -q '4096 bit' || hf_fail "r4 is not RSA-4096"
+sap pubkey-unknown "$r3_ID" get-public-key "\"key_version_id\":\"$("$HF_CLI" uuid)\""
+expect 404
+sap pubkey-other "$r3_ID" get-public-key "\"key_version_id\":\"$R4_V1\""
+expect 404
+
+# ---- RSAES-OAEP: OpenSSL encrypts, the gateway decrypts; the gateway's own round trip ----
+# oaep NAME KEY_ID VERSION_ID K HASH
+oaep() {
+    _pem="$HF_TMP/$1.pem" _alg="RSAES_OAEP_SHA_$5" _md="sha$5"
+    case $5 in 1) _h=20 ;; 256) _h=32 ;; 384) _h=48 ;; 512) _h=64 ;; esac
+    _max=$(($4 - 2 * _h - 2))
+    head -c "$_max" /dev/urandom >"$HF_TMP/pt"
+    openssl pkeyutl -encrypt -pubin -inkey "$_pem" -pkeyopt rsa_padding_mode:oaep \
+        -pkeyopt "rsa_oaep_md:$_md" -pkeyopt "rsa_mgf1_md:$_md" -in "$HF_TMP/pt" \
+        -out "$HF_TMP/ct" || hf_fail "openssl cannot encrypt $_max bytes with $_alg"
+    sap oaep-dec "$2" asymmetric-decrypt \
+        "\"ciphertext\":\"$(b64 "$HF_TMP/ct")\",\"algorithm\":\"$_alg\",\"key_version_id\":\"$3\""
+    expect 200
+    unb64 plaintext "$HF_TMP/got"
+    cmp -s "$HF_TMP/pt" "$HF_TMP/got" || hf_fail "$RID: $1 $_alg: the plaintext differs"
+    # The gateway's own encryption of the longest plaintext, decrypted by the gateway.
+    sap oaep-enc "$2" asymmetric-encrypt "\"plaintext\":\"$(b64 "$HF_TMP/pt")\",\"algorithm\":\"$_alg\""
+    expect 200
+    check "$(json algorithm)" "$_alg" "$RID: the algorithm echoed"
+    check "$(json key_version_id)" "$3" "$RID: the version used"
+    unb64 ciphertext "$HF_TMP/ct2"
+    check "$(wc -c <"$HF_TMP/ct2" | tr -d ' ')" "$4" "$RID: ciphertext length"
+    sap oaep-dec2 "$2" asymmetric-decrypt \
+        "\"ciphertext\":\"$(b64 "$HF_TMP/ct2")\",\"algorithm\":\"$_alg\",\"key_version_id\":\"$3\""
+    expect 200
+    unb64 plaintext "$HF_TMP/got"
+    cmp -s "$HF_TMP/pt" "$HF_TMP/got" || hf_fail "$RID: $1 $_alg: its own round trip differs"
+    # One byte over k - 2 hLen - 2.
+    head -c $((_max + 1)) /dev/urandom >"$HF_TMP/pt1"
+    sap oaep-long "$2" asymmetric-encrypt "\"plaintext\":\"$(b64 "$HF_TMP/pt1")\",\"algorithm\":\"$_alg\""
+    expect_why 400 "at most $_max"
+}
+for h in 1 256 384 512; do
+    oaep r3 "$r3_ID" "$R3_V2" 384 "$h"
+    oaep r4 "$r4_ID" "$R4_V1" 512 "$h"
+done
+
+# ---- OAEP refusals (400): the spec's "GCM or OAEP failure", bad base64 and enums ----
+printf 'a secret of 29 bytes, or so.' >"$HF_TMP/pt"
+openssl pkeyutl -encrypt -pubin -inkey "$HF_TMP/r3.pem" -pkeyopt rsa_padding_mode:oaep \
+    -pkeyopt rsa_oaep_md:sha256 -pkeyopt rsa_mgf1_md:sha256 -in "$HF_TMP/pt" -out "$HF_TMP/ct"
+CT=$(b64 "$HF_TMP/ct")
+# A byte of the ciphertext flipped, in the middle.
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[200] ^= 1
+open(sys.argv[2], "wb").write(b)' "$HF_TMP/ct" "$HF_TMP/ct-bad"
+sap oaep-tampered "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$(b64 "$HF_TMP/ct-bad")\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$R3_V2\""
+expect 400
+sap oaep-other-hash "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$CT\",\"algorithm\":\"RSAES_OAEP_SHA_1\",\"key_version_id\":\"$R3_V2\""
+expect 400
+sap oaep-other-version "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$R3_V1\""
+expect 400
+head -c 383 "$HF_TMP/ct" >"$HF_TMP/ct-short"
+sap oaep-short "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$(b64 "$HF_TMP/ct-short")\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$R3_V2\""
+expect_why 400 "383 bytes"
+sap oaep-b64 "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"${CT%?}\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$R3_V2\""
+expect 400
+sap oaep-enum "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$CT\",\"algorithm\":\"RSAES_OAEP_SHA_224\",\"key_version_id\":\"$R3_V2\""
+expect_why 400 "algorithm"
+sap oaep-enum-case "$r3_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",\"algorithm\":\"rsaes_oaep_sha_256\""
+expect_why 400 "algorithm"
+sap oaep-no-alg "$r3_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\""
+expect_why 400 "algorithm"
+sap oaep-pss-alg "$r3_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
+expect_why 400 "algorithm"
+sap oaep-no-version "$r3_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\""
+expect_why 400 "key_version_id"
+sap oaep-unknown-version "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$("$HF_CLI" uuid)\""
+expect 404
+# And the good one, so the refusals above are the changed byte's, hash's or version's.
+sap oaep-good "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$R3_V2\""
+expect 200
+check "$(json plaintext)" "$(b64 "$HF_TMP/pt")" "$RID: the plaintext"
+# A named old version encrypts as itself: its ciphertext opens under v1 only.
+sap oaep-v1 "$r3_ID" asymmetric-encrypt \
+    "\"plaintext\":\"$(b64 "$HF_TMP/pt")\",\"algorithm\":\"RSAES_OAEP_SHA_384\",\"key_version_id\":\"$R3_V1\""
+expect 200
+check "$(json key_version_id)" "$R3_V1" "$RID: the version named"
+CT1=$(json ciphertext)
+sap oaep-v1-dec "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$CT1\",\"algorithm\":\"RSAES_OAEP_SHA_384\",\"key_version_id\":\"$R3_V1\""
+expect 200
+check "$(json plaintext)" "$(b64 "$HF_TMP/pt")" "$RID: v1's plaintext"
+sap oaep-v1-as-v2 "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$CT1\",\"algorithm\":\"RSAES_OAEP_SHA_384\",\"key_version_id\":\"$R3_V2\""
+expect 400
+# An empty plaintext is a plaintext (RFC 8017 allows it).
+sap oaep-empty "$r3_ID" asymmetric-encrypt "\"plaintext\":\"\",\"algorithm\":\"RSAES_OAEP_SHA_256\""
+expect 200
+sap oaep-empty-dec "$r3_ID" asymmetric-decrypt \
+    "\"ciphertext\":\"$(json ciphertext)\",\"algorithm\":\"RSAES_OAEP_SHA_256\",\"key_version_id\":\"$R3_V2\""
+expect 200
+check "$(json plaintext)" "" "$RID: the empty plaintext"
+
+# ---- RSASSA-PSS: the gateway signs, OpenSSL verifies (salt = hash length), and back ----
+head -c 1000 /dev/urandom >"$HF_TMP/msg"
+MSG=$(b64 "$HF_TMP/msg")
+# pss NAME KEY_ID VERSION_ID HASH
+pss() {
+    _pem="$HF_TMP/$1.pem" _alg="RSASSA_PSS_SHA_$4" _md="sha$4"
+    openssl dgst "-$_md" -binary "$HF_TMP/msg" >"$HF_TMP/dgst"
+    DG=$(b64 "$HF_TMP/dgst")
+    sap pss-raw "$2" asymmetric-sign "\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"$_alg\""
+    expect 200
+    check "$(json algorithm)" "$_alg" "$RID: the algorithm echoed"
+    check "$(json key_version_id)" "$3" "$RID: the version used"
+    SIG=$(json signature)
+    unb64 signature "$HF_TMP/sig"
+    openssl dgst "-$_md" -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:digest \
+        -sigopt "rsa_mgf1_md:$_md" -verify "$_pem" -signature "$HF_TMP/sig" "$HF_TMP/msg" \
+        >"$HF_TMP/ossl.out" 2>&1 || hf_fail "$RID: OpenSSL does not verify $1's RAW $_alg signature: $(cat "$HF_TMP/ossl.out")"
+    sap pss-raw-verify "$2" asymmetric-verify \
+        "\"signature\":\"$SIG\",\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"$_alg\",\"key_version_id\":\"$3\""
+    expect 200
+    check "$(json valid)" true "$RID: the gateway verifies its RAW signature"
+    # The RAW signature is the DIGEST one's of the same message: Holdfast hashed with HASH.
+    sap pss-raw-as-digest "$2" asymmetric-verify \
+        "\"signature\":\"$SIG\",\"message\":\"$DG\",\"message_type\":\"DIGEST\",\"algorithm\":\"$_alg\",\"key_version_id\":\"$3\""
+    expect 200
+    check "$(json valid)" true "$RID: a RAW signature verifies as its message's DIGEST"
+    sap pss-digest "$2" asymmetric-sign "\"message\":\"$DG\",\"message_type\":\"DIGEST\",\"algorithm\":\"$_alg\""
+    expect 200
+    unb64 signature "$HF_TMP/sig"
+    openssl pkeyutl -verify -pubin -inkey "$_pem" -pkeyopt "digest:$_md" \
+        -pkeyopt rsa_padding_mode:pss -pkeyopt rsa_pss_saltlen:digest -pkeyopt "rsa_mgf1_md:$_md" \
+        -in "$HF_TMP/dgst" -sigfile "$HF_TMP/sig" >"$HF_TMP/ossl.out" 2>&1 ||
+        hf_fail "$RID: OpenSSL does not verify $1's DIGEST $_alg signature: $(cat "$HF_TMP/ossl.out")"
+    sap pss-digest-verify "$2" asymmetric-verify \
+        "\"signature\":\"$(json signature)\",\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"$_alg\",\"key_version_id\":\"$3\""
+    expect 200
+    check "$(json valid)" true "$RID: a DIGEST signature verifies as its RAW message"
+}
+for h in 256 384 512; do
+    pss r3 "$r3_ID" "$R3_V2" "$h"
+    pss r4 "$r4_ID" "$R4_V1" "$h"
+done
+
+# ---- PSS refusals: 400 for the request, 200 valid:false for the signature ----
+sap pss-sign "$r3_ID" asymmetric-sign "\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
+expect 200
+SIG=$(json signature)
+unb64 signature "$HF_TMP/sig"
+for d in 32:384 48:256 64:384 0:512 65:512 31:256; do
+    head -c "${d%:*}" /dev/urandom >"$HF_TMP/d"
+    sap pss-digest-len "$r3_ID" asymmetric-sign \
+        "\"message\":\"$(b64 "$HF_TMP/d")\",\"message_type\":\"DIGEST\",\"algorithm\":\"RSASSA_PSS_SHA_${d#*:}\""
+    expect_why 400 "${d%:*}-byte"
+done
+head -c 32 /dev/urandom >"$HF_TMP/d"
+sap pss-verify-digest-len "$r3_ID" asymmetric-verify \
+    "\"signature\":\"$SIG\",\"message\":\"$(b64 "$HF_TMP/d")\",\"message_type\":\"DIGEST\",\"algorithm\":\"RSASSA_PSS_SHA_512\",\"key_version_id\":\"$R3_V2\""
+expect_why 400 "32-byte"
+head -c 4096 /dev/urandom >"$HF_TMP/m4096"
+sap pss-raw-4096 "$r3_ID" asymmetric-sign \
+    "\"message\":\"$(b64 "$HF_TMP/m4096")\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_512\""
+expect 200
+unb64 signature "$HF_TMP/sig4096"
+openssl dgst -sha512 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:digest \
+    -verify "$HF_TMP/r3.pem" -signature "$HF_TMP/sig4096" "$HF_TMP/m4096" >/dev/null 2>&1 ||
+    hf_fail "OpenSSL does not verify a 4096-byte RAW message's signature"
+head -c 4097 /dev/urandom >"$HF_TMP/m4097"
+sap pss-raw-4097 "$r3_ID" asymmetric-sign \
+    "\"message\":\"$(b64 "$HF_TMP/m4097")\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
+expect 400
+sap pss-type "$r3_ID" asymmetric-sign "\"message\":\"$MSG\",\"message_type\":\"raw\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
+expect_why 400 "message_type"
+sap pss-no-type "$r3_ID" asymmetric-sign "\"message\":\"$MSG\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
+expect_why 400 "message_type"
+sap pss-sha1 "$r3_ID" asymmetric-sign "\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_1\""
+expect_why 400 "algorithm"
+sap pss-oaep-alg "$r3_ID" asymmetric-sign "\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSAES_OAEP_SHA_256\""
+expect_why 400 "algorithm"
+sap pss-no-message "$r3_ID" asymmetric-sign "\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
+expect_why 400 "message"
+sap pss-verify-no-version "$r3_ID" asymmetric-verify \
+    "\"signature\":\"$SIG\",\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
+expect_why 400 "key_version_id"
+sap pss-verify-b64 "$r3_ID" asymmetric-verify \
+    "\"signature\":\"${SIG%?}\",\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\",\"key_version_id\":\"$R3_V2\""
+expect 400
+# verify_false TAG SIGNATURE_FILE MESSAGE VERSION: 200 valid:false
+verify_false() {
+    sap "$1" "$r3_ID" asymmetric-verify \
+        "\"signature\":\"$(b64 "$2")\",\"message\":\"$3\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\",\"key_version_id\":\"$4\""
+    expect 200 VERIFY-FALSE
+    check "$(json valid)" false "$RID: a bad signature"
+}
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[100] ^= 0x80
+open(sys.argv[2], "wb").write(b)' "$HF_TMP/sig" "$HF_TMP/sig-bad"
+verify_false pss-tampered "$HF_TMP/sig-bad" "$MSG" "$R3_V2"
+head -c 1000 /dev/urandom >"$HF_TMP/msg2"
+verify_false pss-other-message "$HF_TMP/sig" "$(b64 "$HF_TMP/msg2")" "$R3_V2"
+head -c 383 "$HF_TMP/sig" >"$HF_TMP/sig-short"
+verify_false pss-short "$HF_TMP/sig-short" "$MSG" "$R3_V2"
+: >"$HF_TMP/sig-empty"
+verify_false pss-empty "$HF_TMP/sig-empty" "$MSG" "$R3_V2"
+verify_false pss-other-version "$HF_TMP/sig" "$MSG" "$R3_V1"
+# A named old version signs as itself: OpenSSL verifies it with v1's key, not v2's.
+sap pss-v1 "$r3_ID" asymmetric-sign \
+    "\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\",\"key_version_id\":\"$R3_V1\""
+expect 200
+check "$(json key_version_id)" "$R3_V1" "$RID: the version named"
+unb64 signature "$HF_TMP/sig1"
+openssl dgst -sha256 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:digest \
+    -verify "$HF_TMP/r3v1.pem" -signature "$HF_TMP/sig1" "$HF_TMP/msg" >/dev/null 2>&1 ||
+    hf_fail "$RID: v1's signature does not verify with v1's public key"
+! openssl dgst -sha256 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:digest \
+    -verify "$HF_TMP/r3.pem" -signature "$HF_TMP/sig1" "$HF_TMP/msg" >/dev/null 2>&1 ||
+    hf_fail "$RID: v1's signature verifies with v2's public key"
+
+# ---- 403: usage mask, key type, blocked link, state ----
+A256='"algorithm":"RSAES_OAEP_SHA_256"'
+P256='"algorithm":"RSASSA_PSS_SHA_256","message_type":"RAW"'
+RSIG_V1=$(key_info rsig v1)
+RENC_V1=$(key_info renc v1)
+sap usage-encrypt "$rsig_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",$A256"
+expect_why 403 "usage"
+sap usage-decrypt "$rsig_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",$A256,\"key_version_id\":\"$RSIG_V1\""
+expect_why 403 "usage"
+sap usage-sign "$renc_ID" asymmetric-sign "\"message\":\"$MSG\",$P256"
+expect_why 403 "usage"
+sap usage-verify "$renc_ID" asymmetric-verify "\"signature\":\"$SIG\",\"message\":\"$MSG\",$P256,\"key_version_id\":\"$RENC_V1\""
+expect_why 403 "usage"
+# Each usage that is there works.
+sap usage-sign-ok "$rsig_ID" asymmetric-sign "\"message\":\"$MSG\",$P256"
+expect 200
+sap usage-encrypt-ok "$renc_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",$A256"
+expect 200
+for r in asymmetric-encrypt asymmetric-sign get-public-key; do
+    case $r in
+    asymmetric-encrypt) m="\"plaintext\":\"AAAA\",$A256" ;;
+    asymmetric-sign) m="\"message\":\"$MSG\",$P256" ;;
+    *) m= ;;
+    esac
+    sap aes-key "$aes_ID" "$r" "$m"
+    expect_why 403 "not an RSA key"
+    sap blocked "$rblk_ID" "$r" "$m"
+    expect_why 403 "blocked"
+done
+RBLK_V1=$(key_info rblk v1)
+sap blocked "$rblk_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",$A256,\"key_version_id\":\"$RBLK_V1\""
+expect_why 403 "blocked"
+sap blocked "$rblk_ID" asymmetric-verify "\"signature\":\"$SIG\",\"message\":\"$MSG\",$P256,\"key_version_id\":\"$RBLK_V1\""
+expect_why 403 "blocked"
+
+# A deactivated key keeps old data readable: decrypt, verify and its public key, nothing new.
+pubkey rdeact "$rdeact_ID"
+openssl pkeyutl -encrypt -pubin -inkey "$HF_TMP/rdeact.pem" -pkeyopt rsa_padding_mode:oaep \
+    -pkeyopt rsa_oaep_md:sha256 -pkeyopt rsa_mgf1_md:sha256 -in "$HF_TMP/pt" -out "$HF_TMP/ct-d"
+sap deact-sign-before "$rdeact_ID" asymmetric-sign "\"message\":\"$MSG\",$P256"
+expect 200
+SIG_D=$(json signature)
+hf key deactivate rdeact
+sleep "${SAP_CHANGE_S:-1.5}"
+sap deact-encrypt "$rdeact_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",$A256"
+expect_why 403 "state"
+sap deact-sign "$rdeact_ID" asymmetric-sign "\"message\":\"$MSG\",$P256"
+expect_why 403 "state"
+sap deact-decrypt "$rdeact_ID" asymmetric-decrypt "\"ciphertext\":\"$(b64 "$HF_TMP/ct-d")\",$A256,\"key_version_id\":\"$RDEACT_V1\""
+expect 200
+check "$(json plaintext)" "$(b64 "$HF_TMP/pt")" "$RID: a deactivated key's plaintext"
+sap deact-verify "$rdeact_ID" asymmetric-verify "\"signature\":\"$SIG_D\",\"message\":\"$MSG\",$P256,\"key_version_id\":\"$RDEACT_V1\""
+expect 200
+check "$(json valid)" true "$RID: a deactivated key verifies"
+pubkey rdeact2 "$rdeact_ID"
+cmp -s "$HF_TMP/rdeact.pem" "$HF_TMP/rdeact2.pem" || hf_fail "a deactivated key's public key changed"
+
+# ---- the audit records: one per call, with SAP's ids; no plaintext in the log ----
+hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
+python3 - "$HOLDFAST_STATE_DIR/audit.log" "$AUDIT_EXPECT" "$TENANT" "$PIN" "$(b64 "$HF_TMP/pt")" <<'PY' || hf_fail "the audit records are not what the calls did"
+import json, sys
+log, expect, tenant, pin, pt = sys.argv[1:6]
+raw = open(log, "rb").read()
+if pt.encode() in raw:
+    sys.exit("a plaintext reached the audit log")
+by_rid = {}
+for piece in raw.replace(b"\0", b"\n").split(b"\n"):
+    start = piece.find(b'{"seq":')
+    if start < 0:
+        continue
+    try:
+        r = json.loads(piece[start:])
+    except ValueError:
+        continue
+    if r.get("api") != "sap-hyok":
+        continue
+    rid = (r.get("fields") or {}).get("sap_request_id")
+    if rid:
+        by_rid.setdefault(rid, []).append(r)
+bad = []
+n = 0
+for line in open(expect):
+    rid, route, want = line.split()
+    n += 1
+    got = by_rid.get(rid, [])
+    if not got:
+        bad.append("%s: no record" % rid)
+        continue
+    r = max(got, key=lambda r: r.get("seq", 0))
+    f = r.get("fields") or {}
+    if route not in (r.get("op") or ""):
+        bad.append("%s: op %r, want %s" % (rid, r.get("op"), route))
+    # A signature that does not verify is an answer, but the module's record of the operation
+    # says it failed.
+    if r.get("ok") is not (want == "OK"):
+        bad.append("%s: ok %r, want %s: %s" % (rid, r.get("ok"), want, r))
+    for k, v in (("sap_tenant_id", tenant), ("sap_group_id", "g1"), ("sap_user_type", "USER_DEV")):
+        if f.get(k) != v:
+            bad.append("%s: field %s %r, want %r" % (rid, k, f.get(k), v))
+    if pin not in json.dumps(r):
+        bad.append("%s: no certificate fingerprint: %s" % (rid, r))
+for b in bad[:20]:
+    print(b, file=sys.stderr)
+print("audit: %d sap-hyok calls checked" % n, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+"$HF_CLI" audit verify >"$HF_TMP/verify.out" 2>&1 || hf_fail "holdfast audit verify: $(cat "$HF_TMP/verify.out")"
+echo "sap-asym: $N calls"
