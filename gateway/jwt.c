@@ -573,3 +573,36 @@ HF_PLUGIN_EXPORT const char *hf_request_bearer(const struct hf_request *req, siz
     *len = n;
     return tok;
 }
+
+/* The step every bearer-token API takes first, worded once: which of the three ways a request
+ * can lack a usable token it is, and the verifier's reason otherwise. */
+HF_PLUGIN_EXPORT enum hf_status hf_request_bearer_verify(const struct hf_request *req,
+                                                         struct hf_jwt_verifier *v,
+                                                         struct hf_jwt **out, char *why,
+                                                         size_t whylen)
+{
+    const char *token;
+    size_t len = 0, n;
+    char reason[256] = "";
+
+    if (out != NULL) *out = NULL;
+    if (req == NULL || v == NULL || out == NULL) {
+        hf_why(why, whylen, "internal: no request, verifier or result");
+        return HF_STATUS_INTERNAL;
+    }
+    if ((n = hf_request_header_count(req, "Authorization")) > 1) {
+        hf_why(why, whylen, "Authorization is given more than once");
+        return HF_STATUS_UNAUTHENTICATED;
+    }
+    if ((token = hf_request_bearer(req, &len)) == NULL) {
+        hf_why(why, whylen,
+               n == 0 ? "a bearer token is required: Authorization: Bearer <token>"
+                      : "Authorization is not one bearer token");
+        return HF_STATUS_UNAUTHENTICATED;
+    }
+    if (hf_jwt_verify(v, token, len, out, reason, sizeof(reason)) != HF_STATUS_OK) {
+        hf_why(why, whylen, "the bearer token is refused: %s", reason);
+        return HF_STATUS_UNAUTHENTICATED;
+    }
+    return HF_STATUS_OK;
+}

@@ -594,4 +594,13 @@ EVP_PKEY *hf_rsa_public_pkey(CK_OBJECT_HANDLE key);
  * False if the DRBG fails. */
 bool hf_random_public(void *out, size_t len);
 
+/* ---- hf_request_bearer_verify (gateway/jwt.c; gcp-ekm, oci-ekms, ms-dke) ---------------------
+ * The request's "Authorization: Bearer <JWT>" verified by v (hf_request_bearer, then
+ * hf_jwt_verify): HF_STATUS_OK with *out (release it). HF_STATUS_UNAUTHENTICATED with a printable
+ * reason in why (never the token) when Authorization is repeated, absent, not one bearer token,
+ * or the token is refused (the verifier's reason follows "the bearer token is refused: ");
+ * HF_STATUS_INTERNAL for a NULL argument. The caller fails the request in its API's words. */
+enum hf_status hf_request_bearer_verify(const struct hf_request *req, struct hf_jwt_verifier *v,
+                                        struct hf_jwt **out, char *why, size_t whylen);
+
 #endif /* HF_GATEWAY_PLUGIN_H */

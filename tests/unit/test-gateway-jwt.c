@@ -5,6 +5,7 @@
 
 #include "gateway/jwks.h"
 #include "gateway/jwt.h"
+#include "gateway/request.h"
 #include "tests/unit/harness.h"
 #include "tests/unit/jwt-mint.h"
 
@@ -692,6 +693,69 @@ static void test_verifier_config_is_checked(void)
     hf_jwt_verifier_free(v);
 }
 
+/* A request carrying the given Authorization headers (NULL-terminated). */
+static struct hf_request *bearer_request(const char *const *auth)
+{
+    struct hf_request *req = hf_request_new("POST", "/x");
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    for (; auth != NULL && *auth != NULL; auth++)
+        CU_ASSERT_TRUE_FATAL(hf_request_header_add(req, "Authorization", *auth));
+    return req;
+}
+
+static enum hf_status bearer_verdict(struct hf_jwt_verifier *v, const char *const *auth,
+                                     const char *want)
+{
+    struct hf_request *req = bearer_request(auth);
+    struct hf_jwt *t = (struct hf_jwt *)&t; /* must come back NULL on refusal */
+    char why[256] = "";
+    enum hf_status st = hf_request_bearer_verify(req, v, &t, why, sizeof(why));
+
+    if (st == HF_STATUS_OK) {
+        CU_ASSERT_PTR_NOT_NULL(t);
+        CU_ASSERT_STRING_EQUAL(hf_jwt_claim(t, "email"), "agent@example.test");
+        hf_jwt_release(t);
+    } else {
+        CU_ASSERT_PTR_NULL(t);
+        if (want != NULL && strstr(why, want) == NULL) {
+            fprintf(stderr, "\n  reason \"%s\" lacks \"%s\"\n", why, want);
+            CU_FAIL("refused for another reason");
+        }
+    }
+    hf_request_free(req);
+    return st;
+}
+
+static void test_request_bearer_verify(void)
+{
+    struct hf_jwt_verifier *v;
+    char *c = claims(""), *tok = mint(rsa, "RS256", "rsa", c), *bad = mint(ec, "ES256", "rsa", c);
+    char good[4096], other[4096];
+    const char *const ok[] = {good, NULL}, *const lower[] = {other, NULL};
+    const char *const twice[] = {good, good, NULL}, *const basic[] = {"Basic Zm9vOmJhcg==", NULL};
+    const char *const forged[] = {other, NULL};
+
+    write_default_jwks();
+    v = verifier(0);
+    snprintf(good, sizeof(good), "Bearer %s", tok);
+    CU_ASSERT_EQUAL(bearer_verdict(v, ok, NULL), HF_STATUS_OK);
+    snprintf(other, sizeof(other), "bearer  %s ", tok);
+    CU_ASSERT_EQUAL(bearer_verdict(v, lower, NULL), HF_STATUS_OK);
+    CU_ASSERT_EQUAL(bearer_verdict(v, NULL, "a bearer token is required"),
+                    HF_STATUS_UNAUTHENTICATED);
+    CU_ASSERT_EQUAL(bearer_verdict(v, twice, "more than once"), HF_STATUS_UNAUTHENTICATED);
+    CU_ASSERT_EQUAL(bearer_verdict(v, basic, "not one bearer token"), HF_STATUS_UNAUTHENTICATED);
+    snprintf(other, sizeof(other), "Bearer %s", bad);
+    CU_ASSERT_EQUAL(bearer_verdict(v, forged, "the bearer token is refused: "),
+                    HF_STATUS_UNAUTHENTICATED);
+    CU_ASSERT_EQUAL(hf_request_bearer_verify(NULL, v, NULL, NULL, 0), HF_STATUS_INTERNAL);
+    hf_jwt_verifier_free(v);
+    free(c);
+    free(tok);
+    free(bad);
+}
+
 static CU_TestInfo jwt_tests[] = {
     {"good RS256 (2048, 3072) and ES256 tokens verify; claims read back", test_good_tokens_verify},
     {"a bad signature or another key's signature is refused", test_bad_signature_is_refused},
@@ -718,6 +782,8 @@ static CU_TestInfo jwt_tests[] = {
      test_refresh_follows_cache_control},
     {"an issuer with no key set, no audience or unknown algs is refused",
      test_verifier_config_is_checked},
+    {"hf_request_bearer_verify: a good bearer passes; absent, repeated, not Bearer, refused fail",
+     test_request_bearer_verify},
     CU_TEST_INFO_NULL,
 };
 

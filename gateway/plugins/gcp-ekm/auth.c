@@ -19,19 +19,11 @@ static bool email_is_verified(const struct hf_jwt *t)
 
 enum hf_status hf_ekm_authenticate(struct hf_ekm_call *call, struct hf_request *req)
 {
-    static const char *const once[] = {"Authorization"};
-    const char *token;
-    size_t len = 0;
-    char why[256] = "";
+    char why[320] = "";
 
-    if (hf_request_header_repeated(req, once, 1) != NULL)
-        return hf_request_fail(req, HF_STATUS_UNAUTHENTICATED,
-                               "Authorization is given more than once");
-    if ((token = hf_request_bearer(req, &len)) == NULL)
-        return hf_request_fail(req, HF_STATUS_UNAUTHENTICATED,
-                               "a bearer token is required: Authorization: Bearer <ID token>");
-    if (hf_jwt_verify(call->rt->jwt, token, len, &call->token, why, sizeof(why)) != HF_STATUS_OK)
-        return hf_request_fail(req, HF_STATUS_UNAUTHENTICATED, "the ID token is refused: %s", why);
+    if (hf_request_bearer_verify(req, call->rt->jwt, &call->token, why, sizeof(why)) !=
+        HF_STATUS_OK)
+        return hf_request_fail(req, HF_STATUS_UNAUTHENTICATED, "%s", why);
     call->email = hf_jwt_claim(call->token, "email");
     if (call->email == NULL || *call->email == '\0')
         return hf_request_fail(req, HF_STATUS_UNAUTHENTICATED, "the ID token has no email claim");
