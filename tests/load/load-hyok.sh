@@ -75,6 +75,26 @@ for p in $plugins; do
     done
 done
 
+# The client certificate is what SAP's calls are accepted by: a key that is not the
+# certificate's fails at start, and a certificate the CA signed but the keystore does not pin
+# fails the preflight with the plugin's 401.
+case " $plugins " in *" sap-hyok "*)
+    # shellcheck disable=SC2046
+    set -- $(hf_load_args sap-decrypt sap-hyok) --vus 1 --ramp-up 0 --steady 1s --ramp-down 0 \
+        --no-progress
+    hf_expect_exit 1 "$HF_LOAD" "$@" --key "$HF_LOAD_PKI/server.key"
+    grep -q "is not the private key (PEM) of --cert" "$HF_ERR" ||
+        hf_fail "a mismatched --key: $(cat "$HF_ERR")"
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=unpinned \
+        -keyout "$HF_TMP/unpinned.key" -out "$HF_TMP/unpinned.csr" >/dev/null 2>&1 &&
+        openssl x509 -req -in "$HF_TMP/unpinned.csr" -CA "$HF_LOAD_PKI/client-ca.pem" \
+            -CAkey "$HF_LOAD_PKI/client-ca.key" -days 1 -out "$HF_TMP/unpinned.pem" \
+            >/dev/null 2>&1 || hf_fail "openssl: no unpinned certificate"
+    hf_expect_exit 1 "$HF_LOAD" "$@" --cert "$HF_TMP/unpinned.pem" --key "$HF_TMP/unpinned.key"
+    grep -q 'HTTP 401' "$HF_ERR" || hf_fail "an unpinned certificate: $(cat "$HF_ERR")"
+    ;;
+esac
+
 # The success-audit switch bench-sap's audit-off run uses: failures only, so no new success.
 case " $plugins " in *" sap-hyok "*)
     HF_LOAD_SUCCESS_EVENTS_OFF=sap-hyok
