@@ -81,6 +81,12 @@ write_conf yes
 hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
 
 K="/keystores/$KS/keys/$A1"
+b64() { printf '%s' "$1" | base64 -w0; }
+# b64len N: N random bytes, base64.
+b64len() { head -c "$1" /dev/urandom | base64 -w0; }
+# flip B64: the same bytes with the first one changed.
+flip() { python3 -c 'import base64,sys; b=bytearray(base64.b64decode(sys.argv[1])); b[0]^=1; print(base64.b64encode(bytes(b)).decode())' "$1"; }
+declen() { python3 -c 'import base64,sys; print(len(base64.b64decode(sys.argv[1])))' "$1"; }
 
 # ---- keystore get-metadata ----
 SAP_REQUEST_ID=req-ks-1
@@ -89,6 +95,14 @@ sap_expect 200
 check "$(sap_json keystore_id)" "$KS" "keystore_id"
 check "$(sap_json sap_tenant_id)" "$SAP_TENANT" "sap_tenant_id"
 check "$(sap_json state)" ACTIVE "keystore state"
+# A keystore id in upper case is the same keystore.
+sap_call dc1 "/keystores/$(echo "$KS" | tr a-f A-F)/get-metadata" "$(sap_md)"
+sap_expect 200
+# An unknown keystore, and a keystore id that is no UUID: 404 (before authentication).
+sap_call dc1 "/keystores/$("$HF_CLI" uuid)/get-metadata" "$(sap_md)"
+sap_expect 404
+sap_call dc1 "/keystores/nope/get-metadata" "$(sap_md)"
+sap_expect 404
 
 # ---- key get-metadata ----
 SAP_REQUEST_ID=req-md-1
@@ -100,5 +114,322 @@ check "$(sap_json key_spec)" AES_256 "key_spec"
 check "$(sap_json key_ops)" '["ENCRYPT", "DECRYPT"]' "key_ops"
 V1=$(sap_json key_version_id)
 [ -n "$V1" ] || hf_fail "get-metadata: no key_version_id"
+hf key create rsa1 --alg RSA-3072
+R1=$(sap_key_uuid rsa1)
+hf link add sap-hyok "$KS/$R1" rsa1
+sap_call dc1 "/keystores/$KS/keys/$R1/get-metadata" "$(sap_md)"
+sap_expect 200
+check "$(sap_json key_spec)" RSA_3072 "an RSA key's key_spec"
+check "$(sap_json key_ops)" '["ENCRYPT", "DECRYPT", "SIGN", "VERIFY"]' "an RSA key's key_ops"
+# Unknown key, a key of another keystore, an external key id that is no UUID: 404.
+sap_call dc1 "/keystores/$KS/keys/$("$HF_CLI" uuid)/get-metadata" "$(sap_md)"
+sap_expect 404
+sap_call dc1 "/keystores/$KS/keys/$AOTHER/get-metadata" "$(sap_md)"
+sap_expect 404
+sap_call dc1 "/keystores/$KS/keys/aes1/get-metadata" "$(sap_md)"
+sap_expect 404
+# An AES key cannot do the RSA routes' work, nor an RSA key symmetric-encrypt (403).
+sap_call dc1 "/keystores/$KS/keys/$R1/symmetric-encrypt" "$(sap_md '"plaintext":"dGVzdGluZw=="')"
+sap_expect 403
+
+# ---- symmetric-encrypt / -decrypt ----
+PT=$(b64 "SAP HYOK data key")
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+CT0=$(sap_json ciphertext) IV0=$(sap_json iv) TAG0=$(sap_json tag)
+check "$(sap_json key_version_id)" "$V1" "encrypt names the current version"
+check "$(declen "$CT0")" 17 "the ciphertext is as long as the plaintext"
+check "$(declen "$IV0")" 12 "a 96-bit IV"
+check "$(declen "$TAG0")" 16 "a 128-bit tag"
+check "$(sap_json aad)" "" "no aad in, no aad out"
+dec() { # CT IV TAG [AAD] [VERSION]: symmetric-decrypt
+    _m="\"ciphertext\":\"$1\",\"iv\":\"$2\",\"tag\":\"$3\""
+    [ -z "${4:-}" ] || _m="$_m,\"aad\":\"$4\""
+    [ -z "${5:-}" ] || _m="$_m,\"key_version_id\":\"$5\""
+    sap_call dc1 "$K/symmetric-decrypt" "$(sap_md "$_m")"
+}
+dec "$CT0" "$IV0" "$TAG0" "" "$V1"
+sap_expect 200
+check "$(sap_json plaintext)" "$PT" "decrypt gives the plaintext back"
+# Without key_version_id: the current version (the spec's Decision).
+dec "$CT0" "$IV0" "$TAG0"
+sap_expect 200
+check "$(sap_json plaintext)" "$PT" "decrypt with the current version"
+# Every IV is fresh.
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+[ "$(sap_json iv)" != "$IV0" ] || hf_fail "two encryptions drew the same IV"
+# With aad: it comes back, and the decrypt needs it.
+AAD=$(b64 sap)
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\",\"aad\":\"$AAD\"")"
+sap_expect 200
+CTA=$(sap_json ciphertext) IVA=$(sap_json iv) TAGA=$(sap_json tag)
+check "$(sap_json aad)" "$AAD" "encrypt echoes the aad"
+dec "$CTA" "$IVA" "$TAGA" "$AAD" "$V1"
+sap_expect 200
+check "$(sap_json plaintext)" "$PT" "decrypt with aad"
+# Any changed byte, or other aad: 400.
+dec "$CTA" "$IVA" "$TAGA" "" "$V1"
+sap_expect 400
+dec "$CTA" "$IVA" "$TAGA" "$(b64 sAp)" "$V1"
+sap_expect 400
+dec "$(flip "$CT0")" "$IV0" "$TAG0" "" "$V1"
+sap_expect 400
+dec "$CT0" "$(flip "$IV0")" "$TAG0" "" "$V1"
+sap_expect 400
+dec "$CT0" "$IV0" "$(flip "$TAG0")" "" "$V1"
+sap_expect 400
+# An IV or tag of the wrong length: 400.
+dec "$CT0" "$(b64len 16)" "$TAG0" "" "$V1"
+sap_expect 400
+dec "$CT0" "$IV0" "$(b64len 12)" "" "$V1"
+sap_expect 400
+# The caller's IV on encrypt: 400 (the server draws every IV).
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\",\"iv\":\"$IV0\"")"
+sap_expect 400
+# Bad JSON, bad base64, a missing field, a wrong type, no request_metadata or tenant: 400.
+sap_call dc1 "$K/symmetric-encrypt" '{"request_metadata":{"sap_tenant_id":"tenant-1"},'
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md '"plaintext":"not base64!"')"
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md '"plaintext":"dGVzdGluZw"')"
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md)"
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md '"plaintext":7')"
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "{\"plaintext\":\"$PT\"}"
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "{\"request_metadata\":{\"sap_group_id\":\"g\"},\"plaintext\":\"$PT\"}"
+sap_expect 400
+# Oversized fields: plaintext over 64 KiB, aad over 8 KiB (400); at the caps they pass.
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$(b64len 65537)\"")"
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$(b64len 65536)\",\"aad\":\"$(b64len 8192)\"")"
+sap_expect 200
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\",\"aad\":\"$(b64len 8193)\"")"
+sap_expect 400
+
+# ---- rotation: old ciphertexts decrypt by their version's UUID ----
+hf key rotate aes1
+settle
+sap_call dc1 "$K/get-metadata" "$(sap_md)"
+V2=$(sap_json key_version_id)
+[ -n "$V2" ] && [ "$V2" != "$V1" ] || hf_fail "rotation gave no new current version ($V2)"
+dec "$CT0" "$IV0" "$TAG0" "" "$V1"
+sap_expect 200
+check "$(sap_json plaintext)" "$PT" "the rotated key decrypts version 1's ciphertext"
+# The current version only, when none is named: version 1's ciphertext fails (400).
+dec "$CT0" "$IV0" "$TAG0"
+sap_expect 400
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+check "$(sap_json key_version_id)" "$V2" "new encryptions use the new version"
+CT2=$(sap_json ciphertext) IV2=$(sap_json iv) TAG2=$(sap_json tag)
+# The wrong version: 400; an unknown one: 404.
+dec "$CT2" "$IV2" "$TAG2" "" "$V1"
+sap_expect 400
+dec "$CT2" "$IV2" "$TAG2" "" "$V2"
+sap_expect 200
+dec "$CT2" "$IV2" "$TAG2" "" "$("$HF_CLI" uuid)"
+sap_expect 404
+hf key rotate aes1
+settle
+
+# ---- get-versions-metadata ----
+vm() { sap_call dc1 "$K/get-versions-metadata" "$(sap_md "$1")"; }
+vm ""
+sap_expect 200
+check "$(sap_json total)" 3 "three versions"
+check "$(sap_json skip)" 0 "skip's default"
+check "$(sap_json limit)" 10 "limit's default"
+check "$(sap_json resources.0.id)" "$V1" "oldest first"
+check "$(sap_json resources.1.id)" "$V2" "then version 2"
+V3=$(sap_json resources.2.id)
+CREATED1=$(sap_json resources.0.created_at)
+echo "$CREATED1" | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' ||
+    hf_fail "created_at is not RFC 3339: $CREATED1"
+vm '"skip":1,"limit":1'
+sap_expect 200
+check "$(sap_json total)" 3 "the total ignores paging"
+check "$(sap_json skip)" 1 "skip echoed"
+check "$(sap_json limit)" 1 "limit echoed"
+check "$(sap_json resources)" "[{\"id\": \"$V2\", \"created_at\": \"$(sap_json resources.0.created_at)\"}]" "one page of one"
+vm '"skip":5'
+sap_expect 200
+check "$(sap_json resources)" "[]" "a page past the end"
+vm "\"key_version_id\":\"$V3\""
+sap_expect 200
+check "$(sap_json total)" 1 "key_version_id filters"
+check "$(sap_json resources.0.id)" "$V3" "key_version_id's version"
+vm '"created_after":"1970-01-01T00:00:00Z"'
+check "$(sap_json total)" 3 "created_after the epoch"
+vm '"created_after":"9999-12-31T23:59:59Z"'
+sap_expect 200
+check "$(sap_json total)" 0 "created_after the far future"
+vm "\"key_version_id\":\"$("$HF_CLI" uuid)\""
+sap_expect 404
+for bad in '"limit":0' '"limit":101' '"skip":-1' '"skip":"1"' '"created_after":"yesterday"'; do
+    vm "$bad"
+    sap_expect 400
+done
+
+# ---- generate-random-bytes ----
+sap_call dc1 "$K/generate-random-bytes" "$(sap_md '"length":32')"
+sap_expect 200
+RPT=$(sap_json plaintext)
+check "$(declen "$RPT")" 32 "32 random bytes"
+check "$(sap_json key_version_id)" "$V3" "sealed under the current version"
+dec "$(sap_json ciphertext)" "$(sap_json iv)" "$(sap_json tag)" "" "$V3"
+sap_expect 200
+check "$(sap_json plaintext)" "$RPT" "the data key's ciphertext opens to its plaintext"
+sap_call dc1 "$K/generate-random-bytes" "$(sap_md '"length":4096')"
+sap_expect 200
+for bad in '"length":0' '"length":4097' '"length":"32"' '"length":1.5' ''; do
+    sap_call dc1 "$K/generate-random-bytes" "$(sap_md "$bad")"
+    sap_expect 400
+done
+
+# ---- authentication: mutual TLS, then the keystore's pins ----
+# No client certificate, or one from another CA: the handshake fails.
+sap_call "" "/keystores/$KS/get-metadata" "$(sap_md)"
+case $CODE in curl-exit-*) ;; *) hf_fail "no client certificate: HTTP $CODE, want a failed handshake" ;; esac
+sap_call stranger "/keystores/$KS/get-metadata" "$(sap_md)"
+case $CODE in curl-exit-*) ;; *) hf_fail "another CA's certificate: HTTP $CODE, want a failed handshake" ;; esac
+# A certificate of the CA that no keystore pins: 401, on every route.
+sap_call unpinned "/keystores/$KS/get-metadata" "$(sap_md)"
+sap_expect 401
+sap_call unpinned "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 401
+# The second pin (a rotation under way) works as the first.
+sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+# dc2 is not pinned on KS2.
+sap_call dc2 "/keystores/$KS2/get-metadata" "$(SAP_TENANT=tenant-2 SAP_GROUP=g1 sap_md)"
+sap_expect 401
+
+# ---- tenant and group: 403 ----
+sap_call dc1 "$K/symmetric-encrypt" "$(SAP_TENANT=tenant-2 sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 403
+sap_call dc1 "/keystores/$KS/get-metadata" "$(SAP_TENANT=TENANT-1 sap_md)"
+sap_expect 403
+K2="/keystores/$KS2/keys/$AOTHER"
+sap_call dc1 "$K2/symmetric-encrypt" "$(SAP_TENANT=tenant-2 SAP_GROUP=g2 sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+sap_call dc1 "$K2/symmetric-encrypt" "$(SAP_TENANT=tenant-2 SAP_GROUP=g3 sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 403
+sap_call dc1 "$K2/symmetric-encrypt" "$(SAP_TENANT=tenant-2 sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 403
+# Keystore KS has no allowlist: any group passes.
+sap_call dc1 "$K/symmetric-encrypt" "$(SAP_GROUP=anything sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+
+# ---- state: a deactivated key, a blocked link ----
+KOFF="/keystores/$KS/keys/$AOFF"
+sap_call dc1 "$KOFF/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+OCT=$(sap_json ciphertext) OIV=$(sap_json iv) OTAG=$(sap_json tag) OV=$(sap_json key_version_id)
+hf key deactivate aesoff
+settle
+sap_call dc1 "$KOFF/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 403
+sap_call dc1 "$KOFF/generate-random-bytes" "$(sap_md '"length":16')"
+sap_expect 403
+sap_call dc1 "$KOFF/get-metadata" "$(sap_md)"
+sap_expect 200
+check "$(sap_json state)" Disabled "a deactivated key's state"
+check "$(sap_json key_ops)" "[]" "a deactivated key's key_ops"
+# KMIP: a deactivated key still decrypts what it encrypted.
+sap_call dc1 "$KOFF/symmetric-decrypt" "$(sap_md "\"ciphertext\":\"$OCT\",\"iv\":\"$OIV\",\"tag\":\"$OTAG\",\"key_version_id\":\"$OV\"")"
+sap_expect 200
+KBLK="/keystores/$KS/keys/$ABLK"
+sap_call dc1 "$KBLK/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+BCT=$(sap_json ciphertext) BIV=$(sap_json iv) BTAG=$(sap_json tag)
+hf link block sap-hyok "$KS/$ABLK"
+settle
+sap_call dc1 "$KBLK/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 403
+sap_call dc1 "$KBLK/symmetric-decrypt" "$(sap_md "\"ciphertext\":\"$BCT\",\"iv\":\"$BIV\",\"tag\":\"$BTAG\"")"
+sap_expect 403
+sap_call dc1 "$KBLK/generate-random-bytes" "$(sap_md '"length":16')"
+sap_expect 403
+SAP_REQUEST_ID=req-blocked-md
+sap_call dc1 "$KBLK/get-metadata" "$(sap_md)"
+sap_expect 200
+check "$(sap_json state)" Disabled "a blocked key's state"
+check "$(sap_json key_ops)" "[]" "a blocked key's key_ops"
+check "$(sap_json key_id)" "$ABLK" "a blocked key's key_id"
+hf link unblock sap-hyok "$KS/$ABLK"
+settle
+sap_call dc1 "$KBLK/symmetric-decrypt" "$(sap_md "\"ciphertext\":\"$BCT\",\"iv\":\"$BIV\",\"tag\":\"$BTAG\"")"
+sap_expect 200
+check "$(sap_json plaintext)" "$PT" "unblocked, the key decrypts again"
+
+# ---- transport: 413, 405, 404 ----
+python3 -c 'import sys; sys.stdout.write("{\"request_metadata\":{\"sap_tenant_id\":\"tenant-1\"},\"plaintext\":\"" + "A" * 131072 + "\"}")' >"$HF_TMP/big.json"
+sap_call dc1 "$K/symmetric-encrypt" "@$HF_TMP/big.json"
+sap_expect 413
+sap_call dc1 "$K/symmetric-encrypt" "" -X GET
+sap_expect 405
+sap_call dc1 "$K/symmetric-encrypt" "" -X PUT
+sap_expect 405
+sap_call dc1 "$K/rotate" "$(sap_md)"
+check "$CODE" 404 "an unknown route"
+sap_call dc1 "/keystores/$KS/keys/$A1" "$(sap_md)"
+check "$CODE" 404 "a key without a verb"
+SAP_PREFIX=/api/v1/cckm/sap/hyok/v2 sap_call dc1 "/keystores/$KS/get-metadata" "$(sap_md)"
+check "$CODE" 404 "another prefix"
+SAP_REQUEST_ID=
+
+# ---- the audit record: the spec's fields, on successes and failures ----
+sap_audit "r[\"op\"] == \"keystore.get-metadata\" and f.get(\"sap_request_id\") == \"req-ks-1\" and f.get(\"sap_tenant_id\") == \"$SAP_TENANT\" and f.get(\"sap_user_type\") == \"USER_DEV\" and f.get(\"cert_sha256\") == \"$PIN1\" and f.get(\"keystore_id\") == \"$KS\"" ||
+    hf_fail "no keystore.get-metadata record with the spec's fields"
+sap_audit "r[\"op\"] == \"get-metadata\" and f.get(\"sap_request_id\") == \"req-blocked-md\"" ||
+    hf_fail "no record of the blocked key's get-metadata"
+sap_audit "r[\"op\"] == \"symmetric-encrypt\" and f.get(\"sap_group_id\") == \"g3\" and f.get(\"sap_tenant_id\") == \"tenant-2\"" ||
+    hf_fail "the group refusal has no record with its fields"
+sap_audit "r[\"op\"] == \"symmetric-encrypt\" and f.get(\"cert_sha256\") == \"$PIN2\"" ||
+    hf_fail "no record names the second pin's certificate"
+for log in "$HOLDFAST_STATE_DIR/audit.log" "$HF_TMP/holdfastd.log" "$HF_TMP/holdfastd.out"; do
+    ! grep -q "$PT" "$log" || hf_fail "a plaintext reached $log"
+    ! grep -q "$RPT" "$log" || hf_fail "a data key reached $log"
+done
+hf_expect_exit 0 "$HF_CLI" audit verify
+
+# ---- pin rotation done: the old certificate's pin is gone (SIGHUP) ----
+sed -i "s/^pins = $PIN1, $PIN2\$/pins = $PIN2/" "$CONF"
+grep -q "^pins = $PIN2\$" "$CONF" || hf_fail "the config was not rewritten"
+kill -HUP "$HF_GW_PID"
+settle
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 401
+sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+
+# ---- success events off for this API: failures are still recorded ----
+hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
+write_conf no
+sed -i "s/^pins = $PIN1, $PIN2\$/pins = $PIN2/" "$CONF"
+hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
+SAP_REQUEST_ID=req-quiet-ok
+sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+sap_call dc2 "$K/get-metadata" "$(sap_md)"
+sap_expect 200
+SAP_REQUEST_ID=req-quiet-fail
+dec "$CT2" "$IV2" "$TAG2" "" "$V1"
+sap_expect 401 # dc1 is no longer pinned: a refusal before authentication
+sap_call dc2 "$K/symmetric-decrypt" "$(sap_md "\"ciphertext\":\"$(flip "$CT2")\",\"iv\":\"$IV2\",\"tag\":\"$TAG2\",\"key_version_id\":\"$V2\"")"
+sap_expect 400
+sap_call dc2 "$K/get-metadata" "$(SAP_TENANT=tenant-2 sap_md)"
+sap_expect 403
+hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
+check "$(sap_audit_count 'f.get("sap_request_id") == "req-quiet-ok"')" 0 "successes recorded with success_events off"
+# The failed key operation's record (the core's), and the gateway's of the refusal after it
+# (gateway/audit.c writes one for every failed request, the key operation's own notwithstanding).
+[ "$(sap_audit_count 'f.get("sap_request_id") == "req-quiet-fail" and r["op"] == "symmetric-decrypt" and not r["ok"]')" -ge 1 ] ||
+    hf_fail "the tampered decrypt has no failure record with success_events off"
+check "$(sap_audit_count 'f.get("sap_request_id") == "req-quiet-fail" and r["op"] == "get-metadata"')" 1 "the tenant refusal's record"
+hf_expect_exit 0 "$HF_CLI" audit verify
 
 echo "sap.sh: all cases passed"

@@ -22,6 +22,7 @@
 
 #include "gateway/plugin.h"
 #include "gateway/plugins/sap-hyok/config.h"
+#include "gateway/plugins/sap-hyok/gcm.h"
 #include "gateway/plugins/sap-hyok/request.h"
 
 #define HF_SAP_LINK_TYPE "sap-hyok"

@@ -1,10 +1,12 @@
 # sap-hyok: the SAP HYOK plugin, SAP Data Custodian's customer-managed keystore
-# (specs/sap-hyok.md). The pure parts (request parsing, paging, RFC 3339, configuration) are a
-# convenience library, so the plugin, its unit tests and the fuzzer link the same code.
+# (specs/sap-hyok.md). The pure parts (request parsing, paging, RFC 3339, configuration) and the
+# AES-GCM layout (gcm.c, over plugin.h's hf_gcm_seal/open) are a convenience library, so the
+# plugin, its unit tests and the fuzzer link the same code.
 noinst_LTLIBRARIES += gateway/plugins/sap-hyok/libhf-sap.la
 gateway_plugins_sap_hyok_libhf_sap_la_SOURCES = \
 	gateway/plugins/sap-hyok/request.c gateway/plugins/sap-hyok/request.h \
-	gateway/plugins/sap-hyok/config.c gateway/plugins/sap-hyok/config.h
+	gateway/plugins/sap-hyok/config.c gateway/plugins/sap-hyok/config.h \
+	gateway/plugins/sap-hyok/gcm.c gateway/plugins/sap-hyok/gcm.h
 gateway_plugins_sap_hyok_libhf_sap_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 gateway_plugins_sap_hyok_libhf_sap_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
 

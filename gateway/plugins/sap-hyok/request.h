@@ -22,8 +22,6 @@
 #define HF_SAP_RANDOM_MAX 4096u
 /* RSA-4096's modulus: no asymmetric ciphertext or signature is longer. */
 #define HF_SAP_RSA_MAX 512u
-#define HF_SAP_IV_LEN 12u
-#define HF_SAP_TAG_LEN 16u
 /* request_metadata strings and ids: they reach the audit record. */
 #define HF_SAP_STRING_MAX 256u
 /* get-versions-metadata paging (spec's table). */

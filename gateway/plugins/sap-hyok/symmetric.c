@@ -13,16 +13,16 @@
 /* What an encryption hands back: ciphertext, iv, tag, aad (when given), key_version_id; and
  * the plaintext too for a data key (generate-random-bytes). */
 static struct json_object *sealed_reply(const struct hf_sap_call *call, const unsigned char *iv,
-                                        const unsigned char *sealed, size_t pt_len,
-                                        const unsigned char *aad, size_t aad_len,
+                                        const unsigned char *ct, const unsigned char *tag,
+                                        size_t len, const unsigned char *aad, size_t aad_len,
                                         const unsigned char *pt)
 {
     struct json_object *o = json_object_new_object();
 
-    if (o == NULL || (pt != NULL && !hf_sap_reply_add_b64(o, "plaintext", pt, pt_len)) ||
-        !hf_sap_reply_add_b64(o, "ciphertext", sealed, pt_len) ||
+    if (o == NULL || (pt != NULL && !hf_sap_reply_add_b64(o, "plaintext", pt, len)) ||
+        !hf_sap_reply_add_b64(o, "ciphertext", ct, len) ||
         !hf_sap_reply_add_b64(o, "iv", iv, HF_SAP_IV_LEN) ||
-        !hf_sap_reply_add_b64(o, "tag", sealed + pt_len, HF_SAP_TAG_LEN) ||
+        !hf_sap_reply_add_b64(o, "tag", tag, HF_SAP_TAG_LEN) ||
         (aad != NULL && !hf_sap_reply_add_b64(o, "aad", aad, aad_len)) ||
         !hf_sap_reply_add_version(call, o)) {
         hf_json_put_wiped(o);
@@ -33,29 +33,29 @@ static struct json_object *sealed_reply(const struct hf_sap_call *call, const un
 
 /* Seals pt under call's version with a fresh IV and answers. */
 static enum hf_status seal_reply(struct hf_sap_call *call, struct hf_request *req,
-                                 CK_SESSION_HANDLE s, const unsigned char *pt, size_t pt_len,
+                                 CK_SESSION_HANDLE s, const unsigned char *pt, size_t len,
                                  const unsigned char *aad, size_t aad_len, bool with_plaintext)
 {
-    unsigned char iv[HF_SAP_IV_LEN], *sealed = malloc(pt_len + HF_SAP_TAG_LEN);
+    unsigned char iv[HF_SAP_IV_LEN], tag[HF_SAP_TAG_LEN], *ct = malloc(len ? len : 1);
     enum hf_status st;
     CK_RV rv;
 
-    if (sealed == NULL) return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
+    if (ct == NULL) return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
     /* SP 800-38D 8.2.2: a random 96-bit IV per encryption. */
     if (!hf_random_public(iv, sizeof(iv))) {
         st = hf_request_fail(req, HF_STATUS_UNAVAILABLE, "no random bytes for the IV");
         goto done;
     }
-    rv = hf_gcm_seal(hf_p11_functions(), s, call->version.object, iv, aad, aad_len, pt, pt_len,
-                     sealed);
+    rv = hf_sap_gcm_seal(hf_p11_functions(), s, call->version.object, iv, aad, aad_len, pt, len, ct,
+                         tag);
     if (rv != CKR_OK) {
         st = hf_sap_fail_ckr(req, rv, "encrypt");
         goto done;
     }
     st = hf_sap_reply(
-        req, sealed_reply(call, iv, sealed, pt_len, aad, aad_len, with_plaintext ? pt : NULL));
+        req, sealed_reply(call, iv, ct, tag, len, aad, aad_len, with_plaintext ? pt : NULL));
 done:
-    free(sealed);
+    free(ct);
     return st;
 }
 
@@ -110,50 +110,43 @@ static enum hf_status fixed_b64(const struct hf_sap_call *call, struct hf_reques
 
 enum hf_status hf_sap_sym_decrypt(struct hf_sap_call *call, struct hf_request *req)
 {
-    unsigned char *ct = NULL, *aad = NULL, *sealed = NULL, *pt = NULL;
-    unsigned char iv[HF_SAP_IV_LEN];
-    size_t ct_len = 0, aad_len = 0;
+    unsigned char *ct = NULL, *aad = NULL, *pt = NULL;
+    unsigned char iv[HF_SAP_IV_LEN], tag[HF_SAP_TAG_LEN];
+    size_t len = 0, aad_len = 0;
+    struct json_object *o;
     CK_SESSION_HANDLE s;
     enum hf_status st;
     CK_RV rv;
 
-    if ((st = hf_sap_member_b64(call, req, "ciphertext", true, HF_SAP_PLAINTEXT_MAX, &ct,
-                                &ct_len)) ||
+    if ((st = hf_sap_member_b64(call, req, "ciphertext", true, HF_SAP_PLAINTEXT_MAX, &ct, &len)) ||
         (st = fixed_b64(call, req, "iv", HF_SAP_IV_LEN, iv)) ||
+        (st = fixed_b64(call, req, "tag", HF_SAP_TAG_LEN, tag)) ||
         (st = hf_sap_member_b64(call, req, "aad", false, HF_SAP_AAD_MAX, &aad, &aad_len)) ||
         (st = sym_checks(call, req, HF_KEY_OP_DECRYPT)))
         goto done;
-    /* C || T, as CKM_AES_GCM opens it; the tag is read straight behind the ciphertext. */
-    if ((sealed = malloc(ct_len + HF_SAP_TAG_LEN)) == NULL ||
-        (pt = malloc(ct_len ? ct_len : 1)) == NULL) {
+    if ((pt = malloc(len ? len : 1)) == NULL) {
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
         goto done;
     }
-    memcpy(sealed, ct, ct_len);
-    if ((st = fixed_b64(call, req, "tag", HF_SAP_TAG_LEN, sealed + ct_len))) goto done;
     if ((rv = hf_p11_begin(req, NULL, &s)) != CKR_OK) {
         st = hf_sap_fail_ckr(req, rv, "opening a session");
         goto done;
     }
-    rv = hf_gcm_open(hf_p11_functions(), s, call->version.object, iv, aad, aad_len, sealed,
-                     ct_len + HF_SAP_TAG_LEN, pt);
+    rv = hf_sap_gcm_open(hf_p11_functions(), s, call->version.object, iv, aad, aad_len, ct, len,
+                         tag, pt);
     if (rv != CKR_OK) {
         st = hf_sap_fail_ckr(req, rv,
-                             "decrypt (ciphertext, iv, tag, aad and key_version_id "
-                             "must be those of the encryption)");
+                             "decrypt (ciphertext, iv, tag, aad and key_version_id must be those "
+                             "of the encryption)");
         goto done;
     }
-    {
-        struct json_object *o = json_object_new_object();
-        if (o != NULL && !hf_sap_reply_add_b64(o, "plaintext", pt, ct_len)) {
-            hf_json_put_wiped(o);
-            o = NULL;
-        }
-        st = hf_sap_reply(req, o);
+    if ((o = json_object_new_object()) != NULL && !hf_sap_reply_add_b64(o, "plaintext", pt, len)) {
+        hf_json_put_wiped(o);
+        o = NULL;
     }
+    st = hf_sap_reply(req, o);
 done:
-    OPENSSL_clear_free(pt, ct_len);
-    OPENSSL_clear_free(sealed, ct_len + HF_SAP_TAG_LEN);
+    OPENSSL_clear_free(pt, len);
     free(ct);
     free(aad);
     return st;
