@@ -225,6 +225,10 @@ sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
 sap_expect 200
 check "$(sap_json key_version_id)" "$V2" "new encryptions use the new version"
 CT2=$(sap_json ciphertext) IV2=$(sap_json iv) TAG2=$(sap_json tag)
+# Even when the body names an old version (the spec's encrypt request names none: ignored).
+sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\",\"key_version_id\":\"$V1\"")"
+sap_expect 200
+check "$(sap_json key_version_id)" "$V2" "an encrypt naming version 1"
 # The wrong version: 400; an unknown one: 404.
 dec "$CT2" "$IV2" "$TAG2" "" "$V1"
 sap_expect 400
@@ -364,6 +368,19 @@ settle
 sap_call dc1 "$KBLK/symmetric-decrypt" "$(sap_md "\"ciphertext\":\"$BCT\",\"iv\":\"$BIV\",\"tag\":\"$BTAG\"")"
 sap_expect 200
 check "$(sap_json plaintext)" "$PT" "unblocked, the key decrypts again"
+
+# A destroyed key is not found (404), on every route.
+hf key create gone
+AGONE=$(sap_key_uuid gone)
+hf link add sap-hyok "$KS/$AGONE" gone
+sap_call dc1 "/keystores/$KS/keys/$AGONE/get-metadata" "$(sap_md)"
+sap_expect 200
+hf key destroy gone --yes
+settle
+sap_call dc1 "/keystores/$KS/keys/$AGONE/get-metadata" "$(sap_md)"
+sap_expect 404
+sap_call dc1 "/keystores/$KS/keys/$AGONE/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 404
 
 # ---- transport: 413, 405, 404 ----
 python3 -c 'import sys; sys.stdout.write("{\"request_metadata\":{\"sap_tenant_id\":\"tenant-1\"},\"plaintext\":\"" + "A" * 131072 + "\"}")' >"$HF_TMP/big.json"

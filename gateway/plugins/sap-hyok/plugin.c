@@ -62,7 +62,8 @@ static enum hf_status route_run(void *state, struct hf_request *req, enum hf_sap
 SAP_HANDLER(h_keystore_metadata, HF_SAP_VERSION_NONE, hf_sap_keystore_metadata)
 SAP_HANDLER(h_key_metadata, HF_SAP_VERSION_CURRENT, hf_sap_key_metadata)
 SAP_HANDLER(h_versions_metadata, HF_SAP_VERSION_OPTIONAL, hf_sap_versions_metadata)
-SAP_HANDLER(h_sym_encrypt, HF_SAP_VERSION_OPTIONAL, hf_sap_sym_encrypt)
+/* New encryptions use the current version; the spec's request names none. */
+SAP_HANDLER(h_sym_encrypt, HF_SAP_VERSION_CURRENT, hf_sap_sym_encrypt)
 /* The spec's Decision: absent key_version_id tries the current version only. */
 SAP_HANDLER(h_sym_decrypt, HF_SAP_VERSION_OPTIONAL, hf_sap_sym_decrypt)
 SAP_HANDLER(h_asym_encrypt, HF_SAP_VERSION_OPTIONAL, sap_asym_encrypt)
