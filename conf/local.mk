@@ -24,3 +24,6 @@ conf/holdfastd.service: $(top_srcdir)/conf/holdfastd.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) conf && \
 	  sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
 	  $(top_srcdir)/conf/holdfastd.service.in > $@
+# OCI External KMS: sample sections for holdfastd.conf (gateway/plugins/oci-ekms/README.md).
+holdfastconf_DATA += conf/oci-ekms.conf.sample
+EXTRA_DIST += conf/oci-ekms.conf.sample

@@ -44,12 +44,11 @@ struct hf_oci_call {
  * would send. call must be zeroed. */
 enum hf_status hf_oci_request_id_set(struct hf_oci_call *call, struct hf_request *req);
 /* The steps before the operation, in the spec's order (after hf_oci_request_id_set on the same
- * call): the vault (404,
- * before authentication: its token settings are the vault's), the bearer token (401), client
- * pin and scope (403), vault disabled (403), rate (429), the body (400), then for key-level
- * routes the key linked in this vault (404, 503) and whether it is usable at all (403).
- * HF_STATUS_OK, or the status the request was failed with. Release call with hf_oci_call_end
- * either way. */
+ * call): the vault (404, before authentication: its token settings are the vault's), the
+ * bearer token (401), the audit fields, client pin and scope (403), vault disabled (403), rate
+ * (429), the body (400), then for key-level routes the key linked in this vault (404, 503) and
+ * AES-256 (403). HF_STATUS_OK, or the status the request was failed with. Release call with
+ * hf_oci_call_end either way. */
 enum hf_status hf_oci_call_begin(struct hf_oci_state *st, struct hf_request *req,
                                  const struct hf_oci_target *t, struct hf_oci_call *call);
 void hf_oci_call_end(struct hf_oci_call *call);
