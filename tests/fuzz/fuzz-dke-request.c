@@ -66,8 +66,10 @@ static void check_claims(const uint8_t *data, size_t size)
 {
     static char a[] = "alice@contoso.com", g[] = "0b2c7a1e-8d3f-4c5b-9a6e-1f2d3c4b5a69";
     static char *emails[] = {a}, *groups[] = {g};
-    struct hf_dke_key ke = {.name = "k", .mode = HF_DKE_AUTHZ_EMAIL, .allowed = emails, .nallowed = 1};
-    struct hf_dke_key kg = {.name = "k", .mode = HF_DKE_AUTHZ_GROUP, .allowed = groups, .nallowed = 1};
+    struct hf_dke_key ke = {
+        .name = "k", .mode = HF_DKE_AUTHZ_EMAIL, .allowed = emails, .nallowed = 1};
+    struct hf_dke_key kg = {
+        .name = "k", .mode = HF_DKE_AUTHZ_GROUP, .allowed = groups, .nallowed = 1};
     struct json_object *claims = NULL;
     char why[256], who[320];
 

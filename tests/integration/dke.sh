@@ -12,16 +12,17 @@
 # resource and authorization headers, exactly, resource https:// on the decrypt URL's host.
 # Then one case per row of the spec's table, each with status and body {"error","message"}:
 # expired, not yet valid, wrong audience, wrong issuer (another tenant), bad signature, alg
-# none, a wrong appid and a missing scope (401, each with the challenge); a user off the email
-# allowlist, upn when email is absent, a group key (its groups claim in and out), no identity
-# claim (403); unknown key name, unconfigured key, unknown or destroyed key version, unknown
-# route (404); tampered ciphertext, another version's ciphertext, wrong length, wrong alg, bad
-# base64, malformed JSON (400); a body over 16 KiB from its Content-Length (413); another
-# method (405); a blocked link (GET and decrypt 403, then unblocked), a pre-active key (403), a
-# deactivated key (GET 403, old content still decrypts); rotation (the GET names the new
-# version, the old version's ciphertext still decrypts at its own kid); the audit records of
-# successes and of refusals after authentication with oid, identity, appid, key_name and
-# key_id, the summary of the 401s, no plaintext in any log, and `holdfast audit verify`.
+# none, a wrong appid, a missing scope, Authorization twice (401, each with the challenge); a
+# user off the email allowlist, upn when email is absent, a group key (its groups claim in and
+# out), no identity claim (403); unknown key name, unconfigured key, unknown or destroyed key
+# version, unknown route (404); tampered ciphertext, another version's ciphertext, wrong length,
+# wrong alg, bad base64, malformed JSON (400); a body over 16 KiB from its Content-Length (413);
+# another method (405); a key that is not RSA, a blocked link (GET and decrypt 403, then
+# unblocked), a pre-active key (403), a deactivated key (GET 403, old content still decrypts);
+# rotation (the GET names the new version, the old version's ciphertext still decrypts at its
+# own kid); the audit records of successes and of refusals after authentication with oid,
+# identity, appid, key_name and key_id, the summary of the 401s, no plaintext in any log, and
+# `holdfast audit verify`; last, a key store that cannot be read (503).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/dke-lib.sh"
 
@@ -64,6 +65,8 @@ hf key create dke-pre --alg RSA-2048 --state pre-active
 hf link add ms-dke pre-key dke-pre
 hf key create dke-nocfg --alg RSA-2048
 hf link add ms-dke nocfg-key dke-nocfg
+hf key create dke-aes
+hf link add ms-dke aes-key dke-aes
 V1=$(version_uuid dke-main 1)
 
 # ---- the JWKS over HTTPS, and holdfastd's TLS listener, under one CA of the test's own ----
@@ -121,6 +124,7 @@ key.gone-key.allowed_emails = alice@contoso.com
 key.pre-key.allowed_emails = alice@contoso.com
 key.upn-key.allowed_emails = dave@contoso.com
 key.unlinked-key.allowed_emails = alice@contoso.com
+key.aes-key.allowed_emails = alice@contoso.com
 EOC
 hf_gateway_start "$DKE_BASE" "$HOLDFASTD" -f -c "$CONF"
 
@@ -210,6 +214,10 @@ if urllib.parse.urlparse(fields["resource"]).hostname != urllib.parse.urlparse(s
 PY
 dke_call POST "$DECRYPT1" "$(body "$CT1")" -H "Authorization: Basic Zm9vOmJhcg=="
 expect_challenge "Basic credentials"
+# Two Authorization headers: which one would a proxy have checked?
+GOOD=$(mint)
+dke_call POST "$DECRYPT1" "$(body "$CT1")" -H "Authorization: Bearer $GOOD" -H "Authorization: Bearer $GOOD"
+expect_challenge "Authorization twice"
 bad_token() { # WHAT MINT-ARGS...
     _what=$1
     shift
@@ -323,6 +331,12 @@ python3 -c 'import sys; print("{\"alg\":\"RSA-OAEP-256\",\"value\":\"%s\",\"pad\
 dke_call POST "$DECRYPT1" "@$HF_TMP/near.json"
 dke_expect 200
 
+# A key that is not RSA behind a DKE link: refused, never published.
+dke_call GET /dke/aes-key
+dke_expect 403 KeyDisabled
+dke_call POST "/dke/aes-key/$(version_uuid dke-aes 1)/decrypt" "$(body "$CT1")"
+dke_expect 403 KeyDisabled
+
 # ---- disabled keys: a blocked link, a pre-active key, a deactivated one ----
 dke_call GET /dke/blk-key
 dke_expect 200
@@ -434,4 +448,18 @@ for log in "$HOLDFAST_STATE_DIR/audit.log" "$HF_TMP/holdfastd.log" "$HF_TMP/hold
     ! grep -qF "$PT1" "$log" || hf_fail "a plaintext reached $log"
 done
 hf_expect_exit 0 "$HF_CLI" audit verify
+
+# ---- a key store that cannot be read: 503, for the public key and for decrypt ----
+DB=$(ls "$HOLDFAST_STATE_DIR"/*.db 2>/dev/null | head -n 1)
+[ -n "$DB" ] || hf_fail "no SQLite store under $HOLDFAST_STATE_DIR"
+# Overwritten in place with its WAL and index, which the module keeps open and mapped: the
+# next read of a link finds no database.
+for f in "$DB" "$DB-wal" "$DB-shm"; do
+    [ ! -f "$f" ] || dd if=/dev/urandom of="$f" bs=4096 count=8 conv=notrunc 2>/dev/null
+done
+sleep "$CHANGE_S"
+dke_call GET /dke/blk-key
+dke_expect 503 ServiceUnavailable
+dke_call POST "$BLK_DECRYPT" "$(body "$CTB")"
+dke_expect 503 ServiceUnavailable
 echo "dke.sh: all cases passed"

@@ -15,7 +15,8 @@ static const char *claim_string(const struct json_object *claims, const char *na
     return json_object_get_string(v);
 }
 
-static const char *blank = " \t\r\n";
+/* C's isspace() set, as .NET's String.Trim() takes at least these. */
+static const char blank[] = " \t\n\v\f\r";
 
 /* value trimmed into out; false when nothing is left or it does not fit. */
 static bool trimmed(const char *value, char *out, size_t outlen)
@@ -25,7 +26,7 @@ static bool trimmed(const char *value, char *out, size_t outlen)
     if (value == NULL) return false;
     value += strspn(value, blank);
     len = strlen(value);
-    while (len > 0 && strchr(blank, value[len - 1]) != NULL)
+    while (len > 0 && memchr(blank, value[len - 1], sizeof(blank) - 1) != NULL)
         len--;
     if (len == 0 || len >= outlen) return false;
     memcpy(out, value, len);

@@ -78,8 +78,8 @@ static bool prefix_set(struct hf_dke_config *cfg, const char *value, char *err, 
     for (size_t i = 0; i < len;) {
         size_t seg;
 
-        if (value[i] != '/' || (seg = strcspn(value + i + 1, "/")) == 0 ||
-            i + 1 + seg > len || !hf_dke_name_is_valid(value + i + 1, seg)) {
+        if (value[i] != '/' || (seg = strcspn(value + i + 1, "/")) == 0 || i + 1 + seg > len ||
+            !hf_dke_name_is_valid(value + i + 1, seg)) {
             snprintf(err, errlen, "prefix: \"\" or /segments of [A-Za-z0-9._-]");
             return false;
         }
@@ -121,8 +121,8 @@ static struct hf_dke_key *key_get(struct hf_dke_config *cfg, const char *name, s
     return k;
 }
 
-static bool allowed_set(struct hf_dke_key *k, enum hf_dke_authz mode, const char *value,
-                        char *err, size_t errlen)
+static bool allowed_set(struct hf_dke_key *k, enum hf_dke_authz mode, const char *value, char *err,
+                        size_t errlen)
 {
     if (k->mode != HF_DKE_AUTHZ_NONE && k->mode != mode) {
         snprintf(err, errlen, "key %s: allowed_emails or allowed_groups, not both", k->name);
@@ -151,8 +151,9 @@ static bool key_option_set(struct hf_dke_config *cfg, const char *name, const ch
     struct hf_dke_key *k;
 
     if (len == 0 || !hf_dke_name_is_valid(name + 4, len)) {
-        snprintf(err, errlen, "'%.80s': want key.<keyName>.<option>, keyName 1..128 of "
-                              "[A-Za-z0-9._-]",
+        snprintf(err, errlen,
+                 "'%.80s': want key.<keyName>.<option>, keyName 1..128 of "
+                 "[A-Za-z0-9._-]",
                  name);
         return false;
     }
@@ -194,8 +195,7 @@ bool hf_dke_config_set(struct hf_dke_config *cfg, const char *instance, const ch
     if (strcmp(name, "prefix") == 0) return prefix_set(cfg, value, err, errlen);
     if (strcmp(name, "base_url") == 0) return https_set(&cfg->base_url, name, value, err, errlen);
     if (strcmp(name, "audience") == 0) return https_set(&cfg->audience, name, value, err, errlen);
-    if (strcmp(name, "authority") == 0)
-        return https_set(&cfg->authority, name, value, err, errlen);
+    if (strcmp(name, "authority") == 0) return https_set(&cfg->authority, name, value, err, errlen);
     if (strcmp(name, "issuers") == 0)
         return list_set(&cfg->issuers, &cfg->nissuers, value, err, errlen);
     if (strcmp(name, "jwks") == 0) return string_set(&cfg->jwks, value, err, errlen);

@@ -59,7 +59,8 @@ static enum hf_status oaep_decrypt(struct hf_request *req, const struct hf_key_v
         goto done;
     }
     /* The bytes exactly as decrypted: Office's are a 44-byte structure, not a bare AES key. */
-    if ((reply = json_object_new_object()) == NULL || (value = hf_json_base64(pt, pt_len)) == NULL ||
+    if ((reply = json_object_new_object()) == NULL ||
+        (value = hf_json_base64(pt, pt_len)) == NULL ||
         json_object_object_add(reply, "value", value) != 0) {
         hf_json_put_wiped(reply);
         st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
@@ -93,10 +94,9 @@ static enum hf_status decrypt_authorized(struct hf_dke_state *st, struct hf_requ
     if ((policy = hf_dke_config_key(&st->cfg, t->name)) == NULL)
         return hf_request_fail(req, HF_STATUS_KEY_NOT_FOUND, "no DKE key %s", t->name);
     if (!hf_dke_key_allows(policy, hf_jwt_claims(tok)))
-        return hf_request_fail(req, HF_STATUS_DENIED, "the caller may not decrypt with key %s (%s)",
-                               t->name,
-                               policy->mode == HF_DKE_AUTHZ_EMAIL ? "email or upn not allowed"
-                                                                  : "no allowed group");
+        return hf_request_fail(
+            req, HF_STATUS_DENIED, "the caller may not decrypt with key %s (%s)", t->name,
+            policy->mode == HF_DKE_AUTHZ_EMAIL ? "email or upn not allowed" : "no allowed group");
     if ((s = hf_dke_key_find(req, t->name, &key)) != HF_STATUS_OK) return s;
     if ((s = version_find(req, &key, t, &v)) != HF_STATUS_OK) return s;
     if (body->len != key.bits / 8)

@@ -16,8 +16,7 @@ enum hf_status hf_dke_key_find(struct hf_request *req, const char *name, struct 
 {
     enum hf_status st = hf_keys_by_link(HF_DKE_LINK_TYPE, name, key);
 
-    if (st == HF_STATUS_KEY_NOT_FOUND)
-        return hf_request_fail(req, st, "no DKE key %s", name);
+    if (st == HF_STATUS_KEY_NOT_FOUND) return hf_request_fail(req, st, "no DKE key %s", name);
     if (st != HF_STATUS_OK)
         return hf_request_fail(req, HF_STATUS_UNAVAILABLE, "DKE key %s cannot be read now", name);
     if (key->blocked)
@@ -104,7 +103,8 @@ enum hf_status hf_dke_public_key(struct hf_dke_state *st, struct hf_request *req
     enum hf_status s;
 
     /* A key this service does not serve answers like one that does not exist. */
-    if (policy == NULL) return hf_request_fail(req, HF_STATUS_KEY_NOT_FOUND, "no DKE key %s", t->name);
+    if (policy == NULL)
+        return hf_request_fail(req, HF_STATUS_KEY_NOT_FOUND, "no DKE key %s", t->name);
     if ((s = hf_dke_key_find(req, t->name, &key)) != HF_STATUS_OK) return s;
     /* New content must not be protected with a key that may no longer encrypt. */
     if ((s = hf_dke_key_may(req, &key, HF_KEY_OP_ENCRYPT, 0, "publish its key")) != HF_STATUS_OK)
@@ -114,8 +114,7 @@ enum hf_status hf_dke_public_key(struct hf_dke_state *st, struct hf_request *req
         !hf_dke_cache_exp_format(hf_wall_s() + (int64_t)hf_dke_key_cache_exp_s(&st->cfg, policy),
                                  exp))
         return hf_request_fail(req, HF_STATUS_INTERNAL, "the key URL or cache.exp cannot be made");
-    pkey = hf_rsa_public_pkey(key.current_pub != CK_INVALID_HANDLE ? key.current_pub
-                                                                    : key.current);
+    pkey = hf_rsa_public_pkey(key.current_pub != CK_INVALID_HANDLE ? key.current_pub : key.current);
     if (pkey == NULL)
         return hf_request_fail(req, HF_STATUS_UNAVAILABLE, "the public key of %s cannot be read",
                                t->name);
