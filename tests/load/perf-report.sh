@@ -76,11 +76,11 @@ shquote() {
 
 # The seeds' best ops/s per core within their limit for STEM (rows whose CPU count is given; a
 # report that states no limit, SAP's, counts every row), of the rows whose variant matches
-# VARIANT (an awk regular expression; default any): OCI 200.6, SAP 908.3 (AES-256), SAP RSA-3072
+# VARIANT (an awk regular expression; default empty: any): OCI 200.6, SAP 908.3 (AES-256), SAP RSA-3072
 # 489.1.
 seeds_best_per_core() { # STEM [VARIANT]
     [ -f "$seeds/$1.csv" ] || { echo "-"; return; }
-    awk -F, -v variant="${2:-.}" 'NR > 1 && $6 != "" && $9 ~ variant &&
+    awk -F, -v variant="${2:-}" 'NR > 1 && $6 != "" && $9 ~ variant &&
                  ($15 == "" || $13 == "" || $13 + 0 <= $15 + 0) {
                  v = $12 / ($5 * $6); if (v > best) best = v }
              END { if (best) printf "%.1f", best; else print "-" }' "$seeds/$1.csv"
@@ -92,7 +92,7 @@ seeds_variant_for() {
     case $1 in
     sap-rsa-decrypt) echo '^RSA-3072$' ;;
     sap-decrypt) echo '^(AES-256.*)?$' ;;
-    *) echo . ;;
+    *) echo '' ;;
     esac
 }
 
