@@ -15,6 +15,7 @@
 #include <openssl/core_names.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
+#include <openssl/x509.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -557,6 +558,73 @@ static void test_dke_options(void)
     CU_ASSERT_PTR_NULL(state);
 }
 
+/* A self-signed certificate of key, as PEM at path. */
+static bool cert_write(EVP_PKEY *key, const char *path)
+{
+    X509 *x = X509_new();
+    FILE *f = NULL;
+    bool ok = x && ASN1_INTEGER_set(X509_get_serialNumber(x), 1) &&
+              X509_gmtime_adj(X509_getm_notBefore(x), 0) &&
+              X509_gmtime_adj(X509_getm_notAfter(x), 3600) && X509_set_pubkey(x, key) &&
+              X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                                         (const unsigned char *)"hf-load", -1, -1, 0) &&
+              X509_set_issuer_name(x, X509_get_subject_name(x)) &&
+              X509_sign(x, key, EVP_sha256()) > 0 && (f = fopen(path, "w")) &&
+              PEM_write_X509(f, x) == 1;
+
+    if (f) ok = fclose(f) == 0 && ok;
+    X509_free(x);
+    return ok;
+}
+
+/* --cert/--key as hf-load's TLS client loads them: each wrong file is named, with what is
+ * wrong, before any connection. */
+static void test_client_certificate_is_checked_at_start(void)
+{
+    char cert[160], other[160];
+    struct hf_target t;
+
+    snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+    snprintf(other, sizeof(other), "%s/other.pem", dir);
+    CU_ASSERT_TRUE_FATAL(cert_write(rsa2048, cert));
+    CU_ASSERT_TRUE_FATAL(pem_write(rsa3072, other));
+    {
+        /* The key in a file of its own, then the same key with the certificate in one file. */
+        char key[160], both[160], cmd[512];
+
+        snprintf(key, sizeof(key), "%s/cert.key", dir);
+        snprintf(both, sizeof(both), "%s/both.pem", dir);
+        CU_ASSERT_TRUE_FATAL(pem_write(rsa2048, key));
+        snprintf(cmd, sizeof(cmd), "cat '%s' '%s' >'%s'", cert, key, both);
+        CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+        CU_ASSERT_EQUAL_FATAL(parse("--url", "https://127.0.0.1:1", "--api", "static", "--vus", "1",
+                                    "--cert", cert, "--key", key, NULL),
+                              HF_ARGS_OK);
+        CU_ASSERT_EQUAL(hf_target_open(&cfg, &t, err, sizeof(err)), 0);
+        hf_target_close(&t);
+        CU_ASSERT_EQUAL_FATAL(parse("--url", "https://127.0.0.1:1", "--api", "static", "--vus", "1",
+                                    "--cert", both, NULL),
+                              HF_ARGS_OK);
+        CU_ASSERT_EQUAL(hf_target_open(&cfg, &t, err, sizeof(err)), 0);
+        hf_target_close(&t);
+    }
+    CU_ASSERT_EQUAL_FATAL(parse("--url", "https://127.0.0.1:1", "--api", "static", "--vus", "1",
+                                "--cert", cert, "--key", other, NULL),
+                          HF_ARGS_OK);
+    CU_ASSERT_NOT_EQUAL(hf_target_open(&cfg, &t, err, sizeof(err)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "is not the private key (PEM) of --cert"));
+    CU_ASSERT_EQUAL_FATAL(parse("--url", "https://127.0.0.1:1", "--api", "static", "--vus", "1",
+                                "--cert", other, NULL),
+                          HF_ARGS_OK);
+    CU_ASSERT_NOT_EQUAL(hf_target_open(&cfg, &t, err, sizeof(err)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "holds no PEM certificate"));
+    CU_ASSERT_EQUAL_FATAL(parse("--url", "https://127.0.0.1:1", "--api", "static", "--vus", "1",
+                                "--cert", "/nonexistent/c.pem", NULL),
+                          HF_ARGS_OK);
+    CU_ASSERT_NOT_EQUAL(hf_target_open(&cfg, &t, err, sizeof(err)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--cert '/nonexistent/c.pem'"));
+}
+
 static void test_b64_round_trip(void)
 {
     static const unsigned char data[] = "\x00\xff\x10 hf-load";
@@ -586,6 +654,7 @@ static CU_TestInfo tests[] = {
      test_sap_rsa_encrypts_on_the_public_key},
     {"DKE decrypt: the published key, the kid's version, an Entra token", test_dke_decrypt_request},
     {"DKE options", test_dke_options},
+    {"--cert and --key are checked at start", test_client_certificate_is_checked_at_start},
     {"base64 both ways", test_b64_round_trip},
     CU_TEST_INFO_NULL,
 };
