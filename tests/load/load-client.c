@@ -65,10 +65,13 @@ static int client_cert_load(SSL_CTX *ctx, const struct hf_load_config *cfg, char
                             size_t errlen)
 {
     const char *key = cfg->client_key ? cfg->client_key : cfg->client_cert;
+    const char *unreadable = access(cfg->client_cert, R_OK) != 0 ? "cert"
+                             : access(key, R_OK) != 0            ? "key"
+                                                                 : NULL;
 
-    if (access(cfg->client_cert, R_OK) != 0 || access(key, R_OK) != 0) {
-        snprintf(err, errlen, "--%s '%s': %s", access(cfg->client_cert, R_OK) ? "cert" : "key",
-                 access(cfg->client_cert, R_OK) ? cfg->client_cert : key, strerror(errno));
+    if (unreadable) {
+        snprintf(err, errlen, "--%s '%s': %s", unreadable,
+                 *unreadable == 'c' ? cfg->client_cert : key, strerror(errno));
         return -1;
     }
     if (SSL_CTX_use_certificate_chain_file(ctx, cfg->client_cert) != 1) {
