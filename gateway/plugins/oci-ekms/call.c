@@ -39,18 +39,25 @@ enum hf_status hf_oci_request_id_set(struct hf_oci_call *call, struct hf_request
     return HF_STATUS_OK;
 }
 
-/* Spec, "Authorization and state" 4: request ids, vault, key, version, client, result. */
+static bool id_is_uuid(const char *id)
+{
+    return hf_oci_uuid_is_valid(id, strlen(id));
+}
+
+/* Spec, "Authorization and state" 4: request ids, vault, key, version, client, result. Ids
+ * from the path are recorded only when they are UUIDs: a raw path may hold any byte, and a
+ * record takes UTF-8. */
 static void audit_set(struct hf_oci_call *call, struct hf_request *req)
 {
-    bool key_level = op_is_key_level(call->t.op);
+    bool key_ref = op_is_key_level(call->t.op) && id_is_uuid(call->t.key_id);
 
     hf_request_set_audit_field(req, "vault_id", call->vault->id);
-    if (key_level) hf_request_set_audit_field(req, "key_id", call->t.key_id);
-    if (call->t.version_id[0] != '\0')
+    if (key_ref) hf_request_set_audit_field(req, "key_id", call->t.key_id);
+    if (id_is_uuid(call->t.version_id))
         hf_request_set_audit_field(req, "key_version_id", call->t.version_id);
     if (call->client != NULL) hf_request_set_audit_field(req, "client", call->client);
     hf_request_set_audit(req, call->client, call->request_id,
-                         key_level ? call->link_id : call->vault->id);
+                         key_ref ? call->link_id : call->vault->id);
 }
 
 /* Step 1 and 3 for key-level routes: the key linked in this vault as "<vaultId>/<keyId>",
@@ -60,7 +67,7 @@ static enum hf_status key_find(struct hf_oci_call *call, struct hf_request *req)
     const char *kid = call->t.key_id;
     enum hf_status st;
 
-    if (!hf_oci_uuid_is_valid(kid, strlen(kid)))
+    if (!id_is_uuid(kid))
         return hf_request_fail(req, HF_STATUS_KEY_NOT_FOUND, "no such key in vault %s",
                                call->vault->id);
     hf_request_set_link(req, HF_OCI_LINK_TYPE, call->link_id);
