@@ -3,16 +3,23 @@
 # chained to a CA the test makes (SAP Cloud Root CA's stand-in), over a key store made with the
 # CLI, keys linked into keystores as KEYSTORE_ID/KEY_UUID.
 #
-# Shows, one case per rule of specs/sap-hyok.md: keystore and key get-metadata; versions paging
-# (skip, limit, total, key_version_id, created_after); symmetric-encrypt/-decrypt round trips
-# with and without aad, the spec's known answer (a key imported... see below), a rotated key
-# decrypting old ciphertexts by version UUID; generate-random-bytes; the authentication rows
-# (missing client certificate: the handshake fails; another CA: the handshake fails; unpinned:
-# 401; the second pin after rotation); tenant and group (403); unknown keystore, key, version
-# (404); disabled key and blocked link (403, and key get-metadata 200 Disabled); bad JSON,
-# base64, caller IV, oversized fields (400); tampered ciphertext, other aad, other version
-# (400); oversized body (413); another method (405); unknown route (404); the audit record's
-# fields; `[audit] success_events.sap-hyok = no` leaving failures audited.
+# Shows, one case per rule of specs/sap-hyok.md: keystore and key get-metadata (AES and RSA specs
+# and key_ops); get-versions-metadata paging (skip, limit, total, key_version_id, created_after,
+# bad values); symmetric-encrypt/-decrypt round trips with and without aad, fresh IVs, the
+# ciphertext's length, a rotated key decrypting old ciphertexts by version UUID, the current
+# version only when none is named, an encrypt naming an old version still using the current;
+# generate-random-bytes and its bounds; authentication (no client certificate and another CA's:
+# the handshake fails; unpinned: 401; the second pin; pin rotation on SIGHUP); the prefix moved
+# to the root on SIGHUP; tenant and group
+# allowlist (403); unknown keystore, key, version, a key of another keystore, a destroyed key
+# (404); a deactivated key (encrypt 403, decrypt still 200) and a blocked link (every crypto
+# call 403), both get-metadata 200 Disabled with no key_ops; bad JSON, base64, types, a caller
+# IV, missing request_metadata or tenant, oversized fields (400); tampered ciphertext, tag, IV,
+# other aad, the wrong version (400); an oversized body (413), another method (405), unknown
+# routes (404); the audit record's fields, refusals before authentication in the summary
+# records, no plaintext in any log, `holdfast audit verify`; `[audit] success_events.sap-hyok =
+# no` dropping successes but keeping failures; a store outage (503). The asymmetric routes are
+# sap-asym.sh's (it shares sap-lib.sh).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/sap-lib.sh"
 
@@ -416,15 +423,28 @@ hf_expect_exit 0 "$HF_CLI" audit verify
 # ---- pin rotation done: the old certificate's pin is gone (SIGHUP) ----
 sed -i "s/^pins = $PIN1, $PIN2\$/pins = $PIN2/" "$CONF"
 grep -q "^pins = $PIN2\$" "$CONF" || hf_fail "the config was not rewritten"
+# The same reload moves the API to the root (prefix = ""): the old prefix is then a 404.
+printf '\n[sap-hyok]\nprefix =\n' >>"$CONF"
 kill -HUP "$HF_GW_PID"
 settle
+SAP_PREFIX=
 sap_call dc1 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
 sap_expect 401
 sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
 sap_expect 200
+SAP_PREFIX=/api/v1/cckm/sap/hyok/v1 sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+check "$CODE" 404 "the old prefix after the move"
+SAP_PREFIX=/api/v1/cckm/sap/hyok/v1
 
 # ---- success events off for this API: failures are still recorded ----
 hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
+# Refusals before authentication (unpinned 401, unknown keystore 404) are counted in the summary
+# records (written at the latest on SIGTERM), one per source and error, not a record each.
+set -- $(hf_preauth_count "$HOLDFAST_STATE_DIR/audit.log" sap-hyok 401)
+[ "$1" -ge 4 ] && [ "$2" -ge 1 ] && [ "$2" -lt "$1" ] ||
+    hf_fail "the 401s before authentication: $1 counted in $2 summary records, want >= 4 in fewer"
+set -- $(hf_preauth_count "$HOLDFAST_STATE_DIR/audit.log" sap-hyok 404)
+[ "$1" -ge 2 ] || hf_fail "the unknown keystores: $1 counted, want >= 2"
 write_conf no
 sed -i "s/^pins = $PIN1, $PIN2\$/pins = $PIN2/" "$CONF"
 hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
@@ -448,5 +468,22 @@ check "$(sap_audit_count 'f.get("sap_request_id") == "req-quiet-ok"')" 0 "succes
     hf_fail "the tampered decrypt has no failure record with success_events off"
 check "$(sap_audit_count 'f.get("sap_request_id") == "req-quiet-fail" and r["op"] == "get-metadata"')" 1 "the tenant refusal's record"
 hf_expect_exit 0 "$HF_CLI" audit verify
+
+# ---- a store outage: 503, never a 403 or 404 that SAP DC would show as the key's state ----
+hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
+sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 200
+DB=$(ls "$HOLDFAST_STATE_DIR"/*.db 2>/dev/null | head -n 1)
+[ -n "$DB" ] || hf_fail "no SQLite store under $HOLDFAST_STATE_DIR"
+# Overwritten in place with its WAL and index (the module keeps them open and mapped), as
+# ekm.sh does: the next read of a link finds no database.
+for f in "$DB" "$DB-wal" "$DB-shm"; do
+    [ ! -f "$f" ] || dd if=/dev/urandom of="$f" bs=4096 count=8 conv=notrunc 2>/dev/null
+done
+settle
+sap_call dc2 "$K/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 503
+sap_call dc2 "$K/get-metadata" "$(sap_md)"
+sap_expect 503
 
 echo "sap.sh: all cases passed"

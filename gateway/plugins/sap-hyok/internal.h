@@ -2,21 +2,26 @@
  * steps every route shares, and the operations.
  *
  * The contract for an operation file (asym.c's five are written against it):
- *   - plugin.c routes the request, hf_sap_call_begin runs the shared pipeline (keystore, pin,
- *     body, request_metadata, tenant, group, key, version; the audit fields), then calls the
- *     route's function with a call whose every member below is filled; the function answers
- *     with hf_reply_json (HF_STATUS_OK) or fails the request with hf_request_fail (or one of
- *     the hf_sap_fail_* below) and returns that status. plugin.c releases the call afterwards
- *     (hf_sap_call_end): an operation frees only what it allocated itself.
- *   - Reading the body: call->body is the parsed object (unknown members ignored); use
- *     hf_sap_member_b64 / hf_sap_member_str / hf_sap_member_int (request.h) and the enum
- *     parsers of request.h, which fail the request with 400 themselves (the hf_sap_ ones).
+ *   - plugin.c routes the request and hf_sap_call_begin runs the shared pipeline (keystore,
+ *     pin, body, request_metadata, tenant, group, key, version; the audit fields); only when it
+ *     succeeds is the route's function called, with every member of struct hf_sap_call filled.
+ *     The function answers with hf_sap_reply / hf_reply_json (HF_STATUS_OK) or fails the
+ *     request with hf_request_fail or hf_sap_fail_ckr, and returns that status. plugin.c
+ *     releases the call afterwards (hf_sap_call_end): an operation frees only what it
+ *     allocated itself.
+ *   - Reading the body: call->body is the parsed object (unknown members ignored). The
+ *     hf_sap_member_b64 / _str / _integer helpers below fail the request with 400 themselves;
+ *     request.h has the enum parsers (hf_sap_oaep_alg_parse, hf_sap_pss_alg_parse,
+ *     hf_sap_message_type_parse) and the sizes (HF_SAP_MESSAGE_MAX, HF_SAP_RSA_MAX).
  *   - Before the key operation: hf_sap_key_is_rsa (an asymmetric route on an AES key: 403)
  *     and hf_sap_key_may(call, req, op) (blocked link, state, usage: 403).
  *   - The key operation: hf_p11_begin(req, NULL, &s) right before it, on call->version.object
  *     (private or secret) or call->version.pub (public, RSA); CK_RVs through hf_sap_fail_ckr.
- *   - Secrets (plaintexts) are freed with OPENSSL_clear_free; the body tree is wiped by
- *     hf_sap_call_end. */
+ *     That operation's audit record is the request's.
+ *   - Audit fields: the pipeline sets six (keystore_id, sap_tenant_id, sap_group_id,
+ *     sap_user_type, sap_request_id, cert_sha256) of plugin.h's HF_AUDIT_FIELDS_MAX (8).
+ *   - Secrets (plaintexts) are freed with OPENSSL_clear_free, reply objects holding one with
+ *     hf_json_put_wiped; the body tree is wiped by hf_sap_call_end. */
 #ifndef HF_SAP_INTERNAL_H
 #define HF_SAP_INTERNAL_H
 
@@ -52,8 +57,8 @@ struct hf_sap_call {
     char link_id[HF_SAP_UUID_LEN * 2 + 2];     /* "<keystore_id>/<external_key_id>" */
     struct hf_key_ref key;
     /* The version named by key_version_id, or the current one when absent (optional rule):
-     * its number, UUID, state, created time and objects (object: secret or private key;
-     * pub: the RSA public key object). */
+     * its number, UUID, state and objects (object: secret or private key; pub: the RSA
+     * public key object); created only when named (the key reference has no such time). */
     struct hf_key_version version;
     bool version_named; /* the body named it */
 };
