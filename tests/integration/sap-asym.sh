@@ -9,7 +9,10 @@
 # its own, and one byte more is 400; for each RSASSA_PSS_SHA_256|384|512 on both sizes, the
 # gateway signs RAW and DIGEST messages and OpenSSL verifies them with salt = hash length
 # (rsa_pss_saltlen:digest refuses any other), the gateway verifies them too, and a RAW signature
-# verifies as the DIGEST of the same message; a tampered ciphertext, another OAEP hash, a short
+# verifies as the DIGEST of the same message; the other way round on an exportable key whose
+# private half OpenSSL is given (sap-asym-export.py): OpenSSL decrypts what the gateway encrypted
+# with each OAEP hash, and the gateway verifies OpenSSL's RAW and DIGEST signatures (and refuses
+# one with another salt length, valid:false); a tampered ciphertext, another OAEP hash, a short
 # ciphertext, bad base64 and bad enums 400; a wrong digest length, a RAW message over 4096 bytes
 # 400; a tampered signature, another message, a short signature answer 200 valid:false; a named
 # old version signs and decrypts as itself (and another version's ciphertext is 400); a usage
@@ -18,23 +21,20 @@
 # record (operation, outcome, sap_request_id, tenant, certificate fingerprint), no plaintext in
 # the log, and `holdfast audit verify`.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/sap-lib.sh"
 
-HOLDFASTD="$top_builddir/gateway/holdfastd"
-SAP_PLUGIN="$top_builddir/gateway/plugins/sap-hyok/.libs/sap-hyok.so"
-[ -x "$HOLDFASTD" ] || hf_skip "$HOLDFASTD not built"
-[ -f "$SAP_PLUGIN" ] || hf_skip "$SAP_PLUGIN not built"
-for p in curl python3 openssl base64 cmp; do
+sap_need
+for p in base64 cmp; do
     command -v "$p" >/dev/null || hf_skip "$p not installed"
 done
 hf_store_setup
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
 check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
-# key_info NAME FIELD: the key's uuid, or a version's uuid (v1, v2).
-key_info() {
+# version_uuid NAME N: the UUID of version N of key NAME.
+version_uuid() {
     "$HF_CLI" --json key show "$1" | python3 -c 'import json, sys
-k = json.load(sys.stdin); f = sys.argv[1]
-print(k["uuid"] if f == "uuid" else [v["uuid"] for v in k["versions"] if "v%d" % v["version"] == f][0])' "$2" ||
+print([v["uuid"] for v in json.load(sys.stdin)["versions"] if v["version"] == int(sys.argv[1])][0])' "$2" ||
         hf_fail "key show $1"
 }
 
@@ -42,13 +42,14 @@ print(k["uuid"] if f == "uuid" else [v["uuid"] for v in k["versions"] if "v%d" %
 # holdfastd registers the type when it starts; the links are made before.
 hf link type add sap-hyok
 KS=$("$HF_CLI" uuid) || hf_fail "holdfast uuid"
-TENANT=tenant-asym
+SAP_TENANT=tenant-asym
+SAP_GROUP=g1
 # key NAME ALG [create options]: a key linked as KEYSTORE/ITS_UUID; its uuid in $NAME_ID.
 key() {
     _n=$1
     shift
     hf key create "$_n" --alg "$@"
-    _id=$(key_info "$_n" uuid)
+    _id=$(sap_key_uuid "$_n") || hf_fail "key show $_n"
     hf link add sap-hyok "$KS/$_id" "$_n"
     eval "${_n}_ID=$_id"
 }
@@ -58,98 +59,71 @@ key rsig RSA-3072 --usage sign,verify
 key renc RSA-3072 --usage encrypt,decrypt
 key rblk RSA-3072
 key rdeact RSA-3072
+# Exportable, so OpenSSL holds its private half too (below).
+key rexp RSA-3072 --exportable
 key aes AES-256
 hf key rotate r3
-R3_V1=$(key_info r3 v1)
-R3_V2=$(key_info r3 v2)
-R4_V1=$(key_info r4 v1)
-RDEACT_V1=$(key_info rdeact v1)
+R3_V1=$(version_uuid r3 1)
+R3_V2=$(version_uuid r3 2)
+R4_V1=$(version_uuid r4 1)
+RDEACT_V1=$(version_uuid rdeact 1)
 # Before holdfastd starts, so no cache has to catch up.
 hf link block sap-hyok "$KS/$rblk_ID"
+# rexp's private key for OpenSSL, read through PKCS#11 before holdfastd holds the store.
+python3 "$top_srcdir/tests/integration/sap-asym-export.py" "$HF_MODULE" "$HF_USER_PIN" rexp \
+    "$HF_TMP/rexp.key" >"$HF_TMP/export.out" 2>&1 || hf_fail "cannot export rexp: $(cat "$HF_TMP/export.out")"
+REXP_V1=$(version_uuid rexp 1)
 
-# ---- certificates: a CA, the server, SAP's client certificate, its pin ----
-HF_PKI="$HF_TMP/pki"
+# ---- certificates: SAP's CA, the server, SAP's client certificate and its pin ----
+sap_pki
+sap_client dc
 PKI=$HF_PKI
-hf_pki_ca ca
-hf_pki_cert server localhost ca "subjectAltName=IP:127.0.0.1,DNS:localhost"
-hf_pki_cert sap sap-dc-client ca "extendedKeyUsage=clientAuth"
-PIN=$(openssl x509 -in "$PKI/sap.pem" -outform DER | openssl dgst -sha256 -r | cut -d' ' -f1)
+PIN=$(sap_pin dc)
 
 # ---- holdfastd: SAP on mTLS, /healthz on plain loopback HTTP ----
 PORT=$(hf_free_port)
-HPORT=$(hf_free_port)
-[ "$PORT" != "$HPORT" ] || hf_skip "free ports collided"
+SAP_PORT=$(hf_free_port)
+[ "$PORT" != "$SAP_PORT" ] || hf_skip "free ports collided"
 CONF="$HF_TMP/holdfastd.conf"
 cat >"$CONF" <<EOC
-[gateway]
-module = $HF_MODULE
-pin_file = $HOLDFAST_STATE_DIR/token-gateway.pin
-plugins = sap-hyok
-log = $HF_TMP/holdfastd.log
+$(hf_gateway_section "sap-hyok" 256k "127.0.0.1:$PORT")
+
+$(sap_listener "$SAP_PORT")
 
 [plugin:sap-hyok]
 path = $SAP_PLUGIN
 
-[listener:sap]
-listen = 127.0.0.1:$PORT
-cert = $PKI/server.pem
-key = $PKI/server.key
-client_ca = $PKI/ca.pem
-client_certificate = required
-plugins = sap-hyok
-
-[listener:health]
-listen = 127.0.0.1:$HPORT
-tls = off
-plugins = sap-hyok
-
 [sap-hyok:$KS]
-tenant = $TENANT
+tenant = $SAP_TENANT
 pins = $PIN
 EOC
-hf_gateway_start "http://127.0.0.1:$HPORT" "$HOLDFASTD" -f -c "$CONF"
+hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
 
 # ---- calls ----
-BASE="https://127.0.0.1:$PORT/api/v1/cckm/sap/hyok/v1/keystores/$KS/keys"
-OUT="$HF_TMP/out.json"
 AUDIT_EXPECT="$HF_TMP/audit-expect"
 : >"$AUDIT_EXPECT"
 N=0
-# sap TAG KEY_ID ROUTE [MEMBERS]: POST {"request_metadata":{...},MEMBERS} as SAP would, with
-# sap_request_id TAG-N (for the audit check); CODE is the HTTP status, RID the request id.
+# sap TAG KEY_ID ROUTE [MEMBERS]: POST request_metadata and MEMBERS as SAP would, with
+# sap_request_id TAG-N (RID, for the audit check at the end); CODE is the HTTP status. The body
+# goes through a file: RSA-4096 members make it longer than an argument should be.
 sap() {
-    _tag=$1 _key=$2 _route=$3 _members=${4:+,$4}
+    _tag=$1 _key=$2 _route=$3
     N=$((N + 1))
     RID="$_tag-$N"
-    printf '{"request_metadata":{"sap_tenant_id":"%s","sap_group_id":"g1","sap_user_type":"USER_DEV","sap_request_id":"%s"}%s}' \
-        "$TENANT" "$RID" "$_members" >"$HF_TMP/body.json"
-    rm -f "$OUT"
-    CODE=$(curl -sS -o "$OUT" -w '%{http_code}' --cacert "$PKI/ca.pem" --cert "$PKI/sap.pem" \
-        --key "$PKI/sap.key" -H 'Content-Type: application/json' \
-        --data-binary "@$HF_TMP/body.json" "$BASE/$_key/$_route" 2>"$HF_TMP/curl.err") ||
-        CODE="curl-exit-$?"
+    SAP_REQUEST_ID=$RID sap_md "${4:-}" >"$HF_TMP/body.json"
+    sap_call dc "/keystores/$KS/keys/$_key/$_route" "@$HF_TMP/body.json"
+    OUT=$SAP_OUT
 }
-json() { python3 -c 'import json, sys
-d = json.load(open(sys.argv[1])).get(sys.argv[2], "")
-print(str(d).lower() if isinstance(d, bool) else d)' "$OUT" "$1" 2>/dev/null; }
+json() { sap_json "$1"; }
 # unb64 MEMBER FILE: a base64 member of the answer, decoded.
 unb64() { python3 -c 'import base64, json, sys
 open(sys.argv[3], "wb").write(base64.b64decode(json.load(open(sys.argv[1]))[sys.argv[2]], validate=True))' \
     "$OUT" "$1" "$2" || hf_fail "$RID: no base64 $1 in $(cat "$OUT")"; }
 b64() { base64 -w0 "$1"; }
-# expect STATUS [OK|FAIL]: the last call's status, its body's shape for an error, and what its
-# audit record must say (checked at the end).
+# expect STATUS [OK|FAIL|VERIFY-FALSE]: the last call's status and, for an error, the spec's
+# envelope (sap_expect); what its audit record must say is checked at the end.
 expect() {
-    if [ "$CODE" != "$1" ]; then
-        echo "--- body:" >&2
-        cat "$OUT" >&2 2>/dev/null
-        cat "$HF_TMP/curl.err" >&2
-        hf_fail "$RID $_route: HTTP $CODE, want $1"
-    fi
-    if [ "$1" != 200 ]; then
-        check "$(json code)" "$1" "$RID: the error body's code"
-        [ -n "$(json message)" ] || hf_fail "$RID: an error body without a message: $(cat "$OUT")"
-    fi
+    sap_expect "$1"
     printf '%s %s %s\n' "$RID" "$_route" "${2:-$([ "$1" = 200 ] && echo OK || echo FAIL)}" >>"$AUDIT_EXPECT"
 }
 # expect_why STATUS TEXT: an error whose message says TEXT.
@@ -332,6 +306,43 @@ for h in 256 384 512; do
     pss r4 "$r4_ID" "$R4_V1" "$h"
 done
 
+# ---- the other way round: the gateway encrypts, OpenSSL decrypts; OpenSSL signs, the gateway
+# verifies (rexp, whose private half OpenSSL holds) ----
+pubkey rexp "$rexp_ID"
+openssl pkey -in "$HF_TMP/rexp.key" -pubout | cmp -s - "$HF_TMP/rexp.pem" ||
+    hf_fail "rexp's exported key is not the key get-public-key gives"
+for h in 1 256 384 512; do
+    head -c 100 /dev/urandom >"$HF_TMP/pt-r"
+    sap rev-enc "$rexp_ID" asymmetric-encrypt "\"plaintext\":\"$(b64 "$HF_TMP/pt-r")\",\"algorithm\":\"RSAES_OAEP_SHA_$h\""
+    expect 200
+    unb64 ciphertext "$HF_TMP/ct-r"
+    openssl pkeyutl -decrypt -inkey "$HF_TMP/rexp.key" -pkeyopt rsa_padding_mode:oaep \
+        -pkeyopt "rsa_oaep_md:sha$h" -pkeyopt "rsa_mgf1_md:sha$h" -in "$HF_TMP/ct-r" \
+        -out "$HF_TMP/got-r" 2>"$HF_TMP/ossl.out" || hf_fail "$RID: OpenSSL cannot decrypt RSAES_OAEP_SHA_$h: $(cat "$HF_TMP/ossl.out")"
+    cmp -s "$HF_TMP/pt-r" "$HF_TMP/got-r" || hf_fail "$RID: OpenSSL decrypts another plaintext"
+done
+for h in 256 384 512; do
+    P="\"algorithm\":\"RSASSA_PSS_SHA_$h\",\"key_version_id\":\"$REXP_V1\""
+    openssl dgst "-sha$h" -sign "$HF_TMP/rexp.key" -sigopt rsa_padding_mode:pss \
+        -sigopt rsa_pss_saltlen:digest -out "$HF_TMP/sig-r" "$HF_TMP/msg"
+    sap rev-verify-raw "$rexp_ID" asymmetric-verify "\"signature\":\"$(b64 "$HF_TMP/sig-r")\",\"message\":\"$MSG\",\"message_type\":\"RAW\",$P"
+    expect 200
+    check "$(json valid)" true "$RID: OpenSSL's RAW RSASSA_PSS_SHA_$h signature"
+    openssl dgst "-sha$h" -binary "$HF_TMP/msg" >"$HF_TMP/dgst-r"
+    openssl pkeyutl -sign -inkey "$HF_TMP/rexp.key" -pkeyopt "digest:sha$h" \
+        -pkeyopt rsa_padding_mode:pss -pkeyopt rsa_pss_saltlen:digest -in "$HF_TMP/dgst-r" \
+        -out "$HF_TMP/sig-r"
+    sap rev-verify-digest "$rexp_ID" asymmetric-verify "\"signature\":\"$(b64 "$HF_TMP/sig-r")\",\"message\":\"$(b64 "$HF_TMP/dgst-r")\",\"message_type\":\"DIGEST\",$P"
+    expect 200
+    check "$(json valid)" true "$RID: OpenSSL's DIGEST RSASSA_PSS_SHA_$h signature"
+done
+# Salt = hash length is the rule: a signature with another salt does not verify.
+openssl dgst -sha256 -sign "$HF_TMP/rexp.key" -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:20 \
+    -out "$HF_TMP/sig-r" "$HF_TMP/msg"
+sap rev-salt "$rexp_ID" asymmetric-verify "\"signature\":\"$(b64 "$HF_TMP/sig-r")\",\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\",\"key_version_id\":\"$REXP_V1\""
+expect 200 VERIFY-FALSE
+check "$(json valid)" false "$RID: a 20-byte salt"
+
 # ---- PSS refusals: 400 for the request, 200 valid:false for the signature ----
 sap pss-sign "$r3_ID" asymmetric-sign "\"message\":\"$MSG\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
 expect 200
@@ -408,8 +419,8 @@ openssl dgst -sha256 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:digest
 # ---- 403: usage mask, key type, blocked link, state ----
 A256='"algorithm":"RSAES_OAEP_SHA_256"'
 P256='"algorithm":"RSASSA_PSS_SHA_256","message_type":"RAW"'
-RSIG_V1=$(key_info rsig v1)
-RENC_V1=$(key_info renc v1)
+RSIG_V1=$(version_uuid rsig 1)
+RENC_V1=$(version_uuid renc 1)
 sap usage-encrypt "$rsig_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",$A256"
 expect_why 403 "usage"
 sap usage-decrypt "$rsig_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",$A256,\"key_version_id\":\"$RSIG_V1\""
@@ -434,7 +445,7 @@ for r in asymmetric-encrypt asymmetric-sign get-public-key; do
     sap blocked "$rblk_ID" "$r" "$m"
     expect_why 403 "blocked"
 done
-RBLK_V1=$(key_info rblk v1)
+RBLK_V1=$(version_uuid rblk 1)
 sap blocked "$rblk_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",$A256,\"key_version_id\":\"$RBLK_V1\""
 expect_why 403 "blocked"
 sap blocked "$rblk_ID" asymmetric-verify "\"signature\":\"$SIG\",\"message\":\"$MSG\",$P256,\"key_version_id\":\"$RBLK_V1\""
@@ -464,7 +475,7 @@ cmp -s "$HF_TMP/rdeact.pem" "$HF_TMP/rdeact2.pem" || hf_fail "a deactivated key'
 
 # ---- the audit records: one per call, with SAP's ids; no plaintext in the log ----
 hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
-python3 - "$HOLDFAST_STATE_DIR/audit.log" "$AUDIT_EXPECT" "$TENANT" "$PIN" "$(b64 "$HF_TMP/pt")" <<'PY' || hf_fail "the audit records are not what the calls did"
+python3 - "$HOLDFAST_STATE_DIR/audit.log" "$AUDIT_EXPECT" "$SAP_TENANT" "$PIN" "$(b64 "$HF_TMP/pt")" <<'PY' || hf_fail "the audit records are not what the calls did"
 import json, sys
 log, expect, tenant, pin, pt = sys.argv[1:6]
 raw = open(log, "rb").read()

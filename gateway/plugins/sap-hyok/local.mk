@@ -34,3 +34,4 @@ include $(top_srcdir)/gateway/plugins/sap-hyok/asym.mk
 include $(top_srcdir)/tests/unit/sap.mk
 include $(top_srcdir)/tests/integration/sap.mk
 include $(top_srcdir)/tests/fuzz/sap.mk
+include $(top_srcdir)/gateway/plugins/sap-hyok/asym.mk
