@@ -17,12 +17,13 @@
 # out), no identity claim (403); unknown key name, unconfigured key, unknown or destroyed key
 # version, unknown route (404); tampered ciphertext, another version's ciphertext, wrong length,
 # wrong alg, bad base64, malformed JSON (400); a body over 16 KiB from its Content-Length (413);
-# another method (405); a key that is not RSA, a blocked link (GET and decrypt 403, then
-# unblocked), a pre-active key (403), a deactivated key (GET 403, old content still decrypts);
-# rotation (the GET names the new version, the old version's ciphertext still decrypts at its
-# own kid); the audit records of successes and of refusals after authentication with oid,
-# identity, appid, key_name and key_id, the summary of the 401s, no plaintext in any log, and
-# `holdfast audit verify`; last, a key store that cannot be read (503).
+# another method (405); over the rate limit after a SIGHUP (429); a key that is not RSA, a
+# blocked link (GET and decrypt 403, then unblocked), a pre-active key (403), a deactivated key
+# (GET 403, old content still decrypts); rotation (the GET names the new version, the old
+# version's ciphertext still decrypts at its own kid); the audit records of successes and of
+# refusals after authentication with oid, identity, appid, key_name and key_id, the summary of
+# the 401s, no plaintext in any log, and `holdfast audit verify`; last, a key store that cannot
+# be read (503).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/dke-lib.sh"
 
@@ -409,6 +410,24 @@ dke_expect 404 KeyNotFound
 dke_call POST "$GONE_DECRYPT" "$(body "$CT1")"
 dke_expect 404 KeyNotFound
 
+# ---- 429: the service's rate limit (one decrypt a second), taken on SIGHUP ----
+metric() { # SERIES: its value in /metrics, 0 when absent
+    curl -s "$DKE_BASE/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
+}
+sed 's/^required_scope = /rate_limit = 1\nrequired_scope = /' "$CONF" >"$CONF.new" && mv "$CONF.new" "$CONF"
+kill -HUP "$HF_GW_PID"
+n=0
+until [ "$(metric 'holdfast_config_reloads_total{result="ok"}')" = 1 ]; do
+    n=$((n + 1))
+    [ "$n" -lt 100 ] || hf_fail "the reload with rate_limit = 1 was not taken"
+    sleep 0.1
+done
+sleep 1.1 # a full bucket
+dke_call POST "$BLK_DECRYPT" "$(body "$CTB")"
+dke_expect 200
+dke_call POST "$BLK_DECRYPT" "$(body "$CTB")"
+dke_expect 429 TooManyRequests
+
 # ---- audit ----
 sleep 0.5 # the 401s' summary record: one interval (200 ms)
 python3 - "$HOLDFAST_STATE_DIR/audit.log" <<'PY' || hf_fail "audit records"
@@ -462,4 +481,6 @@ dke_call GET /dke/blk-key
 dke_expect 503 ServiceUnavailable
 dke_call POST "$BLK_DECRYPT" "$(body "$CTB")"
 dke_expect 503 ServiceUnavailable
+# A clean stop: in a sanitizer build, a leak or an error in holdfastd or the plugin fails here.
+hf_gateway_stop || hf_fail "holdfastd did not stop cleanly: $(tail -n 20 "$HF_TMP/holdfastd.out")"
 echo "dke.sh: all cases passed"

@@ -1,6 +1,7 @@
-/* The caller's Entra ID access token (spec, "Authentication"): the gateway's verifier checks
- * the signature (RS256, kid in the JWKS), iss, aud, exp and nbf; this file adds the optional
- * scope and app checks, the audit fields, and the 401 challenge. */
+/* The caller's Entra ID access token (spec, "Authentication"): the gateway's
+ * hf_request_bearer_verify checks one Authorization header, its bearer token, the signature
+ * (RS256, kid in the JWKS), iss, aud, exp and nbf; this file adds the optional scope and app
+ * checks, the audit fields, and the 401 challenge. */
 #include "hf-build.h"
 
 #include "gateway/plugins/ms-dke/internal.h"
@@ -60,18 +61,10 @@ static void audit_set(struct hf_request *req, const struct hf_jwt *t,
 enum hf_status hf_dke_authenticate(struct hf_dke_state *st, struct hf_request *req,
                                    const struct hf_dke_target *t, struct hf_jwt **token)
 {
-    static const char *const once[] = {"Authorization"};
-    const char *bearer;
-    size_t len = 0;
-    char why[256] = "";
+    char why[320] = "";
 
-    *token = NULL;
-    if (hf_request_header_repeated(req, once, 1) != NULL)
-        return challenge_fail(st, req, "Authorization is given more than once");
-    if ((bearer = hf_request_bearer(req, &len)) == NULL)
-        return challenge_fail(st, req, "a bearer token is required: Authorization: Bearer <JWT>");
-    if (hf_jwt_verify(st->jwt, bearer, len, token, why, sizeof(why)) != HF_STATUS_OK)
-        return challenge_fail(st, req, "the token is refused: %s", why);
+    if (hf_request_bearer_verify(req, st->jwt, token, why, sizeof(why)) != HF_STATUS_OK)
+        return challenge_fail(st, req, "%s", why);
     if (st->cfg.required_scope != NULL &&
         !hf_dke_scope_has(hf_jwt_claims(*token), st->cfg.required_scope))
         return challenge_fail(st, req, "the token's scp lacks %.64s", st->cfg.required_scope);

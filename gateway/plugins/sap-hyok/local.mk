@@ -28,7 +28,6 @@ gateway_plugins_sap_hyok_sap_hyok_la_LIBADD = gateway/plugins/sap-hyok/libhf-sap
 	$(JSONC_LIBS) $(CRYPTO_LIBS)
 
 EXTRA_DIST += gateway/plugins/sap-hyok/README.md
-include $(top_srcdir)/gateway/plugins/sap-hyok/asym.mk
 
 # Its tests (the scheme of gateway/README.md, "Adding a plugin").
 include $(top_srcdir)/tests/unit/sap.mk
