@@ -15,8 +15,8 @@
 # keyVersionId disagreeing with the ciphertext, the spec's known answer (a ciphertext of
 # another key here: its exact bytes are test-oci-blob's); 413 from Content-Length; 429 over a
 # vault's rate; a rotated key decrypting its old ciphertexts by version UUID; opc-request-id
-# echoed as "<caller>/<holdfast>" (on a 401 too) and in the audit record; a store outage
-# (503, never 403).
+# echoed as "<caller>/<holdfast>" (on a 401 too) and in the audit record; SIGHUP taking a new
+# random_status and a re-enabled vault; a store outage (503, never 403).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/oci-lib.sh"
 
@@ -117,6 +117,15 @@ sed "s|^vault_id = $V2|vault_id = vault-2|" "$CONF" >"$HF_TMP/bad.conf"
 hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/bad.conf"
 grep -q "holdfast uuid" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "a vault_id that is no UUID is not refused"; }
 hf_gateway_start "$BASE" "$HOLDFASTD" -f -c "$CONF"
+# conf/oci-ekms.conf.sample, uncommented, is a config holdfastd takes (its paths made ours).
+{
+    hf_gateway_section oci-ekms 64k "127.0.0.1:$(hf_free_port)"
+    sed -n '/^;\[oci-ekms\]/,$s/^;//p' "$top_srcdir/conf/oci-ekms.conf.sample" |
+        sed -e "s|^jwks = .*|jwks = $JW/idcs.jwks|" -e "s|^jwks_ca = .*|jwks_ca = $PKI/ca.pem|"
+    printf '\n[plugin:oci-ekms]\npath = %s\n' "$OCI_PLUGIN"
+} >"$HF_TMP/sample.conf"
+grep -q '^vault_id = ' "$HF_TMP/sample.conf" || hf_fail "no vault in the sample: $(cat "$HF_TMP/sample.conf")"
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$HF_TMP/sample.conf"
 
 # ---- tokens ----
 CLAIMS="{\"iss\":\"$ISS\",\"aud\":\"$AUD\",\"client_id\":\"ocid1.client.good\",\"sub\":\"ocid1.client.good\",\"scope\":\"oci_ekms\",\"iat\":\"+0\",\"exp\":\"+600\"}"
@@ -471,7 +480,7 @@ oci_expect 429
 # ---- the audit record: opc-request-id (both ids), vault, key, version, client, result ----
 oci_audit_find 'r.get("op") == "encrypt" and r.get("request_id") == "opc-enc-0001/'"$XRID"'" and f.get("opc_request_id") == "opc-enc-0001" and f.get("vault_id") == "'"$V"'" and f.get("key_id") == "'"$K1"'" and f.get("key_version_id") == "'"$K1V1"'" and f.get("client") == "ocid1.client.good"' ||
     hf_fail "no audit record of the encrypt with its opc-request-id and fields"
-oci_audit_find 'r.get("op") == "decrypt" and f.get("opc_request_id") == "opc-dec-0001"' ||
+oci_audit_find 'r.get("op") == "decrypt" and f.get("opc_request_id") == "opc-dec-0001" and f.get("key_version_id") == "'"$K1V1"'"' ||
     hf_fail "no audit record of the decrypt with its opc-request-id"
 oci_audit_find 'f.get("client") == "ocid1.client.good" and "scope" in r.get("detail", "")' ||
     hf_fail "a scope refusal has no record"
@@ -481,6 +490,30 @@ for log in "$HOLDFAST_STATE_DIR/audit.log" "$HF_TMP/holdfastd.log" "$HF_TMP/hold
     ! grep -q "$PT" "$log" || hf_fail "a plaintext reached $log"
 done
 hf_expect_exit 0 "$HF_CLI" audit verify
+
+# The handler names each operation: metrics count them apart, never as the route's "oci".
+curl -sS "$BASE/metrics" >"$HF_TMP/metrics.txt" || hf_fail "GET /metrics"
+for op in getVaultMetadata getKeyMetadata getKeyVersionMetadata encrypt decrypt; do
+    grep -q "^holdfast_requests_total{api=\"oci-ekms\",operation=\"$op\",status=\"200\"}" "$HF_TMP/metrics.txt" ||
+        hf_fail "no $op series in /metrics: $(grep oci-ekms "$HF_TMP/metrics.txt" | head -n 5)"
+done
+grep -q '^holdfast_requests_total{api="oci-ekms",operation="generateRandomBytes.key",status="201"}' "$HF_TMP/metrics.txt" ||
+    hf_fail "no key-level random series in /metrics"
+grep -q '^holdfast_request_latency_limit_seconds{api="oci-ekms"} 0.1' "$HF_TMP/metrics.txt" ||
+    hf_fail "the latency limit is not OCI's 100 ms: $(grep latency_limit "$HF_TMP/metrics.txt")"
+
+# ---- SIGHUP: random_status = 200 (Oracle's reading) and a vault enabled take effect ----
+sed -e 's/^random_status = 201/random_status = 200/' -e 's/^disabled = yes/disabled = no/' "$CONF" >"$CONF.new" &&
+    mv "$CONF.new" "$CONF" || hf_fail "cannot rewrite $CONF"
+kill -HUP "$HF_GW_PID"
+t0=$(hf_now_ms)
+until oci_call POST "$P/generateRandomBytes" '{"length":16}' && [ "$CODE" = 200 ]; do
+    [ $(($(hf_now_ms) - t0)) -lt 10000 ] || hf_fail "random_status = 200 not in force 10 s after SIGHUP (HTTP $CODE)"
+    sleep 0.2
+done
+check "$(oci_json randomBytes | base64 -d | wc -c | tr -d ' ')" 16 "16 random bytes after the reload"
+oci_call GET "$PD/keys/$K1/metadata"
+oci_expect 200
 
 # ---- a store outage is 503, never 403 ----
 DB=$(ls "$HOLDFAST_STATE_DIR"/*.db 2>/dev/null | head -n 1)

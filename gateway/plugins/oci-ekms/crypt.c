@@ -25,7 +25,7 @@ static struct json_object *encrypt_reply(const struct hf_oci_call *call, const c
     struct json_object *o = json_object_new_object();
 
     if (o != NULL && add(o, "ciphertext", hf_json_base64(blob, len)) &&
-        add(o, "iv", hf_json_base64(blob + 5, HF_BLOB_IV_LEN)) &&
+        add(o, "iv", hf_json_base64(blob + HF_BLOB_HEADER_LEN - HF_BLOB_IV_LEN, HF_BLOB_IV_LEN)) &&
         add(o, "tag", hf_json_base64(blob + len - HF_BLOB_TAG_LEN, HF_BLOB_TAG_LEN)) &&
         add(o, "mode", json_object_new_string("AES_GCM")) &&
         add(o, "keyId", json_object_new_string(call->key.uuid)) &&
@@ -115,8 +115,16 @@ static enum hf_status version_object(struct hf_oci_call *call, struct hf_request
 {
     unsigned long n = (unsigned long)blob->version;
 
+    CK_OBJECT_HANDLE same;
+    CK_ULONG state;
+    char uuid[37];
+
     switch (hf_keys_decrypt_version(&call->key, blob->version, object)) {
     case HF_STATUS_OK:
+        /* The record names the version the ciphertext did (spec, "Authorization" 4). */
+        if (call->body.key_version_id == NULL &&
+            hf_keys_version_info(&call->key, blob->version, &same, &state, uuid) == HF_STATUS_OK)
+            hf_request_set_audit_field(req, "key_version_id", uuid);
         return HF_STATUS_OK;
     case HF_STATUS_BAD_CIPHERTEXT:
         return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
