@@ -14,12 +14,14 @@
 # allowlist (403); unknown keystore, key, version, a key of another keystore, a destroyed key
 # (404); a deactivated key (encrypt 403, decrypt still 200) and a blocked link (every crypto
 # call 403), both get-metadata 200 Disabled with no key_ops; bad JSON, base64, types, a caller
-# IV, missing request_metadata or tenant, oversized fields (400); tampered ciphertext, tag, IV,
+# IV, missing request_metadata or tenant, oversized fields (400); a usage mask without encrypt
+# and a pre-active key (403; Enabled with DECRYPT alone, Disabled); tampered ciphertext, tag, IV,
 # other aad, the wrong version (400); an oversized body (413), another method (405), unknown
 # routes (404); the audit record's fields, refusals before authentication in the summary
 # records, no plaintext in any log, `holdfast audit verify`; `[audit] success_events.sap-hyok =
 # no` dropping successes but keeping failures; a store outage (503). The asymmetric routes are
-# sap-asym.sh's (it shares sap-lib.sh).
+# sap-asym.sh's (it shares sap-lib.sh). Config errors: a keystore without pins, an id that is no
+# UUID, a pin that is no SHA-256.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/sap-lib.sh"
 
@@ -85,6 +87,20 @@ pins = $PIN1
 EOC
 }
 write_conf yes
+# Config errors name the option and the keystore: a keystore without pins, an id that is no UUID,
+# a pin that is no SHA-256.
+sed "/^pins = $PIN1\$/d" "$CONF" >"$HF_TMP/nopin.conf"
+# (the whole is checked when the plugin starts, which -t does not do)
+hf_expect_exit 1 timeout 30 "$HOLDFASTD" -f -c "$HF_TMP/nopin.conf"
+cat "$HF_ERR" "$HF_OUT" "$HF_TMP/holdfastd.log" 2>/dev/null | grep -q "\[sap-hyok:$KS2\]: pins is required" ||
+    hf_fail "a keystore without pins: $(cat "$HF_ERR" "$HF_TMP/holdfastd.log")"
+sed "s/^\[sap-hyok:$KS2\]\$/[sap-hyok:store-2]/" "$CONF" >"$HF_TMP/nouuid.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/nouuid.conf"
+grep -q "a keystore id is a UUID" "$HF_ERR" || hf_fail "a keystore id that is no UUID: $(cat "$HF_ERR")"
+sed "s/^pins = $PIN1\$/pins = $PIN1:00/" "$CONF" >"$HF_TMP/badpin.conf"
+hf_expect_exit 1 "$HOLDFASTD" -t -c "$HF_TMP/badpin.conf"
+grep -q "pins: item 1 is not a SHA-256 fingerprint" "$HF_ERR" || hf_fail "a bad pin: $(cat "$HF_ERR")"
+hf_expect_exit 0 "$HOLDFASTD" -t -c "$CONF"
 hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
 
 K="/keystores/$KS/keys/$A1"
@@ -370,11 +386,37 @@ sap_expect 200
 check "$(sap_json state)" Disabled "a blocked key's state"
 check "$(sap_json key_ops)" "[]" "a blocked key's key_ops"
 check "$(sap_json key_id)" "$ABLK" "a blocked key's key_id"
+# Listing versions is no crypto call: it still answers.
+sap_call dc1 "$KBLK/get-versions-metadata" "$(sap_md)"
+sap_expect 200
+check "$(sap_json total)" 1 "a blocked key's versions"
 hf link unblock sap-hyok "$KS/$ABLK"
 settle
 sap_call dc1 "$KBLK/symmetric-decrypt" "$(sap_md "\"ciphertext\":\"$BCT\",\"iv\":\"$BIV\",\"tag\":\"$BTAG\"")"
 sap_expect 200
 check "$(sap_json plaintext)" "$PT" "unblocked, the key decrypts again"
+
+# A usage mask without encrypt: 403 on encrypt and random bytes, decrypt alone in key_ops; a
+# pre-active key is Disabled.
+hf key create aesdec --usage decrypt
+ADEC=$(sap_key_uuid aesdec)
+hf link add sap-hyok "$KS/$ADEC" aesdec
+sap_call dc1 "/keystores/$KS/keys/$ADEC/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 403
+sap_call dc1 "/keystores/$KS/keys/$ADEC/generate-random-bytes" "$(sap_md '"length":16')"
+sap_expect 403
+sap_call dc1 "/keystores/$KS/keys/$ADEC/get-metadata" "$(sap_md)"
+sap_expect 200
+check "$(sap_json state)" Enabled "a decrypt-only key's state"
+check "$(sap_json key_ops)" '["DECRYPT"]' "a decrypt-only key's key_ops"
+hf key create aespre --state pre-active
+APRE=$(sap_key_uuid aespre)
+hf link add sap-hyok "$KS/$APRE" aespre
+sap_call dc1 "/keystores/$KS/keys/$APRE/get-metadata" "$(sap_md)"
+sap_expect 200
+check "$(sap_json state)" Disabled "a pre-active key's state"
+sap_call dc1 "/keystores/$KS/keys/$APRE/symmetric-encrypt" "$(sap_md "\"plaintext\":\"$PT\"")"
+sap_expect 403
 
 # A destroyed key is not found (404), on every route.
 hf key create gone
