@@ -70,7 +70,7 @@ RDEACT_V1=$(version_uuid rdeact 1)
 # Before holdfastd starts, so no cache has to catch up.
 hf link block sap-hyok "$KS/$rblk_ID"
 # rexp's private key for OpenSSL, read through PKCS#11 before holdfastd holds the store.
-python3 "$top_srcdir/tests/integration/sap-asym-export.py" "$HF_MODULE" "$HF_USER_PIN" rexp \
+hf_ext python3 "$top_srcdir/tests/integration/sap-asym-export.py" "$HF_MODULE" "$HF_USER_PIN" rexp \
     "$HF_TMP/rexp.key" >"$HF_TMP/export.out" 2>&1 || hf_fail "cannot export rexp: $(cat "$HF_TMP/export.out")"
 REXP_V1=$(version_uuid rexp 1)
 
@@ -305,6 +305,15 @@ for h in 256 384 512; do
     pss r3 "$r3_ID" "$R3_V2" "$h"
     pss r4 "$r4_ID" "$R4_V1" "$h"
 done
+
+# An empty RAW message is a message: its hash is signed.
+: >"$HF_TMP/empty"
+sap pss-empty "$r3_ID" asymmetric-sign "\"message\":\"\",\"message_type\":\"RAW\",\"algorithm\":\"RSASSA_PSS_SHA_384\""
+expect 200
+unb64 signature "$HF_TMP/sig-e"
+openssl dgst -sha384 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:digest \
+    -verify "$HF_TMP/r3.pem" -signature "$HF_TMP/sig-e" "$HF_TMP/empty" >/dev/null 2>&1 ||
+    hf_fail "$RID: OpenSSL does not verify the empty message's signature"
 
 # ---- the other way round: the gateway encrypts, OpenSSL decrypts; OpenSSL signs, the gateway
 # verifies (rexp, whose private half OpenSSL holds) ----
