@@ -16,10 +16,10 @@
 # ciphertext, bad base64 and bad enums 400; a wrong digest length, a RAW message over 4096 bytes
 # 400; a tampered signature, another message, a short signature answer 200 valid:false; a named
 # old version signs and decrypts as itself (and another version's ciphertext is 400); a usage
-# mask without the operation, an AES key and a blocked link 403; a deactivated key still
-# decrypts, verifies and gives its public key but neither encrypts nor signs; each call's audit
-# record (operation, outcome, sap_request_id, tenant, certificate fingerprint), no plaintext in
-# the log, and `holdfast audit verify`.
+# mask without the operation, an AES key, a blocked link and a pre-active key 403 (members of
+# the wrong JSON type 400); a deactivated key still decrypts, verifies and gives its public key
+# but neither encrypts nor signs; each call's audit record (operation, outcome, sap_request_id,
+# tenant, certificate fingerprint), no plaintext in the log, and `holdfast audit verify`.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/sap-lib.sh"
 
@@ -61,6 +61,7 @@ key rblk RSA-3072
 key rdeact RSA-3072
 # Exportable, so OpenSSL holds its private half too (below).
 key rexp RSA-3072 --exportable
+key rpre RSA-3072 --state pre-active
 key aes AES-256
 hf key rotate r3
 R3_V1=$(version_uuid r3 1)
@@ -230,6 +231,10 @@ sap oaep-enum-case "$r3_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",\"algorit
 expect_why 400 "algorithm"
 sap oaep-no-alg "$r3_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\""
 expect_why 400 "algorithm"
+sap oaep-alg-type "$r3_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",\"algorithm\":256"
+expect_why 400 "algorithm"
+sap oaep-pt-type "$r3_ID" asymmetric-encrypt "\"plaintext\":[1,2],\"algorithm\":\"RSAES_OAEP_SHA_256\""
+expect_why 400 "plaintext"
 sap oaep-pss-alg "$r3_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",\"algorithm\":\"RSASSA_PSS_SHA_256\""
 expect_why 400 "algorithm"
 sap oaep-no-version "$r3_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",\"algorithm\":\"RSAES_OAEP_SHA_256\""
@@ -459,6 +464,16 @@ sap blocked "$rblk_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",$A256,\"key_ve
 expect_why 403 "blocked"
 sap blocked "$rblk_ID" asymmetric-verify "\"signature\":\"$SIG\",\"message\":\"$MSG\",$P256,\"key_version_id\":\"$RBLK_V1\""
 expect_why 403 "blocked"
+
+# A pre-active key does nothing yet (KMIP), though its public key can be read.
+RPRE_V1=$(version_uuid rpre 1)
+sap pre-encrypt "$rpre_ID" asymmetric-encrypt "\"plaintext\":\"AAAA\",$A256"
+expect_why 403 "state"
+sap pre-sign "$rpre_ID" asymmetric-sign "\"message\":\"$MSG\",$P256"
+expect_why 403 "state"
+sap pre-decrypt "$rpre_ID" asymmetric-decrypt "\"ciphertext\":\"$CT\",$A256,\"key_version_id\":\"$RPRE_V1\""
+expect_why 403 "state"
+pubkey rpre "$rpre_ID"
 
 # A deactivated key keeps old data readable: decrypt, verify and its public key, nothing new.
 pubkey rdeact "$rdeact_ID"
