@@ -450,8 +450,18 @@ static const struct hf_load_api api_xks_metadata = {
 
 /* Plugin issues add their builders here (gcp-ekm 150 ms, gws-cse 200 ms, oci-ekms 100 ms). */
 const struct hf_load_api *const hf_load_apis[] = {
-    &api_xks_encrypt,      &api_xks_decrypt,        &api_xks_metadata, &hf_load_api_ekm_wrap,
-    &hf_load_api_cse_wrap, &hf_load_api_cse_unwrap, &api_static,       NULL,
+    &api_xks_encrypt,
+    &api_xks_decrypt,
+    &api_xks_metadata,
+    &hf_load_api_ekm_wrap,
+    &hf_load_api_cse_wrap,
+    &hf_load_api_cse_unwrap,
+    &hf_load_api_oci_encrypt,
+    &hf_load_api_sap_decrypt,
+    &hf_load_api_sap_rsa_decrypt,
+    &hf_load_api_dke_decrypt,
+    &api_static,
+    NULL,
 };
 
 const struct hf_load_api *hf_load_api_find(const char *name)

@@ -277,6 +277,8 @@ void hf_load_usage(FILE *out)
             "  --api API             the request to send (below)\n"
             "  --cacert FILE         trust this CA for https (default: the system store)\n"
             "  --insecure            do not verify the server certificate\n"
+            "  --cert FILE           client certificate (PEM) for mutual TLS (SAP)\n"
+            "  --key FILE            its private key (PEM; default: in the --cert file)\n"
             "  --timeout D           give up on a request after D (default 10s)\n"
             "Load:\n"
             "  --vus LIST            VU levels, e.g. 10,20,40 (all are run)\n"
@@ -289,24 +291,32 @@ void hf_load_usage(FILE *out)
             "  --limit MS            latency limit for p90 (default: the API's)\n"
             "API parameters:\n"
             "  --prefix P            XKS: the key store's URI prefix (no slashes around it); EKM:\n"
-            "                        the endpoint's prefix; CSE: the KACLS prefix (cse)\n"
-            "  --key-id ID           XKS: the external key id; EKM: the keyPath (v0/keys/k1)\n"
+            "                        the endpoint's prefix; CSE: the KACLS prefix (cse); OCI,\n"
+            "                        SAP: the root before /vaults, /keystores (default\n"
+            "                        Thales'); DKE: the path before the key name\n"
+            "  --key-id ID           XKS: the external key id; EKM: the keyPath (v0/keys/k1);\n"
+            "                        OCI, SAP: the key's UUID; DKE: the key name\n"
             "  --credentials AKID:SECRET  XKS SigV4 pair (or the HF_LOAD_CREDENTIALS variable,\n"
             "                        which keeps the secret out of the process list)\n"
             "  --region R            XKS: SigV4 region (default us-east-1)\n"
-            "  --token-key FILE      EKM, CSE: private key (PEM) hf-load signs its bearer token\n"
-            "                        with (CSE: the authentication token)\n"
-            "  --token-kid KID       EKM, CSE: the token's kid (its id in the gateway's JWKS)\n"
+            "  --token-key FILE      EKM, CSE, OCI, DKE: private key (PEM) hf-load signs its\n"
+            "                        token with (CSE: the authentication token)\n"
+            "  --token-kid KID       EKM, CSE, OCI, DKE: the token's kid (its id in the\n"
+            "                        gateway's JWKS)\n"
             "  --audience AUD        EKM, CSE: the token's aud (default https://ekm.test; CSE:\n"
-            "                        hf-load, the client id)\n"
+            "                        hf-load, the client id; OCI: https://HOST/; DKE:\n"
+            "                        https://HOST, both the --url's)\n"
             "  --email EMAIL         EKM: the token's email (the key's allowed service agent);\n"
-            "                        CSE: the user, in both tokens\n"
+            "                        CSE: the user, in both tokens; DKE: the reader\n"
             "  --issuer ISS          CSE: the authentication token's iss (default\n"
-            "                        https://idp.hf-load.test)\n"
+            "                        https://idp.hf-load.test); OCI, DKE: the token's iss\n"
             "  --kacls-url URL       CSE: the authorization token's kacls_url (default: --url\n"
             "                        and --prefix, as the prefix's kacls_url must read)\n"
             "  --authz-key FILE      CSE: the key signing the authorization token (default\n"
             "  --authz-kid KID       --token-key and --token-kid)\n"
+            "  --vault-id ID         OCI: the vault (vaultId) the key is linked in\n"
+            "  --keystore-id ID      SAP: the keystore (keystore_id) the key is linked in\n"
+            "  --tenant ID           SAP: request_metadata.sap_tenant_id (the keystore's tenant)\n"
             "  --print-jwks          print the JWKS of --token-key (and --authz-key) for the\n"
             "                        gateway's config, then exit (no --url, --api or VUs)\n"
             "Output (the table always goes to standard output):\n"
@@ -369,6 +379,11 @@ enum {
     OPT_AUTHZ_KEY,
     OPT_AUTHZ_KID,
     OPT_PRINT_JWKS,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_VAULT_ID,
+    OPT_KEYSTORE_ID,
+    OPT_TENANT,
     OPT_HELP,
 };
 
@@ -410,6 +425,11 @@ static const struct option long_options[] = {
     {"authz-key", required_argument, NULL, OPT_AUTHZ_KEY},
     {"authz-kid", required_argument, NULL, OPT_AUTHZ_KID},
     {"print-jwks", no_argument, NULL, OPT_PRINT_JWKS},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"vault-id", required_argument, NULL, OPT_VAULT_ID},
+    {"keystore-id", required_argument, NULL, OPT_KEYSTORE_ID},
+    {"tenant", required_argument, NULL, OPT_TENANT},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -588,6 +608,21 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
         case OPT_PRINT_JWKS:
             print_jwks = true;
             break;
+        case OPT_CERT:
+            cfg->client_cert = optarg;
+            break;
+        case OPT_KEY:
+            cfg->client_key = optarg;
+            break;
+        case OPT_VAULT_ID:
+            cfg->vault_id = optarg;
+            break;
+        case OPT_KEYSTORE_ID:
+            cfg->keystore_id = optarg;
+            break;
+        case OPT_TENANT:
+            cfg->tenant = optarg;
+            break;
         case OPT_HELP:
             return HF_ARGS_HELP;
         case ':':
@@ -649,6 +684,14 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
     }
     if ((cfg->insecure || cfg->cacert) && !cfg->target.tls) {
         fail(err, errlen, "--insecure and --cacert need an https:// URL");
+        return HF_ARGS_ERROR;
+    }
+    if ((cfg->client_cert || cfg->client_key) && !cfg->target.tls) {
+        fail(err, errlen, "--cert and --key need an https:// URL");
+        return HF_ARGS_ERROR;
+    }
+    if (cfg->client_key && !cfg->client_cert) {
+        fail(err, errlen, "--key needs --cert (the client certificate it belongs to)");
         return HF_ARGS_ERROR;
     }
     if (!cfg->credentials) cfg->credentials = getenv("HF_LOAD_CREDENTIALS");

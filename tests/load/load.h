@@ -176,6 +176,8 @@ struct hf_load_config {
     /* TLS. */
     const char *cacert;
     bool insecure;
+    const char *client_cert; /* --cert: the client certificate (PEM) for mutual TLS (SAP) */
+    const char *client_key;  /* --key: its private key (PEM); default the --cert file */
     /* API parameters. */
     const char *prefix;
     const char *key_id;
@@ -194,6 +196,11 @@ struct hf_load_config {
     const char *kacls_url;
     const char *authz_key;
     const char *authz_kid;
+    /* OCI: the vault (vaultId) and SAP: the keystore (keystore_id) the key is linked in; SAP:
+     * request_metadata.sap_tenant_id. */
+    const char *vault_id;
+    const char *keystore_id;
+    const char *tenant;
 };
 
 /* HF_ARGS_JWKS: --print-jwks, the key set of the token keys is wanted, no run. */
@@ -233,6 +240,25 @@ extern const struct hf_load_api hf_load_api_ekm_wrap;
  * authz tokens. */
 extern const struct hf_load_api hf_load_api_cse_wrap;
 extern const struct hf_load_api hf_load_api_cse_unwrap;
+/* load-oci.c: OCI EKMS encrypt with a minted IDCS client-credentials token. */
+extern const struct hf_load_api hf_load_api_oci_encrypt;
+/* load-sap.c: SAP HYOK decrypt over mutual TLS: AES-256-GCM (symmetric-decrypt of the VU's own
+ * symmetric-encrypt) and RSA-3072 OAEP SHA-256 (asymmetric-decrypt of a ciphertext made with
+ * OpenSSL on the key's published public key). */
+extern const struct hf_load_api hf_load_api_sap_decrypt;
+extern const struct hf_load_api hf_load_api_sap_rsa_decrypt;
+/* load-dke.c: Microsoft DKE decrypt with a minted Entra ID token, of a ciphertext made with
+ * OpenSSL on the key's published public key. */
+extern const struct hf_load_api hf_load_api_dke_decrypt;
+/* load-rsa.c, for the SAP and DKE builders: RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) of
+ * pt under pub into a new buffer of the modulus' size (*ct, free()), 0 or -1. */
+struct evp_pkey_st;
+int hf_load_rsa_oaep256_encrypt(struct evp_pkey_st *pub, const unsigned char *pt, size_t ptlen,
+                                unsigned char **ct, size_t *ctlen);
+/* base64 (standard, padded) of data into a new string (free()), NULL on failure; and its
+ * inverse into a new buffer (free()), NULL on bad input. */
+char *hf_load_b64(const unsigned char *data, size_t len);
+unsigned char *hf_load_unb64(const char *text, size_t *len);
 
 struct json_object;
 /* For the builders' checks: a reply's JSON object (json_object_put() it), NULL if it is none;

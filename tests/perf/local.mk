@@ -2,7 +2,7 @@
 # same run (raw OpenSSL, SoftHSMv2 called directly).
 EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign tests/perf/mhd-floor \
 	tests/perf/bench-jwt \
-	tests/perf/bench-audit
+	tests/perf/bench-audit tests/perf/rsa-oaep-ref
 tests_perf_bench_audit_SOURCES = tests/perf/bench-audit.c
 tests_perf_bench_audit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit $(CUNIT_CFLAGS)
 tests_perf_bench_audit_LDADD = libhftest.la libholdfast-core.la $(CUNIT_LIBS) $(PTHREAD_LIBS)
@@ -54,3 +54,16 @@ bench-jwt: tests/perf/bench-jwt$(EXEEXT)
 	./tests/perf/bench-jwt$(EXEEXT)
 
 .PHONY: bench-jwt
+
+# SAP HYOK through holdfastd over mutual TLS (tests/perf/bench-sap.sh): RSA-3072 OAEP decrypt
+# against raw OpenSSL (rsa-oaep-ref) on the same cores, and success audit on against off for RSA
+# and AES beside mhd-floor's suspend/straight ratio, in one run.
+tests_perf_rsa_oaep_ref_SOURCES = tests/perf/rsa-oaep-ref.c
+tests_perf_rsa_oaep_ref_LDADD = $(CRYPTO_LIBS) $(PTHREAD_LIBS)
+EXTRA_DIST += tests/perf/bench-sap.sh
+bench-sap: tests/perf/rsa-oaep-ref$(EXEEXT) tests/perf/mhd-floor$(EXEEXT) tests/load/hf-load$(EXEEXT) \
+		gateway/holdfastd$(EXEEXT) pkcs11/module/holdfast-pkcs11.la pkcs11/tool/holdfast$(EXEEXT)
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' SOFTHSM_MODULE='$(SOFTHSM_MODULE)' \
+	  $(SHELL) $(top_srcdir)/tests/perf/bench-sap.sh
+
+.PHONY: bench-sap
