@@ -1255,7 +1255,8 @@ static void test_digests_match_openssl(void)
         CU_ASSERT_EQUAL(len, wlen);
         CU_ASSERT_EQUAL(memcmp(got, want, wlen), 0);
     }
-    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, aes), CKR_FUNCTION_NOT_SUPPORTED);
+    /* C_DigestKey needs a digest in progress (test-module-symmetric.c runs one). */
+    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, aes), CKR_OPERATION_NOT_INITIALIZED);
 }
 
 /* ---- usage mask and KMIP state --------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* The module's general-purpose symmetric mechanisms through the built holdfast-pkcs11.so:
  * AES-ECB/CBC/CBC-PAD/CTR against NIST SP 800-38A F.1-F.5 and OpenSSL computing the same in the
  * test, AES-CMAC against RFC 4493, on token and session keys imported with C_CreateObject; the
- * two-call convention and section 5.2's operation state; the audit record of each operation. */
+ * two-call convention and section 5.2's operation state; C_DigestKey; the audit record of each
+ * operation. */
 #include "hf-build.h"
 
 #include <stdarg.h>
@@ -550,6 +551,65 @@ static void test_cmac_general_bad_macs_and_operation_state(void)
     CU_ASSERT_TRUE(audit_has("verify", "CKM_AES_CMAC", CKR_SIGNATURE_INVALID));
 }
 
+/* ---- C_DigestKey ----------------------------------------------------------------------------- */
+
+/* SHA-256 of prefix || key value || suffix through C_DigestUpdate/C_DigestKey equals OpenSSL's
+ * over the same bytes, for a token and a session key. */
+static void test_digest_key_feeds_the_key_value(void)
+{
+    static const unsigned char pre[] = "before", post[] = "after";
+    CK_MECHANISM sha = {CKM_SHA256, NULL, 0};
+    const struct {
+        CK_OBJECT_HANDLE h;
+        const unsigned char *value;
+        size_t len;
+    } keys[] = {{tok128, k128, sizeof(k128)}, {sess256, k256, sizeof(k256)}};
+    unsigned char want[32], got[32], all[64];
+
+    for (size_t i = 0; i < 2; i++) {
+        CK_ULONG len = sizeof(got);
+        size_t n = 0;
+        memcpy(all, pre, 6), n = 6;
+        memcpy(all + n, keys[i].value, keys[i].len), n += keys[i].len;
+        memcpy(all + n, post, 5), n += 5;
+        CU_ASSERT_FATAL(EVP_Digest(all, n, want, NULL, EVP_sha256(), NULL) == 1);
+        CU_ASSERT_EQUAL_FATAL(p11->C_DigestInit(sess, &sha), CKR_OK);
+        CU_ASSERT_EQUAL(p11->C_DigestUpdate(sess, (CK_BYTE_PTR)pre, 6), CKR_OK);
+        CU_ASSERT_EQUAL(p11->C_DigestKey(sess, keys[i].h), CKR_OK);
+        CU_ASSERT_EQUAL(p11->C_DigestUpdate(sess, (CK_BYTE_PTR)post, 5), CKR_OK);
+        /* Section 5.12: the single-part call cannot finish what C_DigestKey began. */
+        CU_ASSERT_EQUAL(p11->C_Digest(sess, (CK_BYTE_PTR)post, 5, got, &len), CKR_OPERATION_ACTIVE);
+        CU_ASSERT_EQUAL(p11->C_DigestFinal(sess, got, &len), CKR_OK);
+        CU_ASSERT_EQUAL(len, 32);
+        CU_ASSERT_EQUAL(memcmp(got, want, 32), 0);
+    }
+    CU_ASSERT_TRUE(audit_has("digest_key", "CKM_SHA256", CKR_OK));
+}
+
+static void test_digest_key_refusals_end_the_digest(void)
+{
+    static const CK_BYTE p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
+    CK_MECHANISM ec_gen = {CKM_EC_KEY_PAIR_GEN, NULL, 0}, sha = {CKM_SHA256, NULL, 0};
+    CK_ATTRIBUTE pt[] = {{CKA_EC_PARAMS, (void *)p256, sizeof(p256)}, {CKA_LABEL, "sym-ec2", 7}};
+    CK_ATTRIBUTE vt[] = {{CKA_SIGN, &yes, 1}, {CKA_LABEL, "sym-ec2", 7}};
+    CK_OBJECT_HANDLE pub, priv;
+    unsigned char got[32];
+    CK_ULONG len = sizeof(got);
+
+    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, tok128), CKR_OPERATION_NOT_INITIALIZED);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKeyPair(sess, &ec_gen, pt, 2, vt, 2, &pub, &priv), CKR_OK);
+    /* Only secret keys: a private or public key's value is not one byte string. */
+    CU_ASSERT_EQUAL_FATAL(p11->C_DigestInit(sess, &sha), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, priv), CKR_KEY_INDIGESTIBLE);
+    CU_ASSERT_EQUAL(p11->C_DigestFinal(sess, got, &len), CKR_OPERATION_NOT_INITIALIZED);
+    CU_ASSERT_TRUE(audit_has("digest_key", "CKM_SHA256", CKR_KEY_INDIGESTIBLE));
+    CU_ASSERT_EQUAL_FATAL(p11->C_DigestInit(sess, &sha), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, pub), CKR_KEY_INDIGESTIBLE);
+    CU_ASSERT_EQUAL_FATAL(p11->C_DigestInit(sess, &sha), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, 0x7777777), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_DigestFinal(sess, got, &len), CKR_OPERATION_NOT_INITIALIZED);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
@@ -563,6 +623,8 @@ int main(void)
         {"cmac matches openssl on a session key", test_cmac_matches_openssl_on_a_session_key},
         {"cmac general, bad MACs and operation state",
          test_cmac_general_bad_macs_and_operation_state},
+        {"digest key feeds the key value", test_digest_key_feeds_the_key_value},
+        {"digest key refusals end the digest", test_digest_key_refusals_end_the_digest},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {
