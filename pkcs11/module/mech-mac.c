@@ -1,5 +1,5 @@
-/* CKM_AES_CMAC and CKM_AES_CMAC_GENERAL: sign and verify through the core (crypto-sym.h).
- * op->tag_len is the MAC's length in bytes. */
+/* CKM_AES_CMAC, CKM_AES_CMAC_GENERAL and CKM_SHA*_HMAC: sign and verify through the core
+ * (crypto-sym.h). op->tag_len is the MAC's length in bytes, op->asym_md HMAC's digest. */
 #include "hf-build.h"
 
 #include <string.h>
@@ -30,7 +30,8 @@ CK_RV hf_mac_init(struct hf_op *op, const CK_MECHANISM *mech)
     default:
         if (mech->pParameter != NULL || mech->ulParameterLen != 0)
             return CKR_MECHANISM_PARAM_INVALID;
-        op->tag_len = HF_AES_BLOCK;
+        op->asym_md = hf_mech_hash_md(mech->mechanism, &op->tag_len);
+        if (mech->mechanism == CKM_AES_CMAC) op->asym_md = NULL, op->tag_len = HF_AES_BLOCK;
         return CKR_OK;
     }
 }
@@ -39,7 +40,10 @@ CK_RV hf_mac_init(struct hf_op *op, const CK_MECHANISM *mech)
 static CK_RV mac_compute(struct hf_op *op, const unsigned char *in, size_t inlen,
                          unsigned char *mac)
 {
+    size_t len = 0;
+
     if (inlen > HF_MAX_DATA_LEN) return CKR_DATA_LEN_RANGE;
+    if (op->asym_md != NULL) return hf_hmac(op->material, op->asym_md, in, inlen, mac, &len);
     return hf_aes_cmac(op->material, in, inlen, mac);
 }
 

@@ -18,8 +18,9 @@ enum hf_mech_family {
     HF_FAMILY_RSA,
     HF_FAMILY_ECDSA,
     HF_FAMILY_DIGEST,
-    HF_FAMILY_AES, /* ECB, CBC, CBC_PAD, CTR */
-    HF_FAMILY_MAC, /* CMAC */
+    HF_FAMILY_AES,  /* ECB, CBC, CBC_PAD, CTR */
+    HF_FAMILY_MAC,  /* CMAC */
+    HF_FAMILY_HMAC, /* HMAC on generic secrets */
 };
 
 enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type);

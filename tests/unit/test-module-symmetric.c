@@ -12,6 +12,7 @@
 
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "harness.h"
 #include "module-loader.h"
@@ -610,6 +611,164 @@ static void test_digest_key_refusals_end_the_digest(void)
     CU_ASSERT_EQUAL(p11->C_DigestFinal(sess, got, &len), CKR_OPERATION_NOT_INITIALIZED);
 }
 
+/* ---- generic secrets and HMAC ---------------------------------------------------------------- */
+
+static CK_RV secret_import(const char *label, bool token, const unsigned char *value, CK_ULONG len,
+                           CK_OBJECT_HANDLE *h)
+{
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_GENERIC_SECRET;
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},
+        {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_VALUE, (void *)value, len},
+        {CKA_LABEL, (void *)label, strlen(label)},
+        {CKA_TOKEN, token ? &yes : &no, 1},
+        {CKA_SIGN, &yes, 1},
+        {CKA_VERIFY, &yes, 1},
+    };
+
+    return p11->C_CreateObject(sess, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), h);
+}
+
+static const EVP_MD *md_of(CK_MECHANISM_TYPE m)
+{
+    return m == CKM_SHA_1_HMAC    ? EVP_sha1()
+           : m == CKM_SHA256_HMAC ? EVP_sha256()
+           : m == CKM_SHA384_HMAC ? EVP_sha384()
+                                  : EVP_sha512();
+}
+
+/* HMAC of in under key with mech: sign equals OpenSSL's HMAC(), and verifies. */
+static void check_hmac(CK_MECHANISM_TYPE type, CK_OBJECT_HANDLE h, const unsigned char *key,
+                       size_t klen, const unsigned char *in, size_t inlen,
+                       const unsigned char *want)
+{
+    CK_MECHANISM m = {type, NULL, 0};
+    unsigned char exp[EVP_MAX_MD_SIZE], mac[EVP_MAX_MD_SIZE];
+    unsigned int elen = 0;
+    CK_ULONG len = sizeof(mac);
+
+    CU_ASSERT_FATAL(HMAC(md_of(type), key, (int)klen, in, inlen, exp, &elen) != NULL);
+    if (want != NULL) CU_ASSERT_EQUAL(memcmp(exp, want, elen), 0);
+    CU_ASSERT_EQUAL_FATAL(sign(&m, h, in, inlen, mac, &len), CKR_OK);
+    CU_ASSERT_EQUAL(len, elen);
+    CU_ASSERT_EQUAL(memcmp(mac, exp, elen), 0);
+    CU_ASSERT_EQUAL(verify(&m, h, in, inlen, exp, elen), CKR_OK);
+    exp[0] ^= 1;
+    CU_ASSERT_EQUAL(verify(&m, h, in, inlen, exp, elen), CKR_SIGNATURE_INVALID);
+    CU_ASSERT_EQUAL(verify(&m, h, in, inlen, exp, elen - 1), CKR_SIGNATURE_LEN_RANGE);
+}
+
+static void test_hmac_matches_rfc4231_vectors(void)
+{
+    /* RFC 4231 test case 1 (key 20 x 0x0b, "Hi There") and RFC 2202 test case 1 for SHA-1. */
+    static const unsigned char tc1_256[32] = {0xb0, 0x34, 0x4c, 0x61, 0xd8, 0xdb, 0x38, 0x53,
+                                              0x5c, 0xa8, 0xaf, 0xce, 0xaf, 0x0b, 0xf1, 0x2b,
+                                              0x88, 0x1d, 0xc2, 0x00, 0xc9, 0x83, 0x3d, 0xa7,
+                                              0x26, 0xe9, 0x37, 0x6c, 0x2e, 0x32, 0xcf, 0xf7};
+    static const unsigned char tc1_384[48] = {
+        0xaf, 0xd0, 0x39, 0x44, 0xd8, 0x48, 0x95, 0x62, 0x6b, 0x08, 0x25, 0xf4,
+        0xab, 0x46, 0x90, 0x7f, 0x15, 0xf9, 0xda, 0xdb, 0xe4, 0x10, 0x1e, 0xc6,
+        0x82, 0xaa, 0x03, 0x4c, 0x7c, 0xeb, 0xc5, 0x9c, 0xfa, 0xea, 0x9e, 0xa9,
+        0x07, 0x6e, 0xde, 0x7f, 0x4a, 0xf1, 0x52, 0xe8, 0xb2, 0xfa, 0x9c, 0xb6};
+    static const unsigned char tc1_512[64] = {
+        0x87, 0xaa, 0x7c, 0xde, 0xa5, 0xef, 0x61, 0x9d, 0x4f, 0xf0, 0xb4, 0x24, 0x1a,
+        0x1d, 0x6c, 0xb0, 0x23, 0x79, 0xf4, 0xe2, 0xce, 0x4e, 0xc2, 0x78, 0x7a, 0xd0,
+        0xb3, 0x05, 0x45, 0xe1, 0x7c, 0xde, 0xda, 0xa8, 0x33, 0xb7, 0xd6, 0xb8, 0xa7,
+        0x02, 0x03, 0x8b, 0x27, 0x4e, 0xae, 0xa3, 0xf4, 0xe4, 0xbe, 0x9d, 0x91, 0x4e,
+        0xeb, 0x61, 0xf1, 0x70, 0x2e, 0x69, 0x6c, 0x20, 0x3a, 0x12, 0x68, 0x54};
+    static const unsigned char tc1_sha1[20] = {0xb6, 0x17, 0x31, 0x86, 0x55, 0x05, 0x72,
+                                               0x64, 0xe2, 0x8b, 0xc0, 0xb6, 0xfb, 0x37,
+                                               0x8c, 0x8e, 0xf1, 0x46, 0xbe, 0x00};
+    /* Test case 6: a 131-byte key, longer than the hash's block, over a 54-byte message. */
+    static const unsigned char tc6_msg[] = "Test Using Larger Than Block-Size Key - Hash Key First";
+    unsigned char k1[20], k6[131];
+    CK_OBJECT_HANDLE h1, h6;
+
+    memset(k1, 0x0b, sizeof(k1));
+    memset(k6, 0xaa, sizeof(k6));
+    CU_ASSERT_EQUAL_FATAL(secret_import("sym-hmac-tc1", true, k1, sizeof(k1), &h1), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(secret_import("sym-hmac-tc6", false, k6, sizeof(k6), &h6), CKR_OK);
+    check_hmac(CKM_SHA256_HMAC, h1, k1, sizeof(k1), (const unsigned char *)"Hi There", 8, tc1_256);
+    check_hmac(CKM_SHA384_HMAC, h1, k1, sizeof(k1), (const unsigned char *)"Hi There", 8, tc1_384);
+    check_hmac(CKM_SHA512_HMAC, h1, k1, sizeof(k1), (const unsigned char *)"Hi There", 8, tc1_512);
+    check_hmac(CKM_SHA_1_HMAC, h1, k1, sizeof(k1), (const unsigned char *)"Hi There", 8, tc1_sha1);
+    for (CK_MECHANISM_TYPE t = 0; t < 4; t++) {
+        static const CK_MECHANISM_TYPE types[] = {CKM_SHA_1_HMAC, CKM_SHA256_HMAC, CKM_SHA384_HMAC,
+                                                  CKM_SHA512_HMAC};
+        check_hmac(types[t], h6, k6, sizeof(k6), tc6_msg, sizeof(tc6_msg) - 1, NULL);
+    }
+    CU_ASSERT_TRUE(audit_has("sign", "CKM_SHA256_HMAC", CKR_OK));
+    CU_ASSERT_TRUE(audit_has("verify", "CKM_SHA512_HMAC", CKR_SIGNATURE_INVALID));
+}
+
+static void test_generic_secret_keys_are_made_and_checked(void)
+{
+    CK_MECHANISM gen = {CKM_GENERIC_SECRET_KEY_GEN, NULL, 0}, hmac = {CKM_SHA256_HMAC, NULL, 0};
+    CK_MECHANISM cbc = {CKM_AES_CBC, iv_f2, 16}, cmac = {CKM_AES_CMAC, NULL, 0};
+    CK_ULONG vlen = 32, got_len = 0;
+    CK_KEY_TYPE kt = 0;
+    CK_MECHANISM_TYPE kgm = 0;
+    unsigned char value[64], mac[64];
+    CK_ATTRIBUTE tmpl[] = {{CKA_VALUE_LEN, &vlen, sizeof(vlen)},
+                           {CKA_LABEL, "sym-gen", 7},
+                           {CKA_TOKEN, &yes, 1},
+                           {CKA_SIGN, &yes, 1},
+                           {CKA_VERIFY, &yes, 1},
+                           {CKA_EXTRACTABLE, &yes, 1},
+                           {CKA_SENSITIVE, &no, 1}};
+    CK_ATTRIBUTE get[] = {{CKA_KEY_TYPE, &kt, sizeof(kt)},
+                          {CKA_KEY_GEN_MECHANISM, &kgm, sizeof(kgm)},
+                          {CKA_VALUE, value, sizeof(value)},
+                          {CKA_VALUE_LEN, &got_len, sizeof(got_len)}};
+    CK_OBJECT_HANDLE h, hs;
+    CK_SLOT_ID slot;
+    CK_ULONG n = 1;
+    CK_MECHANISM_INFO info;
+    static const unsigned char jefe[4] = "Jefe";
+
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(sess, &gen, tmpl, 7, &h), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_GetAttributeValue(sess, h, get, 4), CKR_OK);
+    CU_ASSERT_EQUAL(kt, CKK_GENERIC_SECRET);
+    CU_ASSERT_EQUAL(kgm, CKM_GENERIC_SECRET_KEY_GEN);
+    CU_ASSERT_EQUAL(get[2].ulValueLen, 32);
+    CU_ASSERT_EQUAL(got_len, 32);
+    check_hmac(CKM_SHA256_HMAC, h, value, 32, pt64, 64, NULL);
+    /* A session key of 14 bytes (112 bits, the least); 13 bytes and RFC 4231's 4-byte "Jefe"
+     * are too weak to hold. */
+    vlen = 14;
+    tmpl[2].pValue = &no;
+    CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &gen, tmpl, 7, &hs), CKR_OK);
+    vlen = 13;
+    CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &gen, tmpl, 7, &hs), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(secret_import("sym-jefe", false, jefe, 4, &hs), CKR_ATTRIBUTE_VALUE_INVALID);
+    /* Each key type keeps to its mechanisms. */
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &hmac, tok128), CKR_KEY_TYPE_INCONSISTENT);
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &cmac, h), CKR_KEY_TYPE_INCONSISTENT);
+    CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &cbc, h), CKR_KEY_TYPE_INCONSISTENT);
+    hmac.pParameter = &vlen, hmac.ulParameterLen = sizeof(vlen);
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &hmac, h), CKR_MECHANISM_PARAM_INVALID);
+    /* Two-call convention. */
+    hmac.pParameter = NULL, hmac.ulParameterLen = 0;
+    n = 0;
+    CU_ASSERT_EQUAL_FATAL(p11->C_SignInit(sess, &hmac, h), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, (CK_BYTE_PTR)pt64, 3, NULL, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 32);
+    n = 31;
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, (CK_BYTE_PTR)pt64, 3, mac, &n), CKR_BUFFER_TOO_SMALL);
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, (CK_BYTE_PTR)pt64, 3, mac, &n), CKR_OK);
+    /* The table. */
+    n = 1;
+    CU_ASSERT_EQUAL_FATAL(p11->C_GetSlotList(CK_TRUE, &slot, &n), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_GetMechanismInfo(slot, CKM_SHA384_HMAC, &info), CKR_OK);
+    CU_ASSERT_EQUAL(info.flags, CKF_SIGN | CKF_VERIFY | CKF_HW);
+    CU_ASSERT_EQUAL(info.ulMinKeySize, 14);
+    CU_ASSERT_EQUAL(info.ulMaxKeySize, 512);
+    CU_ASSERT_EQUAL(p11->C_GetMechanismInfo(slot, CKM_GENERIC_SECRET_KEY_GEN, &info), CKR_OK);
+    CU_ASSERT_EQUAL(info.flags, CKF_GENERATE | CKF_HW);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
@@ -623,6 +782,8 @@ int main(void)
         {"cmac matches openssl on a session key", test_cmac_matches_openssl_on_a_session_key},
         {"cmac general, bad MACs and operation state",
          test_cmac_general_bad_macs_and_operation_state},
+        {"hmac matches the RFC 4231 vectors", test_hmac_matches_rfc4231_vectors},
+        {"generic secret keys are made and checked", test_generic_secret_keys_are_made_and_checked},
         {"digest key feeds the key value", test_digest_key_feeds_the_key_value},
         {"digest key refusals end the digest", test_digest_key_refusals_end_the_digest},
         CU_TEST_INFO_NULL,
