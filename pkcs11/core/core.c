@@ -543,8 +543,14 @@ static void material_refused(struct hf_core *core, const struct hf_key_version *
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
                        struct hf_material **out)
 {
+    return hf_core_material_as(core, HF_ALG_AES, v, out);
+}
+
+CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf_key_version *v,
+                          struct hf_material **out)
+{
     if (core == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
-    CK_RV rv = hf_local_material(core->local, v, out);
+    CK_RV rv = hf_local_material_as(core->local, alg, v, out);
     if (rv == CKR_WRAPPED_KEY_INVALID) material_refused(core, v);
     return rv;
 }

@@ -145,6 +145,9 @@ CK_RV hf_core_policy_adopt(struct hf_core *core, const struct hf_actor *who, siz
 /* The usable material of a version (local source: unwrapped once, then cached). New reference. */
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
                        struct hf_material **out);
+/* The same naming the key's algorithm (hf_local_material_as): generic secrets need it. */
+CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf_key_version *v,
+                          struct hf_material **out);
 
 /* Current time in seconds, and a monotonic clock in microseconds (latency). */
 int64_t hf_now(void);

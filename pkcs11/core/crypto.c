@@ -231,6 +231,8 @@ static bool alg_bits_are_supported(enum hf_alg alg, unsigned bits)
         return bits >= 1024 && bits <= 16384;
     case HF_ALG_EC:
         return ec_group_name(bits) != NULL;
+    case HF_ALG_GENERIC:
+        return hf_alg_bits_is_valid(alg, bits);
     }
     return false;
 }
@@ -263,7 +265,7 @@ CK_RV hf_material_generate(enum hf_alg alg, unsigned bits, struct hf_material **
     if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
     if ((rv = material_begin(alg, bits, &m)) != CKR_OK) goto done;
     rv = CKR_FUNCTION_FAILED;
-    if (alg == HF_ALG_AES) {
+    if (hf_alg_is_secret(alg)) {
         m->secret_len = bits / 8;
         if ((m->secret = hf_secmem_alloc(m->secret_len)) == NULL) {
             rv = CKR_HOST_MEMORY;
@@ -322,13 +324,16 @@ CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char
 
     if (out == NULL || bytes == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
-    if (alg != HF_ALG_AES && alg != HF_ALG_RSA && alg != HF_ALG_EC)
+    if (alg != HF_ALG_AES && alg != HF_ALG_RSA && alg != HF_ALG_EC && alg != HF_ALG_GENERIC)
         return CKR_KEY_TYPE_INCONSISTENT;
     if (alg == HF_ALG_AES && (aes_index(len) < 0 || (bits != 0 && bits != len * 8)))
         return CKR_KEY_SIZE_RANGE;
+    if (alg == HF_ALG_GENERIC && (len > 512 || !hf_alg_bits_is_valid(alg, (unsigned)len * 8) ||
+                                  (bits != 0 && bits != len * 8)))
+        return CKR_KEY_SIZE_RANGE;
     if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
     if ((rv = material_begin(alg, bits, &m)) != CKR_OK) goto done;
-    if (alg == HF_ALG_AES) {
+    if (hf_alg_is_secret(alg)) {
         m->bits = (unsigned)len * 8;
         m->secret_len = len;
         if ((m->secret = hf_secmem_alloc(len)) == NULL) {
@@ -390,7 +395,7 @@ CK_RV hf_material_to_bytes(const struct hf_material *m, unsigned char **bytes, s
 
     if (m == NULL || bytes == NULL || len == NULL) return CKR_ARGUMENTS_BAD;
     ERR_set_mark();
-    if (m->alg == HF_ALG_AES) {
+    if (hf_alg_is_secret(m->alg)) {
         der = m->secret;
         der_len = m->secret_len;
     } else {
@@ -408,7 +413,7 @@ CK_RV hf_material_to_bytes(const struct hf_material *m, unsigned char **bytes, s
     *len = buf_len;
     rv = CKR_OK;
 done:
-    if (m->alg != HF_ALG_AES) OPENSSL_clear_free(der, der_len);
+    if (!hf_alg_is_secret(m->alg)) OPENSSL_clear_free(der, der_len);
     OSSL_ENCODER_CTX_free(ectx);
     ERR_pop_to_mark();
     return rv;

@@ -201,6 +201,8 @@ bool hf_alg_bits_is_valid(enum hf_alg alg, unsigned bits)
         return bits == 2048 || bits == 3072 || bits == 4096;
     case HF_ALG_EC:
         return bits == 256 || bits == 384;
+    case HF_ALG_GENERIC:
+        return bits >= 112 && bits <= 4096 && bits % 8 == 0;
     }
     return false;
 }
@@ -252,18 +254,21 @@ const char *hf_alg_name(enum hf_alg alg)
         return "RSA";
     case HF_ALG_EC:
         return "EC";
+    case HF_ALG_GENERIC:
+        return "HMAC";
     }
     return "unknown";
 }
 
-/* Grammar: [AES|RSA|EC][-|_][P[-]]BITS, case-insensitive; "P" (a NIST curve) implies EC and is
- * only accepted there. */
+/* Grammar: [AES|RSA|EC|HMAC][-|_][P[-]]BITS (HMAC: a generic secret of BITS), case-insensitive; "P"
+ * (a NIST curve) implies EC and is only accepted there. */
 bool hf_alg_spec_parse(const char *s, enum hf_alg *alg, unsigned *bits)
 {
     static const struct {
         const char *word;
         enum hf_alg alg;
-    } words[] = {{"AES", HF_ALG_AES}, {"RSA", HF_ALG_RSA}, {"EC", HF_ALG_EC}};
+    } words[] = {
+        {"AES", HF_ALG_AES}, {"RSA", HF_ALG_RSA}, {"EC", HF_ALG_EC}, {"HMAC", HF_ALG_GENERIC}};
     enum hf_alg a = 0;
     unsigned long n;
     char *end;
@@ -351,6 +356,7 @@ unsigned long hf_usage_default(enum hf_alg alg)
         return HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_UNWRAP | HF_USAGE_SIGN |
                HF_USAGE_VERIFY;
     case HF_ALG_EC:
+    case HF_ALG_GENERIC:
         return HF_USAGE_SIGN | HF_USAGE_VERIFY;
     }
     return 0;

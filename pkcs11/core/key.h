@@ -18,7 +18,16 @@ enum hf_alg {
     HF_ALG_AES = 1, /* bits: 128, 192, 256 */
     HF_ALG_RSA = 2, /* bits: 2048, 3072, 4096 */
     HF_ALG_EC = 3,  /* bits: 256 (P-256), 384 (P-384) */
+    /* A generic secret (CKK_GENERIC_SECRET, HMAC keys); bits: whole bytes, 112 (SP 800-131A's
+     * least HMAC key strength) to 4096. Named "HMAC" ("HMAC-256"). */
+    HF_ALG_GENERIC = 4,
 };
+
+/* Whether keys of alg are one secret byte string (AES, generic), not a key pair. */
+static inline bool hf_alg_is_secret(enum hf_alg alg)
+{
+    return alg == HF_ALG_AES || alg == HF_ALG_GENERIC;
+}
 
 struct hf_label {
     char *name;

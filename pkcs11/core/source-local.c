@@ -176,7 +176,7 @@ CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct 
     if (local == NULL || m == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
     if ((rv = hf_material_to_bytes(m, &bytes, &len)) != CKR_OK) goto done;
     if ((rv = wrap_plain(v, bytes, len, &plain, &plain_len)) != CKR_OK) goto done;
-    if (hf_material_alg(m) != HF_ALG_AES &&
+    if (!hf_alg_is_secret(hf_material_alg(m)) &&
         (rv = hf_material_public_der(m, &der, &der_len)) != CKR_OK)
         goto done;
     if ((kek = strdup(local->kek_label)) == NULL) {
@@ -238,8 +238,8 @@ static CK_RV plain_trim(const unsigned char *p, size_t len, size_t *out)
 /* Rebuilds the material from its wrapped form. The header must name v's key, version UUID and
  * number (wrap_open). RSA/EC: the stored public key says which algorithm and size, and must
  * match the unwrapped private key (the public key the module serves comes from the row). */
-static CK_RV material_load(struct hf_local *local, const struct hf_key_version *v,
-                           struct hf_material **out)
+static CK_RV material_load(struct hf_local *local, enum hf_alg secret_alg,
+                           const struct hf_key_version *v, struct hf_material **out)
 {
     const char *kek = v->kek_label != NULL ? v->kek_label : local->kek_label;
     unsigned char *plain = NULL;
@@ -254,7 +254,7 @@ static CK_RV material_load(struct hf_local *local, const struct hf_key_version *
         goto done;
     if ((rv = wrap_open(v, plain, plain_len, &bytes, &n)) != CKR_OK) goto done;
     if (v->public_der == NULL) {
-        rv = hf_material_from_bytes(HF_ALG_AES, (unsigned)n * 8, bytes, n, out);
+        rv = hf_material_from_bytes(secret_alg, (unsigned)n * 8, bytes, n, out);
         goto done;
     }
     if ((rv = hf_public_from_der(v->public_der, v->public_der_len, &pub)) != CKR_OK) goto done;
@@ -417,6 +417,12 @@ static void cache_insert(struct hf_local *local, int64_t id, struct hf_material 
 CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
                         struct hf_material **out)
 {
+    return hf_local_material_as(local, HF_ALG_AES, v, out);
+}
+
+CK_RV hf_local_material_as(struct hf_local *local, enum hf_alg alg, const struct hf_key_version *v,
+                           struct hf_material **out)
+{
     struct hf_material *m = NULL;
     struct entry *e, *evicted = NULL;
     CK_RV rv;
@@ -439,7 +445,10 @@ CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
     if (*out != NULL) return CKR_OK;
 
     /* Miss: the HSM round trip runs unlocked, so other keys' hits are not held up by it. */
-    if ((rv = material_load(local, v, &m)) != CKR_OK) return rv;
+    /* RSA and EC say what they are through the stored public key; a secret is what alg says. */
+    if ((rv = material_load(local, alg == HF_ALG_GENERIC ? HF_ALG_GENERIC : HF_ALG_AES, v, &m)) !=
+        CKR_OK)
+        return rv;
     if (local->cache_max == 0) {
         *out = m;
         return CKR_OK;

@@ -25,6 +25,11 @@ CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct 
  * version (no wrapped material) is CKR_KEY_HANDLE_INVALID. */
 CK_RV hf_local_material(struct hf_local *local, const struct hf_key_version *v,
                         struct hf_material **out);
+/* The same for a version of a key of algorithm alg: a secret's stored bytes do not say whether
+ * they are an AES or a generic secret key (HF_ALG_AES is what hf_local_material assumes). The
+ * cache holds one material per version, whichever call loaded it. */
+CK_RV hf_local_material_as(struct hf_local *local, enum hf_alg alg, const struct hf_key_version *v,
+                           struct hf_material **out);
 
 /* Migration: rewraps a blob made before the wrap bound its row (plain material under the KEK)
  * in the bound format, replacing v->wrapped; a blob already bound is left alone. */

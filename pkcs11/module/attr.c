@@ -261,6 +261,8 @@ static CK_MECHANISM_TYPE keygen_mechanism(const struct hf_object *obj)
     switch (obj->key.alg) {
     case HF_ALG_AES:
         return CKM_AES_KEY_GEN;
+    case HF_ALG_GENERIC:
+        return CKM_GENERIC_SECRET_KEY_GEN;
     case HF_ALG_RSA:
         return CKM_RSA_PKCS_KEY_PAIR_GEN;
     case HF_ALG_EC:
@@ -476,6 +478,7 @@ static CK_RV attr_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type, s
     if ((rv = vendor_compute(obj, type, v)) != CKR_ATTRIBUTE_TYPE_INVALID) return rv;
     switch (obj->key.alg) {
     case HF_ALG_AES:
+    case HF_ALG_GENERIC: /* CKA_VALUE and CKA_VALUE_LEN, as AES */
         return aes_compute(obj, type, v);
     case HF_ALG_RSA:
         return rsa_compute(obj, type, v);

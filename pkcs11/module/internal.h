@@ -276,7 +276,8 @@ struct hf_op {
     size_t iv_len;
     unsigned char *aad; /* GCM AAD, OAEP label */
     size_t aad_len;
-    size_t tag_len;     /* GCM tag bytes */
+    size_t tag_len;     /* GCM tag bytes, MAC bytes */
+    unsigned ctr_bits;  /* AES-CTR counter bits */
     unsigned char *buf; /* multi-part input collected so far */
     size_t buf_len, buf_cap;
     uint64_t started_us;

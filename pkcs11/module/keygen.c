@@ -144,7 +144,10 @@ static CK_RV tmpl_token_check(const CK_ATTRIBUTE *t, CK_ULONG n)
 
 static CK_KEY_TYPE alg_key_type(enum hf_alg alg)
 {
-    return alg == HF_ALG_AES ? CKK_AES : alg == HF_ALG_RSA ? CKK_RSA : CKK_EC;
+    return alg == HF_ALG_AES       ? CKK_AES
+           : alg == HF_ALG_GENERIC ? CKK_GENERIC_SECRET
+           : alg == HF_ALG_RSA     ? CKK_RSA
+                                   : CKK_EC;
 }
 
 /* CKA_CLASS and CKA_KEY_TYPE, when present, must be what the mechanism makes. */
@@ -176,7 +179,8 @@ static CK_RV spec_parse(const CK_ATTRIBUTE *pub, CK_ULONG pub_n, const CK_ATTRIB
     sb->spec.usage = hf_usage_default(alg);
     if (pub && (rv = tmpl_kind_check(pub, pub_n, CKO_PUBLIC_KEY, type)) != CKR_OK) return rv;
     if (pub && (rv = tmpl_token_check(pub, pub_n)) != CKR_OK) return rv;
-    rv = tmpl_kind_check(priv, priv_n, alg == HF_ALG_AES ? CKO_SECRET_KEY : CKO_PRIVATE_KEY, type);
+    rv = tmpl_kind_check(priv, priv_n, hf_alg_is_secret(alg) ? CKO_SECRET_KEY : CKO_PRIVATE_KEY,
+                         type);
     if (rv == CKR_OK) rv = tmpl_token_check(priv, priv_n);
     if (rv != CKR_OK) return rv;
     if ((rv = spec_name(pub, pub_n, priv, priv_n, sb)) != CKR_OK) return rv;
@@ -207,12 +211,12 @@ static CK_RV session_make(struct hf_session *s, enum hf_alg alg, unsigned bits,
         rv = CKR_USER_NOT_LOGGED_IN;
     if (rv == CKR_OK && pub) rv = tmpl_kind_check(pub, pub_n, CKO_PUBLIC_KEY, type);
     if (rv == CKR_OK)
-        rv = tmpl_kind_check(priv, priv_n, alg == HF_ALG_AES ? CKO_SECRET_KEY : CKO_PRIVATE_KEY,
+        rv = tmpl_kind_check(priv, priv_n, hf_alg_is_secret(alg) ? CKO_SECRET_KEY : CKO_PRIVATE_KEY,
                              type);
     if (rv == CKR_OK)
         rv = bytes ? hf_material_from_bytes(alg, bits, bytes, len, &m)
                    : hf_material_generate(alg, bits, &m);
-    if (rv == CKR_OK && alg == HF_ALG_AES)
+    if (rv == CKR_OK && hf_alg_is_secret(alg))
         rv = hf_session_key_secret(s, m, !bytes, priv, priv_n, priv_out);
     else if (rv == CKR_OK)
         rv = hf_session_key_pair(s, m, !bytes, pub, pub_n, priv, priv_n, pub_out, priv_out);
@@ -244,18 +248,21 @@ CK_RV hf_keygen_secret(struct hf_session *s, const CK_MECHANISM *mech, const CK_
     struct spec_buf sb;
     bool present, session;
     CK_ULONG len = 0;
+    enum hf_alg alg;
     CK_RV rv;
 
-    if (mech->mechanism != CKM_AES_KEY_GEN) return CKR_MECHANISM_INVALID;
+    if (mech->mechanism != CKM_AES_KEY_GEN && mech->mechanism != CKM_GENERIC_SECRET_KEY_GEN)
+        return CKR_MECHANISM_INVALID;
+    alg = mech->mechanism == CKM_AES_KEY_GEN ? HF_ALG_AES : HF_ALG_GENERIC;
     if (mech->pParameter || mech->ulParameterLen) return CKR_MECHANISM_PARAM_INVALID;
     if ((rv = hf_tmpl_ulong(tmpl, n, CKA_VALUE_LEN, &present, &len)) != CKR_OK) return rv;
     if (!present) return CKR_TEMPLATE_INCOMPLETE;
-    if (len != 16 && len != 24 && len != 32) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (len > 512 || !hf_alg_bits_is_valid(alg, (unsigned)len * 8))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
     if ((rv = hf_tmpl_is_session(tmpl, n, &session)) != CKR_OK) return rv;
     if (session)
-        return session_make(s, HF_ALG_AES, (unsigned)len * 8, NULL, 0, NULL, 0, tmpl, n, NULL, out);
-    if ((rv = spec_parse(NULL, 0, tmpl, n, HF_ALG_AES, (unsigned)len * 8, &sb)) != CKR_OK)
-        return rv;
+        return session_make(s, alg, (unsigned)len * 8, NULL, 0, NULL, 0, tmpl, n, NULL, out);
+    if ((rv = spec_parse(NULL, 0, tmpl, n, alg, (unsigned)len * 8, &sb)) != CKR_OK) return rv;
     rv = key_make(s, &sb, NULL, 0, &v);
     if (rv == CKR_OK) *out = HF_HANDLE(v.id, HF_OBJ_SECRET);
     hf_key_version_clear(&v);
@@ -354,7 +361,8 @@ CK_RV hf_keygen_import(struct hf_session *s, enum hf_alg alg, unsigned bits,
     /* CKA_LOCAL is FALSE for a key that came from outside (attr.c reads this label). */
     spec_label_add(&sb, "hf.imported", "true");
     rv = key_make(s, &sb, bytes, len, &v);
-    if (rv == CKR_OK) *out = HF_HANDLE(v.id, alg == HF_ALG_AES ? HF_OBJ_SECRET : HF_OBJ_PRIVATE);
+    if (rv == CKR_OK)
+        *out = HF_HANDLE(v.id, hf_alg_is_secret(alg) ? HF_OBJ_SECRET : HF_OBJ_PRIVATE);
     hf_key_version_clear(&v);
     return rv;
 }
@@ -528,17 +536,19 @@ static CK_RV secret_import(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG
     const CK_ATTRIBUTE *value = hf_tmpl_find(t, n, CKA_VALUE);
     bool present;
     CK_ULONG type = 0, len = 0;
+    enum hf_alg alg;
     CK_RV rv = hf_tmpl_ulong(t, n, CKA_KEY_TYPE, &present, &type);
 
     if (rv != CKR_OK) return rv;
     if (!present || !value) return CKR_TEMPLATE_INCOMPLETE;
-    if (type != CKK_AES) return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (value->ulValueLen != 16 && value->ulValueLen != 24 && value->ulValueLen != 32)
+    if (type != CKK_AES && type != CKK_GENERIC_SECRET) return CKR_ATTRIBUTE_VALUE_INVALID;
+    alg = type == CKK_AES ? HF_ALG_AES : HF_ALG_GENERIC;
+    if (value->ulValueLen > 512 || !hf_alg_bits_is_valid(alg, (unsigned)value->ulValueLen * 8))
         return CKR_ATTRIBUTE_VALUE_INVALID;
     rv = hf_tmpl_ulong(t, n, CKA_VALUE_LEN, &present, &len);
     if (rv == CKR_OK && present && len != value->ulValueLen) rv = CKR_TEMPLATE_INCONSISTENT;
     if (rv != CKR_OK) return rv;
-    return hf_keygen_import(s, HF_ALG_AES, (unsigned)value->ulValueLen * 8, value->pValue,
+    return hf_keygen_import(s, alg, (unsigned)value->ulValueLen * 8, value->pValue,
                             value->ulValueLen, t, n, out);
 }
 

@@ -20,7 +20,9 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/random.c \
 	pkcs11/module/mech.c pkcs11/module/mech.h \
 	pkcs11/module/entry.c \
+	pkcs11/module/mech-aes.c \
 	pkcs11/module/mech-aes-gcm.c \
+	pkcs11/module/mech-mac.c \
 	pkcs11/module/mech-aes-kw.c \
 	pkcs11/module/mech-rsa.c \
 	pkcs11/module/mech-ecdsa.c \

@@ -16,13 +16,27 @@
 #define ECDSA_SIGN (CKF_SIGN | CKF_VERIFY | EC_FLAGS | CKF_HW)
 #define AES_KW (CKF_WRAP | CKF_UNWRAP | CKF_ENCRYPT | CKF_DECRYPT | CKF_HW)
 #define DIGEST (CKF_DIGEST | CKF_HW)
+#define AES_CRYPT (CKF_ENCRYPT | CKF_DECRYPT | CKF_HW)
+#define MAC (CKF_SIGN | CKF_VERIFY | CKF_HW)
 
 /* Key sizes in the units PKCS#11 wants: bytes for AES, bits for RSA and EC.
  * The order is the order of C_GetMechanismList, which callers walk: pkcs11-tool --test digests
  * with the first CKF_DIGEST entry and signs with the first RSA entry it knows (RSA_PKCS here). */
 static const struct hf_mech_info mechs[] = {
     {CKM_AES_KEY_GEN, "CKM_AES_KEY_GEN", {16, 32, CKF_GENERATE | CKF_HW}},
+    /* Generic secrets in bytes, as AES: 14 (112 bits) to 512. */
+    {CKM_GENERIC_SECRET_KEY_GEN, "CKM_GENERIC_SECRET_KEY_GEN", {14, 512, CKF_GENERATE | CKF_HW}},
+    {CKM_SHA256_HMAC, "CKM_SHA256_HMAC", {14, 512, MAC}},
+    {CKM_SHA384_HMAC, "CKM_SHA384_HMAC", {14, 512, MAC}},
+    {CKM_SHA512_HMAC, "CKM_SHA512_HMAC", {14, 512, MAC}},
+    {CKM_SHA_1_HMAC, "CKM_SHA_1_HMAC", {14, 512, MAC}},
     {CKM_AES_GCM, "CKM_AES_GCM", {16, 32, CKF_ENCRYPT | CKF_DECRYPT | CKF_HW}},
+    {CKM_AES_CBC_PAD, "CKM_AES_CBC_PAD", {16, 32, AES_CRYPT}},
+    {CKM_AES_CBC, "CKM_AES_CBC", {16, 32, AES_CRYPT}},
+    {CKM_AES_ECB, "CKM_AES_ECB", {16, 32, AES_CRYPT}},
+    {CKM_AES_CTR, "CKM_AES_CTR", {16, 32, AES_CRYPT}},
+    {CKM_AES_CMAC, "CKM_AES_CMAC", {16, 32, MAC}},
+    {CKM_AES_CMAC_GENERAL, "CKM_AES_CMAC_GENERAL", {16, 32, MAC}},
     {CKM_AES_KEY_WRAP, "CKM_AES_KEY_WRAP", {16, 32, AES_KW}},
     {CKM_AES_KEY_WRAP_PAD, "CKM_AES_KEY_WRAP_PAD", {16, 32, AES_KW}},
     {CKM_AES_KEY_WRAP_KWP, "CKM_AES_KEY_WRAP_KWP", {16, 32, AES_KW}},
@@ -92,6 +106,7 @@ enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type)
 {
     switch (type) {
     case CKM_AES_KEY_GEN:
+    case CKM_GENERIC_SECRET_KEY_GEN:
     case CKM_RSA_PKCS_KEY_PAIR_GEN:
     case CKM_EC_KEY_PAIR_GEN:
         return HF_FAMILY_KEYGEN;
@@ -101,6 +116,19 @@ enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type)
     case CKM_AES_KEY_WRAP_PAD:
     case CKM_AES_KEY_WRAP_KWP:
         return HF_FAMILY_AES_KW;
+    case CKM_AES_ECB:
+    case CKM_AES_CBC:
+    case CKM_AES_CBC_PAD:
+    case CKM_AES_CTR:
+        return HF_FAMILY_AES;
+    case CKM_AES_CMAC:
+    case CKM_AES_CMAC_GENERAL:
+        return HF_FAMILY_MAC;
+    case CKM_SHA_1_HMAC:
+    case CKM_SHA256_HMAC:
+    case CKM_SHA384_HMAC:
+    case CKM_SHA512_HMAC:
+        return HF_FAMILY_HMAC;
     case CKM_ECDSA:
     case CKM_ECDSA_SHA1:
     case CKM_ECDSA_SHA224:
@@ -128,6 +156,7 @@ const char *hf_mech_hash_md(CK_MECHANISM_TYPE type, size_t *len)
 
     switch (type) {
     case CKM_SHA_1:
+    case CKM_SHA_1_HMAC:
     case CKM_SHA1_RSA_PKCS:
     case CKM_SHA1_RSA_PKCS_PSS:
     case CKM_ECDSA_SHA1:
@@ -140,18 +169,21 @@ const char *hf_mech_hash_md(CK_MECHANISM_TYPE type, size_t *len)
         md = "SHA224", n = 28;
         break;
     case CKM_SHA256:
+    case CKM_SHA256_HMAC:
     case CKM_SHA256_RSA_PKCS:
     case CKM_SHA256_RSA_PKCS_PSS:
     case CKM_ECDSA_SHA256:
         md = "SHA256", n = 32;
         break;
     case CKM_SHA384:
+    case CKM_SHA384_HMAC:
     case CKM_SHA384_RSA_PKCS:
     case CKM_SHA384_RSA_PKCS_PSS:
     case CKM_ECDSA_SHA384:
         md = "SHA384", n = 48;
         break;
     case CKM_SHA512:
+    case CKM_SHA512_HMAC:
     case CKM_SHA512_RSA_PKCS:
     case CKM_SHA512_RSA_PKCS_PSS:
     case CKM_ECDSA_SHA512:
@@ -212,8 +244,14 @@ static CK_RV key_check(enum hf_mech_family family, enum hf_op_kind kind,
     switch (family) {
     case HF_FAMILY_AES_GCM:
     case HF_FAMILY_AES_KW:
+    case HF_FAMILY_AES:
+    case HF_FAMILY_MAC:
         return obj->kind == HF_OBJ_SECRET && obj->key_type == CKK_AES ? CKR_OK
                                                                       : CKR_KEY_TYPE_INCONSISTENT;
+    case HF_FAMILY_HMAC:
+        return obj->kind == HF_OBJ_SECRET && obj->key_type == CKK_GENERIC_SECRET
+                   ? CKR_OK
+                   : CKR_KEY_TYPE_INCONSISTENT;
     case HF_FAMILY_RSA:
     case HF_FAMILY_ECDSA:
         if (obj->key_type != (family == HF_FAMILY_RSA ? CKK_RSA : CKK_EC) ||
@@ -234,6 +272,11 @@ static CK_RV family_init(enum hf_mech_family family, struct hf_op *op, const CK_
         return hf_gcm_init(op, mech);
     case HF_FAMILY_AES_KW:
         return hf_kw_init(op, mech);
+    case HF_FAMILY_AES:
+        return hf_aes_init(op, mech);
+    case HF_FAMILY_MAC:
+    case HF_FAMILY_HMAC:
+        return hf_mac_init(op, mech);
     case HF_FAMILY_RSA:
         return hf_rsa_init(op, mech);
     case HF_FAMILY_ECDSA:
@@ -294,6 +337,8 @@ CK_RV hf_mech_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, u
         return hf_gcm_encrypt(op, in, inlen, out, outlen);
     case HF_FAMILY_AES_KW:
         return hf_kw_encrypt(op, in, inlen, out, outlen);
+    case HF_FAMILY_AES:
+        return hf_aes_encrypt(op, in, inlen, out, outlen);
     case HF_FAMILY_RSA:
         return hf_rsa_encrypt(op, in, inlen, out, outlen);
     default:
@@ -309,6 +354,8 @@ CK_RV hf_mech_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, u
         return hf_gcm_decrypt(op, in, inlen, out, outlen);
     case HF_FAMILY_AES_KW:
         return hf_kw_decrypt(op, in, inlen, out, outlen);
+    case HF_FAMILY_AES:
+        return hf_aes_decrypt(op, in, inlen, out, outlen);
     case HF_FAMILY_RSA:
         return hf_rsa_decrypt(op, in, inlen, out, outlen);
     default:
@@ -324,6 +371,9 @@ CK_RV hf_mech_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsi
         return hf_rsa_sign(op, in, inlen, out, outlen);
     case HF_FAMILY_ECDSA:
         return hf_ecdsa_sign(op, in, inlen, out, outlen);
+    case HF_FAMILY_MAC:
+    case HF_FAMILY_HMAC:
+        return hf_mac_sign(op, in, inlen, out, outlen);
     default:
         return CKR_MECHANISM_INVALID;
     }
@@ -337,6 +387,9 @@ CK_RV hf_mech_verify(struct hf_op *op, const unsigned char *in, size_t inlen,
         return hf_rsa_verify(op, in, inlen, sig, siglen);
     case HF_FAMILY_ECDSA:
         return hf_ecdsa_verify(op, in, inlen, sig, siglen);
+    case HF_FAMILY_MAC:
+    case HF_FAMILY_HMAC:
+        return hf_mac_verify(op, in, inlen, sig, siglen);
     default:
         return CKR_MECHANISM_INVALID;
     }

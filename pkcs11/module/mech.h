@@ -5,6 +5,7 @@
 #define HF_MODULE_MECH_H
 
 #include "internal.h"
+#include "pkcs11/core/crypto-sym.h"
 
 /* Largest RSA modulus we handle (RSA-4096), for stack buffers on the RSA paths. */
 #define HF_RSA_MAX_BYTES 512
@@ -17,6 +18,9 @@ enum hf_mech_family {
     HF_FAMILY_RSA,
     HF_FAMILY_ECDSA,
     HF_FAMILY_DIGEST,
+    HF_FAMILY_AES,  /* ECB, CBC, CBC_PAD, CTR */
+    HF_FAMILY_MAC,  /* CMAC */
+    HF_FAMILY_HMAC, /* HMAC on generic secrets */
 };
 
 enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type);
@@ -51,6 +55,18 @@ CK_RV hf_kw_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, uns
                     size_t *outlen);
 CK_RV hf_kw_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
                     size_t *outlen);
+
+CK_RV hf_aes_init(struct hf_op *op, const CK_MECHANISM *mech);
+CK_RV hf_aes_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                     size_t *outlen);
+CK_RV hf_aes_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                     size_t *outlen);
+
+CK_RV hf_mac_init(struct hf_op *op, const CK_MECHANISM *mech);
+CK_RV hf_mac_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                  size_t *outlen);
+CK_RV hf_mac_verify(struct hf_op *op, const unsigned char *in, size_t inlen,
+                    const unsigned char *sig, size_t siglen);
 
 CK_RV hf_rsa_init(struct hf_op *op, const CK_MECHANISM *mech);
 CK_RV hf_rsa_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,

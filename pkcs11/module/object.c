@@ -126,7 +126,7 @@ void hf_objects_revalidate(void)
 
 CK_RV hf_object_face_init(struct hf_object *obj, enum hf_object_kind kind)
 {
-    bool secret = obj->key.alg == HF_ALG_AES;
+    bool secret = hf_alg_is_secret(obj->key.alg);
 
     if (secret != (kind == HF_OBJ_SECRET)) return CKR_OBJECT_HANDLE_INVALID;
     if (kind == HF_OBJ_PUBLIC && hf_key_label_get(&obj->key, HF_P11_PUBLIC_GONE))
@@ -139,6 +139,9 @@ CK_RV hf_object_face_init(struct hf_object *obj, enum hf_object_kind kind)
     switch (obj->key.alg) {
     case HF_ALG_AES:
         obj->key_type = CKK_AES;
+        break;
+    case HF_ALG_GENERIC:
+        obj->key_type = CKK_GENERIC_SECRET;
         break;
     case HF_ALG_RSA:
         obj->key_type = CKK_RSA;
@@ -180,7 +183,7 @@ static CK_RV object_load(CK_OBJECT_HANDLE handle, uint64_t generation, struct hf
     if (rv == CKR_KEY_HANDLE_INVALID) rv = CKR_OBJECT_HANDLE_INVALID;
     if (rv == CKR_OK) rv = hf_object_face_init(obj, HF_HANDLE_KIND(handle));
     if (rv == CKR_OK && is_destroyed(obj)) rv = CKR_OBJECT_HANDLE_INVALID;
-    if (rv == CKR_OK && obj->key.alg != HF_ALG_AES) {
+    if (rv == CKR_OK && !hf_alg_is_secret(obj->key.alg)) {
         rv = hf_public_from_der(obj->version.public_der, obj->version.public_der_len, &obj->pub);
         if (rv != CKR_OK) hf_log_error("key %s: bad public key (0x%lx)", obj->key.uuid, rv);
     }
@@ -318,7 +321,7 @@ CK_RV hf_object_material(struct hf_object *obj, struct hf_material **out)
     if (obj->kind == HF_OBJ_PUBLIC) return CKR_KEY_TYPE_INCONSISTENT;
     struct hf_material *m = atomic_load(&obj->material), *none = NULL;
     if (m == NULL) {
-        CK_RV rv = hf_core_material(hf_mod.core, &obj->version, &m);
+        CK_RV rv = hf_core_material_as(hf_mod.core, obj->key.alg, &obj->version, &m);
         if (rv != CKR_OK) return rv;
         /* Two threads may race here: one keeps its material, the other drops its own. */
         ANNOTATE_HAPPENS_BEFORE(&obj->material);

@@ -95,10 +95,11 @@ CK_RV hf_session_key_secret(struct hf_session *s, struct hf_material *m, bool lo
     struct hf_object *obj = NULL;
     unsigned long usage = 0;
     bool exportable = false;
-    CK_RV rv = usage_of(HF_ALG_AES, NULL, 0, tmpl, n, &usage);
+    enum hf_alg alg = hf_material_alg(m);
+    CK_RV rv = usage_of(alg, NULL, 0, tmpl, n, &usage);
 
     if (rv == CKR_OK) rv = hf_tmpl_exportable(tmpl, n, &exportable);
-    if (rv == CKR_OK) rv = object_new(HF_OBJ_SECRET, HF_ALG_AES, hf_material_bits(m), &obj);
+    if (rv == CKR_OK) rv = object_new(HF_OBJ_SECRET, alg, hf_material_bits(m), &obj);
     if (rv == CKR_OK) rv = attrs_set(obj, tmpl, n, NULL, 0, usage, exportable, local);
     if (rv != CKR_OK) {
         hf_object_unref(obj);

@@ -107,7 +107,8 @@ static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create
             if (!hf_alg_spec_parse(optarg, &a->spec.alg, &a->spec.bits))
                 return hf_cli_usage_error(cli,
                                           "unknown algorithm '%s' (AES-128|AES-192|AES-256, "
-                                          "RSA-2048|RSA-3072|RSA-4096, EC-P256|EC-P384)",
+                                          "RSA-2048|RSA-3072|RSA-4096, EC-P256|EC-P384, "
+                                          "HMAC-112..HMAC-4096)",
                                           optarg);
             break;
         case O_USAGE:

@@ -29,7 +29,7 @@ static void check_material(struct check_state *st, const struct hf_key *key,
     struct hf_material *m = NULL;
     unsigned char *der = NULL;
     size_t len = 0;
-    CK_RV rv = hf_core_material(st->core, v, &m);
+    CK_RV rv = hf_core_material_as(st->core, key->alg, v, &m);
 
     if (rv != CKR_OK) {
         problem(st, key, v->version, hf_cli_strerror(rv));
@@ -37,7 +37,7 @@ static void check_material(struct check_state *st, const struct hf_key *key,
     }
     if (hf_material_alg(m) != key->alg || hf_material_bits(m) != key->bits)
         problem(st, key, v->version, "material does not match the key's algorithm and size");
-    else if (key->alg != HF_ALG_AES) {
+    else if (!hf_alg_is_secret(key->alg)) {
         rv = hf_material_public_der(m, &der, &len);
         if (rv != CKR_OK || !v->public_der || len != v->public_der_len ||
             memcmp(der, v->public_der, len) != 0)

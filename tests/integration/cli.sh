@@ -92,6 +92,11 @@ grep -q "^signer  *RSA-2048 " "$HF_OUT" || hf_fail "key list lacks signer"
 hf_expect_exit 0 hf key list --json
 [ "$(wc -l <"$HF_OUT")" -eq 1 ] || hf_fail "--json is not one line"
 check "$(json '[k["name"] for k in d]' <"$HF_OUT")" "['ec1', 'payroll', 'signer']" "key list --json"
+# A generic secret (HMAC key): its size in bits, sign and verify by default.
+hf_expect_exit 0 hf --json key create mac1 --alg HMAC-256
+check "$(json 'd["alg"], d["usage"]' <"$HF_OUT")" "('HMAC-256', ['sign', 'verify'])" \
+    "HMAC key create --json"
+hf_expect_exit 2 hf key create mac2 --alg HMAC-100
 
 hf_expect_exit 0 hf key show payroll
 expect_out "env=prod"

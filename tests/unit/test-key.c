@@ -172,12 +172,13 @@ static void test_alg_spec_parse_accepts_spellings(void)
         enum hf_alg alg;
         unsigned bits;
     } ok[] = {
-        {"AES-256", HF_ALG_AES, 256},  {"aes128", HF_ALG_AES, 128},
-        {"AES_192", HF_ALG_AES, 192},  {"RSA-3072", HF_ALG_RSA, 3072},
-        {"rsa2048", HF_ALG_RSA, 2048}, {"RSA-4096", HF_ALG_RSA, 4096},
-        {"EC-P256", HF_ALG_EC, 256},   {"ec-p384", HF_ALG_EC, 384},
-        {"P-256", HF_ALG_EC, 256},     {"p384", HF_ALG_EC, 384},
-        {"EC-256", HF_ALG_EC, 256},
+        {"AES-256", HF_ALG_AES, 256},     {"aes128", HF_ALG_AES, 128},
+        {"AES_192", HF_ALG_AES, 192},     {"RSA-3072", HF_ALG_RSA, 3072},
+        {"rsa2048", HF_ALG_RSA, 2048},    {"RSA-4096", HF_ALG_RSA, 4096},
+        {"EC-P256", HF_ALG_EC, 256},      {"ec-p384", HF_ALG_EC, 384},
+        {"P-256", HF_ALG_EC, 256},        {"p384", HF_ALG_EC, 384},
+        {"EC-256", HF_ALG_EC, 256},       {"HMAC-256", HF_ALG_GENERIC, 256},
+        {"hmac512", HF_ALG_GENERIC, 512}, {"HMAC-112", HF_ALG_GENERIC, 112},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         enum hf_alg alg = 0;
@@ -191,8 +192,10 @@ static void test_alg_spec_parse_accepts_spellings(void)
 static void test_alg_spec_parse_rejects_bad_specs(void)
 {
     static const char *const bad[] = {
-        "",       "AES", "AES-",     "AES-512", "AES-256x", "RSA-1024", "RSA-P2048",      "EC-P521",
-        "DES-56", "256", "AES--256", "-256",    "AES-+256", "P-",       "RSA-99999999999"};
+        "",         "AES",       "AES-",      "AES-512",  "AES-256x",
+        "RSA-1024", "RSA-P2048", "EC-P521",   "DES-56",   "256",
+        "AES--256", "-256",      "AES-+256",  "P-",       "RSA-99999999999",
+        "HMAC-104", "HMAC-257",  "HMAC-4104", "HMAC-P256"};
     enum hf_alg alg = HF_ALG_AES;
     unsigned bits = 7;
 

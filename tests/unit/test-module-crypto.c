@@ -596,7 +596,7 @@ static void test_wrong_mechanism_or_key_is_refused(void)
     CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &m, aes), CKR_MECHANISM_INVALID);
     m.mechanism = CKM_ECDSA; /* a signature mechanism cannot encrypt */
     CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &m, aes), CKR_MECHANISM_INVALID);
-    m.mechanism = CKM_AES_CBC_PAD; /* not offered */
+    m.mechanism = CKM_DES3_CBC; /* not offered */
     CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &m, aes), CKR_MECHANISM_INVALID);
     m.mechanism = CKM_MD5_RSA_PKCS;
     CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, rsa_priv), CKR_MECHANISM_INVALID);
@@ -1255,7 +1255,8 @@ static void test_digests_match_openssl(void)
         CU_ASSERT_EQUAL(len, wlen);
         CU_ASSERT_EQUAL(memcmp(got, want, wlen), 0);
     }
-    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, aes), CKR_FUNCTION_NOT_SUPPORTED);
+    /* C_DigestKey needs a digest in progress (test-module-symmetric.c runs one). */
+    CU_ASSERT_EQUAL(p11->C_DigestKey(sess, aes), CKR_OPERATION_NOT_INITIALIZED);
 }
 
 /* ---- usage mask and KMIP state --------------------------------------------------------------- */
