@@ -183,3 +183,32 @@ HF_PLUGIN_EXPORT void hf_conf_list_free(char **items, size_t n)
         free(items[i]);
     free(items);
 }
+
+HF_PLUGIN_EXPORT bool hf_conf_list_set(const char *value, char ***items, size_t *n, char *err,
+                                       size_t errlen)
+{
+    char **fresh = NULL;
+    size_t nfresh = 0;
+
+    if (!hf_conf_list(value, &fresh, &nfresh, err, errlen)) {
+        hf_conf_list_free(fresh, nfresh);
+        return false;
+    }
+    hf_conf_list_free(*items, *n);
+    *items = fresh;
+    *n = nfresh;
+    return true;
+}
+
+HF_PLUGIN_EXPORT bool hf_conf_string_set(char **dst, const char *value, char *err, size_t errlen)
+{
+    char *copy = strdup(value);
+
+    if (copy == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    free(*dst);
+    *dst = copy;
+    return true;
+}

@@ -138,6 +138,10 @@ struct hf_plugin {
  * a string (OCI EKMS, SAP HYOK): such a plugin names each row of its error table by its status
  * ("400") and points error_body here. */
 struct json_object *hf_error_body_code_message(const char *name, const char *message);
+/* Their one error table (errors = hf_error_map_code_status): each status's HTTP status, named
+ * by itself; sizes over a spec's caps (HF_STATUS_UNSUPPORTED) are 400, timeouts 503, and
+ * HF_STATUS_BAD_GATEWAY 500 (neither API makes an outbound call on a request). */
+extern const struct hf_error_map hf_error_map_code_status[HF_STATUS_COUNT];
 
 /* The one symbol a plugin exports. */
 HF_PLUGIN_EXPORT const struct hf_plugin *hf_plugin_entry(void);
@@ -345,6 +349,11 @@ bool hf_conf_duration_ms(const char *value, uint64_t min, uint64_t max, uint64_t
 bool hf_conf_list(const char *value, char ***items, size_t *n, char *err, size_t errlen);
 /* Frees n items and the array (NULL is fine): what hf_conf_list filled. */
 void hf_conf_list_free(char **items, size_t n);
+/* A list option's new value: its items replace what *items held (an option given twice means
+ * its last line); on failure *items is unchanged. */
+bool hf_conf_list_set(const char *value, char ***items, size_t *n, char *err, size_t errlen);
+/* A string option's new value, copied over *dst; "out of memory" in err on failure. */
+bool hf_conf_string_set(char **dst, const char *value, char *err, size_t errlen);
 /* A path as the config file means it: relative ones are relative to the file's directory.
  * A new string (free()), NULL if out of memory. */
 char *hf_conf_path(const char *value);

@@ -14,36 +14,6 @@
 
 static const char *const default_issuers[] = {"https://accounts.google.com", "accounts.google.com"};
 
-static void strings_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-static bool string_set(char **dst, const char *value)
-{
-    char *copy = strdup(value);
-
-    if (copy == NULL) return false;
-    free(*dst);
-    *dst = copy;
-    return true;
-}
-
-/* Replaces a list option's items (a list given twice means its last line). */
-static bool list_set(char ***items, size_t *n, const char *value, char *err, size_t errlen)
-{
-    char **fresh = NULL;
-    size_t nfresh = 0;
-
-    if (!hf_conf_list(value, &fresh, &nfresh, err, errlen)) return false;
-    strings_free(*items, *n);
-    *items = fresh;
-    *n = nfresh;
-    return true;
-}
-
 static bool uint_set(unsigned *dst, const char *value, uint64_t max, char *err, size_t errlen)
 {
     uint64_t v;
@@ -111,7 +81,7 @@ oom:
 
 static bool emails_set(struct hf_ekm_key *k, const char *value, char *err, size_t errlen)
 {
-    if (!list_set(&k->emails, &k->nemails, value, err, errlen)) return false;
+    if (!hf_conf_list_set(value, &k->emails, &k->nemails, err, errlen)) return false;
     for (size_t i = 0; i < k->nemails; i++) {
         if (strchr(k->emails[i], '@') == NULL) {
             snprintf(err, errlen, "allowed_emails: '%.64s' is not an email address", k->emails[i]);
@@ -207,11 +177,11 @@ static bool endpoint_set(struct hf_ekm_endpoint *ep, const char *name, const cha
     if (strcmp(name, "prefix") == 0) return prefix_set(ep, value, err, errlen);
     if (strcmp(name, "policy_file") == 0) return hf_ekm_policy_file_load(ep, value, err, errlen);
     if (strcmp(name, "audiences") == 0)
-        return list_set(&ep->audiences, &ep->naudiences, value, err, errlen);
+        return hf_conf_list_set(value, &ep->audiences, &ep->naudiences, err, errlen);
     if (strcmp(name, "issuers") == 0)
-        return list_set(&ep->issuers, &ep->nissuers, value, err, errlen);
+        return hf_conf_list_set(value, &ep->issuers, &ep->nissuers, err, errlen);
     if (strcmp(name, "jwks_allow") == 0)
-        return list_set(&ep->jwks_allow, &ep->njwks_allow, value, err, errlen);
+        return hf_conf_list_set(value, &ep->jwks_allow, &ep->njwks_allow, err, errlen);
     if (strcmp(name, "clock_skew") == 0) {
         unsigned ms;
         if (!ms_set(&ms, value, 0, HF_EKM_SKEW_MAX_S * 1000u, err, errlen)) return false;
@@ -228,9 +198,9 @@ static bool endpoint_set(struct hf_ekm_endpoint *ep, const char *name, const cha
             snprintf(err, errlen, "key_uri: want an absolute https:// URI");
             return false;
         }
-        ok = string_set(&ep->key_uri, value);
+        ok = hf_conf_string_set(&ep->key_uri, value, err, errlen);
     } else if (strcmp(name, "jwks") == 0) {
-        ok = string_set(&ep->jwks, value);
+        ok = hf_conf_string_set(&ep->jwks, value, err, errlen);
     } else if (strcmp(name, "jwks_ca") == 0) {
         char *path = hf_conf_path(value);
         ok = path != NULL;
@@ -274,12 +244,13 @@ static bool strings_copy(char ***dst, size_t *n, const char *const *src, size_t 
 
 static bool endpoint_defaults(struct hf_ekm_endpoint *ep)
 {
-    char aud[256];
+    char aud[256], err[64];
     const char *one[1] = {aud};
 
     if (ep->nissuers == 0 && !strings_copy(&ep->issuers, &ep->nissuers, default_issuers, 2))
         return false;
-    if (ep->jwks == NULL && !string_set(&ep->jwks, HF_EKM_DEFAULT_JWKS)) return false;
+    if (ep->jwks == NULL && !hf_conf_string_set(&ep->jwks, HF_EKM_DEFAULT_JWKS, err, sizeof(err)))
+        return false;
     if (ep->naudiences == 0 && ep->key_uri != NULL &&
         hf_ekm_uri_audience(ep->key_uri, aud, sizeof(aud)) &&
         !strings_copy(&ep->audiences, &ep->naudiences, one, 1))
@@ -337,12 +308,12 @@ static void endpoint_free(struct hf_ekm_endpoint *ep)
 {
     for (size_t i = 0; i < ep->nkeys; i++) {
         free(ep->keys[i].path);
-        strings_free(ep->keys[i].emails, ep->keys[i].nemails);
+        hf_conf_list_free(ep->keys[i].emails, ep->keys[i].nemails);
     }
     free(ep->keys);
-    strings_free(ep->audiences, ep->naudiences);
-    strings_free(ep->issuers, ep->nissuers);
-    strings_free(ep->jwks_allow, ep->njwks_allow);
+    hf_conf_list_free(ep->audiences, ep->naudiences);
+    hf_conf_list_free(ep->issuers, ep->nissuers);
+    hf_conf_list_free(ep->jwks_allow, ep->njwks_allow);
     free(ep->name);
     free(ep->prefix);
     free(ep->key_uri);

@@ -12,42 +12,6 @@
 #include "gateway/plugin.h"
 #include "gateway/plugins/ms-dke/request.h"
 
-static void strings_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-static bool string_set(char **dst, const char *value, char *err, size_t errlen)
-{
-    char *copy = strdup(value);
-
-    if (copy == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return false;
-    }
-    free(*dst);
-    *dst = copy;
-    return true;
-}
-
-/* A list option given twice means its last line. */
-static bool list_set(char ***items, size_t *n, const char *value, char *err, size_t errlen)
-{
-    char **fresh = NULL;
-    size_t nfresh = 0;
-
-    if (!hf_conf_list(value, &fresh, &nfresh, err, errlen)) {
-        strings_free(fresh, nfresh);
-        return false;
-    }
-    strings_free(*items, *n);
-    *items = fresh;
-    *n = nfresh;
-    return true;
-}
-
 static bool seconds_set(uint64_t *dst, const char *value, uint64_t max_s, char *err, size_t errlen)
 {
     uint64_t ms;
@@ -102,7 +66,7 @@ static bool https_set(char **dst, const char *opt, const char *value, char *err,
         snprintf(err, errlen, "%s: an https:// URL", opt);
         return false;
     }
-    return string_set(dst, value, err, errlen);
+    return hf_conf_string_set(dst, value, err, errlen);
 }
 
 static struct hf_dke_key *key_get(struct hf_dke_config *cfg, const char *name, size_t len)
@@ -128,7 +92,7 @@ static bool allowed_set(struct hf_dke_key *k, enum hf_dke_authz mode, const char
         snprintf(err, errlen, "key %s: allowed_emails or allowed_groups, not both", k->name);
         return false;
     }
-    if (!list_set(&k->allowed, &k->nallowed, value, err, errlen)) return false;
+    if (!hf_conf_list_set(value, &k->allowed, &k->nallowed, err, errlen)) return false;
     k->mode = mode;
     for (size_t i = 0; i < k->nallowed; i++) {
         if (mode == HF_DKE_AUTHZ_EMAIL && strchr(k->allowed[i], '@') == NULL) {
@@ -197,15 +161,15 @@ bool hf_dke_config_set(struct hf_dke_config *cfg, const char *instance, const ch
     if (strcmp(name, "audience") == 0) return https_set(&cfg->audience, name, value, err, errlen);
     if (strcmp(name, "authority") == 0) return https_set(&cfg->authority, name, value, err, errlen);
     if (strcmp(name, "issuers") == 0)
-        return list_set(&cfg->issuers, &cfg->nissuers, value, err, errlen);
-    if (strcmp(name, "jwks") == 0) return string_set(&cfg->jwks, value, err, errlen);
-    if (strcmp(name, "jwks_ca") == 0) return string_set(&cfg->jwks_ca, value, err, errlen);
+        return hf_conf_list_set(value, &cfg->issuers, &cfg->nissuers, err, errlen);
+    if (strcmp(name, "jwks") == 0) return hf_conf_string_set(&cfg->jwks, value, err, errlen);
+    if (strcmp(name, "jwks_ca") == 0) return hf_conf_string_set(&cfg->jwks_ca, value, err, errlen);
     if (strcmp(name, "jwks_allow") == 0)
-        return list_set(&cfg->jwks_allow, &cfg->njwks_allow, value, err, errlen);
+        return hf_conf_list_set(value, &cfg->jwks_allow, &cfg->njwks_allow, err, errlen);
     if (strcmp(name, "required_scope") == 0)
-        return string_set(&cfg->required_scope, value, err, errlen);
+        return hf_conf_string_set(&cfg->required_scope, value, err, errlen);
     if (strcmp(name, "allowed_appids") == 0)
-        return list_set(&cfg->appids, &cfg->nappids, value, err, errlen);
+        return hf_conf_list_set(value, &cfg->appids, &cfg->nappids, err, errlen);
     if (strcmp(name, "rate_limit") == 0)
         return uint_set(&cfg->rate_limit, value, 1000000, err, errlen);
     if (strcmp(name, "cache_exp") == 0)
@@ -232,7 +196,7 @@ bool hf_dke_config_check(struct hf_dke_config *cfg, char *err, size_t errlen)
         return false;
     }
     if (cfg->audience == NULL && (!hf_dke_url_origin(cfg->base_url, origin, sizeof(origin)) ||
-                                  !string_set(&cfg->audience, origin, err, errlen)))
+                                  !hf_conf_string_set(&cfg->audience, origin, err, errlen)))
         return false;
     for (size_t i = 0; i < cfg->nkeys; i++) {
         if (cfg->keys[i].mode == HF_DKE_AUTHZ_NONE || cfg->keys[i].nallowed == 0) {
@@ -249,12 +213,12 @@ void hf_dke_config_free(struct hf_dke_config *cfg)
     if (cfg == NULL) return;
     for (size_t i = 0; i < cfg->nkeys; i++) {
         free(cfg->keys[i].name);
-        strings_free(cfg->keys[i].allowed, cfg->keys[i].nallowed);
+        hf_conf_list_free(cfg->keys[i].allowed, cfg->keys[i].nallowed);
     }
     free(cfg->keys);
-    strings_free(cfg->issuers, cfg->nissuers);
-    strings_free(cfg->jwks_allow, cfg->njwks_allow);
-    strings_free(cfg->appids, cfg->nappids);
+    hf_conf_list_free(cfg->issuers, cfg->nissuers);
+    hf_conf_list_free(cfg->jwks_allow, cfg->njwks_allow);
+    hf_conf_list_free(cfg->appids, cfg->nappids);
     free(cfg->prefix);
     free(cfg->base_url);
     free(cfg->audience);

@@ -11,39 +11,6 @@
 
 #include "gateway/plugin.h"
 
-static void strings_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-static bool string_set(char **dst, const char *value, char *err, size_t errlen)
-{
-    char *copy = strdup(value);
-
-    if (copy == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return false;
-    }
-    free(*dst);
-    *dst = copy;
-    return true;
-}
-
-/* A list option given twice means its last line. */
-static bool list_set(char ***items, size_t *n, const char *value, char *err, size_t errlen)
-{
-    char **fresh = NULL;
-    size_t nfresh = 0;
-
-    if (!hf_conf_list(value, &fresh, &nfresh, err, errlen)) return false;
-    strings_free(*items, *n);
-    *items = fresh;
-    *n = nfresh;
-    return true;
-}
-
 bool hf_oci_uuid_is_valid(const char *s, size_t len)
 {
     if (s == NULL || len != HF_OCI_UUID_LEN) return false;
@@ -141,14 +108,14 @@ static bool vault_set(struct hf_oci_vault *v, const char *name, const char *valu
     uint64_t n;
 
     if (strcmp(name, "vault_id") == 0) return vault_id_set(v, value, err, errlen);
-    if (strcmp(name, "issuer") == 0) return string_set(&v->issuer, value, err, errlen);
-    if (strcmp(name, "jwks") == 0) return string_set(&v->jwks, value, err, errlen);
+    if (strcmp(name, "issuer") == 0) return hf_conf_string_set(&v->issuer, value, err, errlen);
+    if (strcmp(name, "jwks") == 0) return hf_conf_string_set(&v->jwks, value, err, errlen);
     if (strcmp(name, "audience") == 0 || strcmp(name, "audiences") == 0)
-        return list_set(&v->audiences, &v->naudiences, value, err, errlen);
+        return hf_conf_list_set(value, &v->audiences, &v->naudiences, err, errlen);
     if (strcmp(name, "jwks_allow") == 0)
-        return list_set(&v->jwks_allow, &v->njwks_allow, value, err, errlen);
+        return hf_conf_list_set(value, &v->jwks_allow, &v->njwks_allow, err, errlen);
     if (strcmp(name, "client_ids") == 0)
-        return list_set(&v->client_ids, &v->nclient_ids, value, err, errlen);
+        return hf_conf_list_set(value, &v->client_ids, &v->nclient_ids, err, errlen);
     if (strcmp(name, "disabled") == 0) return hf_conf_bool(value, &v->disabled, err, errlen);
     if (strcmp(name, "rate_limit") == 0) {
         if (!hf_conf_uint(value, 0, 1000000, &n, err, errlen)) return false;
@@ -204,7 +171,8 @@ bool hf_oci_config_check(struct hf_oci_config *cfg, char *err, size_t errlen)
 {
     if (cfg == NULL || err == NULL || errlen == 0) return false;
     if (cfg->random_status == 0) cfg->random_status = 201;
-    if (cfg->prefix == NULL && !string_set(&cfg->prefix, HF_OCI_DEFAULT_PREFIX, err, errlen))
+    if (cfg->prefix == NULL &&
+        !hf_conf_string_set(&cfg->prefix, HF_OCI_DEFAULT_PREFIX, err, errlen))
         return false;
     if (cfg->nvaults == 0) {
         snprintf(err, errlen, "no OCI vault: add a section [oci-ekms:NAME] with vault_id");
@@ -228,9 +196,9 @@ static void vault_free(struct hf_oci_vault *v)
     free(v->issuer);
     free(v->jwks);
     free(v->jwks_ca);
-    strings_free(v->audiences, v->naudiences);
-    strings_free(v->jwks_allow, v->njwks_allow);
-    strings_free(v->client_ids, v->nclient_ids);
+    hf_conf_list_free(v->audiences, v->naudiences);
+    hf_conf_list_free(v->jwks_allow, v->njwks_allow);
+    hf_conf_list_free(v->client_ids, v->nclient_ids);
 }
 
 void hf_oci_config_free(struct hf_oci_config *cfg)

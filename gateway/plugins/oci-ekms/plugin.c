@@ -12,29 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Spec, "Errors": "code" is the HTTP status as a string (hf_error_body_code_message). */
-static const struct hf_error_map oci_errors[HF_STATUS_COUNT] = {
-    [HF_STATUS_OK] = {200, ""},
-    [HF_STATUS_BAD_REQUEST] = {400, "400"},
-    [HF_STATUS_UNAUTHENTICATED] = {401, "401"},
-    [HF_STATUS_DENIED] = {403, "403"},
-    [HF_STATUS_KEY_NOT_FOUND] = {404, "404"},
-    [HF_STATUS_PATH_NOT_FOUND] = {404, "404"},
-    [HF_STATUS_METHOD_NOT_ALLOWED] = {405, "405"},
-    [HF_STATUS_KEY_DISABLED] = {403, "403"},
-    [HF_STATUS_KEY_USAGE] = {403, "403"},
-    [HF_STATUS_BAD_CIPHERTEXT] = {400, "400"},
-    [HF_STATUS_TOO_LARGE] = {413, "413"},
-    /* The spec's sizes are its own rules: over them is a bad request. */
-    [HF_STATUS_UNSUPPORTED] = {400, "400"},
-    [HF_STATUS_THROTTLED] = {429, "429"},
-    /* OCI retries a 503 once (spec, "Limits OCI sets"). */
-    [HF_STATUS_TIMEOUT] = {503, "503"},
-    [HF_STATUS_UNAVAILABLE] = {503, "503"},
-    [HF_STATUS_INTERNAL] = {500, "500"},
-    [HF_STATUS_BAD_GATEWAY] = {500, "500"}, /* EKMS makes no outbound call on a request */
-};
-
 static enum hf_status dispatch(struct hf_oci_call *call, struct hf_request *req)
 {
     switch (call->t.op) {
@@ -188,7 +165,7 @@ static const struct hf_plugin oci_plugin = {
     .max_body = HF_OCI_BODY_MAX,
     .routes = oci_routes,
     .nroutes = sizeof(oci_routes) / sizeof(oci_routes[0]),
-    .errors = oci_errors,
+    .errors = hf_error_map_code_status,
     .error_body = hf_error_body_code_message,
     .create = oci_create,
     .configure = oci_configure,

@@ -12,28 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Thales lists only 400, 401, 403, 404, 500; the rest are the spec's Decision (its "Errors"). */
-static const struct hf_error_map sap_errors[HF_STATUS_COUNT] = {
-    [HF_STATUS_OK] = {200, "200"},
-    [HF_STATUS_BAD_REQUEST] = {400, "400"},
-    [HF_STATUS_UNAUTHENTICATED] = {401, "401"},
-    [HF_STATUS_DENIED] = {403, "403"},
-    [HF_STATUS_KEY_NOT_FOUND] = {404, "404"},
-    [HF_STATUS_PATH_NOT_FOUND] = {404, "404"},
-    [HF_STATUS_METHOD_NOT_ALLOWED] = {405, "405"},
-    [HF_STATUS_KEY_DISABLED] = {403, "403"},
-    [HF_STATUS_KEY_USAGE] = {403, "403"},
-    [HF_STATUS_BAD_CIPHERTEXT] = {400, "400"},
-    [HF_STATUS_TOO_LARGE] = {413, "413"},
-    /* A field over a size cap is the caller's fault (spec: "oversized field", 400). */
-    [HF_STATUS_UNSUPPORTED] = {400, "400"},
-    [HF_STATUS_THROTTLED] = {429, "429"},
-    [HF_STATUS_TIMEOUT] = {503, "503"},
-    [HF_STATUS_UNAVAILABLE] = {503, "503"},
-    [HF_STATUS_INTERNAL] = {500, "500"},
-    [HF_STATUS_BAD_GATEWAY] = {500, "500"}, /* SAP HYOK makes no outbound call */
-};
-
 /* ---- routes ---------------------------------------------------------------------------------- */
 
 typedef enum hf_status (*sap_op_fn)(struct hf_sap_call *call, struct hf_request *req);
@@ -150,7 +128,7 @@ static const struct hf_plugin sap_plugin = {
     .max_body = HF_SAP_BODY_MAX,
     .routes = sap_routes,
     .nroutes = sizeof(sap_routes) / sizeof(sap_routes[0]),
-    .errors = sap_errors,
+    .errors = hf_error_map_code_status,
     .error_body = hf_error_body_code_message,
     .create = sap_create,
     .configure = sap_configure,
