@@ -32,6 +32,7 @@ GATEWAY_SOURCES = \
 	gateway/blob-gcm.c \
 	gateway/p11-crypt.c \
 	gateway/error-body.c \
+	gateway/uuid-text.c \
 	gateway/keys-versions.c \
 	gateway/audit.c gateway/audit.h \
 	gateway/audit-fields.c \

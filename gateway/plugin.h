@@ -143,6 +143,10 @@ struct json_object *hf_error_body_code_message(const char *name, const char *mes
  * HF_STATUS_BAD_GATEWAY 500 (neither API makes an outbound call on a request). */
 extern const struct hf_error_map hf_error_map_code_status[HF_STATUS_COUNT];
 
+/* Whether s[0..len) is a UUID in its 8-4-4-4-12 hex form, either case: the ids SAP keystores,
+ * OCI vaults and DKE key versions carry in paths. */
+bool hf_uuid_text_is_valid(const char *s, size_t len);
+
 /* The one symbol a plugin exports. */
 HF_PLUGIN_EXPORT const struct hf_plugin *hf_plugin_entry(void);
 

@@ -8,6 +8,7 @@
  * a refusal says why in printable ASCII. */
 #include "hf-build.h"
 
+#include "gateway/plugin.h"
 #include "gateway/plugins/ms-dke/authz.h"
 #include "gateway/plugins/ms-dke/request.h"
 
@@ -31,7 +32,7 @@ static void check_path(const uint8_t *data, size_t size)
     if (t.kind != HF_DKE_T_NONE && !hf_dke_name_is_valid(t.name, strlen(t.name))) abort();
     if (t.kind == HF_DKE_T_KEY && t.key_id[0] != '\0') abort();
     if (t.kind == HF_DKE_T_DECRYPT) {
-        if (!hf_dke_uuid_is_valid(t.key_id, strlen(t.key_id))) abort();
+        if (!hf_uuid_text_is_valid(t.key_id, strlen(t.key_id))) abort();
         for (const char *p = t.key_id; *p; p++)
             if (isupper((unsigned char)*p)) abort();
     }

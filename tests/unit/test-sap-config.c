@@ -5,6 +5,7 @@
 #include "hf-build.h"
 
 #include "harness.h"
+#include "gateway/plugin.h"
 #include "gateway/plugins/sap-hyok/config.h"
 
 #include <stdio.h>
@@ -169,12 +170,12 @@ static void test_served_paths_are_under_the_prefix(void)
 
 static void test_uuids(void)
 {
-    CU_ASSERT_TRUE(hf_sap_uuid_is_valid(KS1, 36));
-    CU_ASSERT_TRUE(hf_sap_uuid_is_valid("6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B", 36));
-    CU_ASSERT_FALSE(hf_sap_uuid_is_valid(KS1, 35));
-    CU_ASSERT_FALSE(hf_sap_uuid_is_valid("6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4g", 36));
-    CU_ASSERT_FALSE(hf_sap_uuid_is_valid("6f1c2a3b04d5e-4f60-8a7b-9c0d1e2f3a4b", 36));
-    CU_ASSERT_FALSE(hf_sap_uuid_is_valid(NULL, 36));
+    CU_ASSERT_TRUE(hf_uuid_text_is_valid(KS1, 36));
+    CU_ASSERT_TRUE(hf_uuid_text_is_valid("6F1C2A3B-4D5E-4F60-8A7B-9C0D1E2F3A4B", 36));
+    CU_ASSERT_FALSE(hf_uuid_text_is_valid(KS1, 35));
+    CU_ASSERT_FALSE(hf_uuid_text_is_valid("6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4g", 36));
+    CU_ASSERT_FALSE(hf_uuid_text_is_valid("6f1c2a3b04d5e-4f60-8a7b-9c0d1e2f3a4b", 36));
+    CU_ASSERT_FALSE(hf_uuid_text_is_valid(NULL, 36));
 }
 
 int main(void)

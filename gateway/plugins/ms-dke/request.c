@@ -24,16 +24,6 @@ bool hf_dke_name_is_valid(const char *name, size_t len)
     return true;
 }
 
-bool hf_dke_uuid_is_valid(const char *s, size_t len)
-{
-    if (s == NULL || len != HF_DKE_UUID_LEN) return false;
-    for (size_t i = 0; i < len; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i])) return false;
-    }
-    return true;
-}
-
 /* The path after prefix, or NULL when path is not under it at a segment boundary. */
 static const char *after_prefix(const char *prefix, const char *path)
 {
@@ -60,7 +50,7 @@ void hf_dke_path_parse(const char *prefix, const char *path, struct hf_dke_targe
     if (*rest != '\0' || !hf_dke_name_is_valid(seg[0], len[0])) return;
     if (nseg == 1) {
         out->kind = HF_DKE_T_KEY;
-    } else if (nseg == 3 && hf_dke_uuid_is_valid(seg[1], len[1]) && len[2] == 7 &&
+    } else if (nseg == 3 && hf_uuid_text_is_valid(seg[1], len[1]) && len[2] == 7 &&
                strncasecmp(seg[2], "decrypt", 7) == 0) {
         /* The reference routes .../Decrypt case-insensitively; key ids are UUIDs, any case. */
         for (size_t i = 0; i < HF_DKE_UUID_LEN; i++)

@@ -30,8 +30,6 @@ struct hf_dke_target {
 
 /* The spec's Decision: 1..128 of [A-Za-z0-9._-], case-sensitive; "." and ".." are not names. */
 bool hf_dke_name_is_valid(const char *name, size_t len);
-/* A UUID in its 8-4-4-4-12 hex form, either case. */
-bool hf_dke_uuid_is_valid(const char *s, size_t len);
 /* The target of path (raw, as received) under prefix ("" or "/a/b"). */
 void hf_dke_path_parse(const char *prefix, const char *path, struct hf_dke_target *out);
 

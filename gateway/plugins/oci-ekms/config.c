@@ -11,14 +11,12 @@
 
 #include "gateway/plugin.h"
 
+/* Lower case only: ids are matched as Holdfast writes them. */
 bool hf_oci_uuid_is_valid(const char *s, size_t len)
 {
-    if (s == NULL || len != HF_OCI_UUID_LEN) return false;
-    for (size_t i = 0; i < len; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        char c = s[i];
-        if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    }
+    if (!hf_uuid_text_is_valid(s, len)) return false;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] >= 'A' && s[i] <= 'F') return false;
     return true;
 }
 

@@ -83,7 +83,7 @@ static enum hf_status key_find(struct hf_sap_call *call, struct hf_request *req)
     const char *ext = hf_request_param(req, "external_key_id");
     enum hf_status st;
 
-    if (ext == NULL || !hf_sap_uuid_is_valid(ext, strlen(ext)))
+    if (ext == NULL || !hf_uuid_text_is_valid(ext, strlen(ext)))
         return hf_request_fail(req, HF_STATUS_KEY_NOT_FOUND, "no such key in this keystore");
     for (size_t i = 0; i <= HF_SAP_UUID_LEN; i++)
         call->external_key_id[i] = (char)tolower((unsigned char)ext[i]);

@@ -13,22 +13,12 @@
 
 #include "gateway/plugin.h"
 
-bool hf_sap_uuid_is_valid(const char *s, size_t len)
-{
-    if (s == NULL || len != HF_SAP_UUID_LEN) return false;
-    for (size_t i = 0; i < len; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i])) return false;
-    }
-    return true;
-}
-
 static struct hf_sap_keystore *keystore_get(struct hf_sap_config *cfg, const char *id, char *err,
                                             size_t errlen)
 {
     struct hf_sap_keystore *grown, *ks;
 
-    if (!hf_sap_uuid_is_valid(id, strlen(id))) {
+    if (!hf_uuid_text_is_valid(id, strlen(id))) {
         snprintf(err, errlen, "[sap-hyok:%.40s]: a keystore id is a UUID (holdfast uuid)", id);
         return NULL;
     }

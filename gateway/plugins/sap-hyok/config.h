@@ -67,7 +67,5 @@ bool hf_sap_keystore_allows_group(const struct hf_sap_keystore *ks, const char *
 /* Whether path lies under "<prefix>/keystores/": the paths this plugin's routes take. */
 bool hf_sap_config_is_served(const struct hf_sap_config *cfg, const char *path);
 
-/* Whether s[0..len) is a UUID in its 8-4-4-4-12 hex form (any case). */
-bool hf_sap_uuid_is_valid(const char *s, size_t len);
 
 #endif /* HF_SAP_CONFIG_H */
