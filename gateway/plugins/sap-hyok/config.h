@@ -67,5 +67,4 @@ bool hf_sap_keystore_allows_group(const struct hf_sap_keystore *ks, const char *
 /* Whether path lies under "<prefix>/keystores/": the paths this plugin's routes take. */
 bool hf_sap_config_is_served(const struct hf_sap_config *cfg, const char *path);
 
-
 #endif /* HF_SAP_CONFIG_H */
