@@ -50,11 +50,20 @@ grep "rv:\|returned" "$out" | grep -v "CKR_OK\|CKR_CRYPTOKI_ALREADY_INITIALIZED"
 # The caller's id and a label with spaces are kept: found by either, the key signs by id.
 p11 --login --pin "$HF_USER_PIN" --keypairgen --key-type EC:prime256v1 --id 42 \
     --label "A key with spaces" >/dev/null 2>&1 || hf_fail "--keypairgen --id 42 --label 'A key with spaces'"
-p11 --read-object --type pubkey --id 42 -o "$HF_TMP/by-id.der" >/dev/null 2>&1 ||
-    hf_fail "the public key of id 42 not found"
-p11 --read-object --type pubkey --label "A key with spaces" -o "$HF_TMP/by-label.der" >/dev/null 2>&1 ||
-    hf_fail "the public key labelled 'A key with spaces' not found"
-cmp -s "$HF_TMP/by-id.der" "$HF_TMP/by-label.der" || hf_fail "id 42 and the label found different keys"
+# Listed, not read: OpenSC 0.23's --read-object of an EC public key uses the curve name after
+# freeing it (ASan shows it in pkcs11-tool itself), and its --list-objects ignores --id, so the
+# EC points are taken from the public key listing by the object's ID and label lines.
+ec_point_where() { # FIELD VALUE < listing: the EC_POINT of each object whose FIELD is VALUE
+    awk -v f="$1:" -v v="$2" '/^[^ ]/ { if (p != "" && hit) print p; p = ""; hit = 0 }
+        $1 == "EC_POINT:" { p = $2 } $1 == f { sub(/^ *[^ ]+ +/, ""); if ($0 == v) hit = 1 }
+        END { if (p != "" && hit) print p }'
+}
+p11 --list-objects --type pubkey 2>/dev/null >"$HF_TMP/pubkeys" || true
+by_id=$(ec_point_where ID 42 <"$HF_TMP/pubkeys")
+by_label=$(ec_point_where label "A key with spaces" <"$HF_TMP/pubkeys")
+[ "$(printf '%s\n' "$by_id" | grep -c '^04')" -eq 1 ] ||
+    { cat "$HF_TMP/pubkeys"; hf_fail "not exactly one public key of id 42"; }
+[ "$by_id" = "$by_label" ] || hf_fail "id 42 and the label 'A key with spaces' found different keys"
 p11 --login --pin "$HF_USER_PIN" --list-objects --type privkey --id 42 2>/dev/null >"$HF_TMP/priv42" || true
 grep -q "label: *A key with spaces" "$HF_TMP/priv42" || { cat "$HF_TMP/priv42"; hf_fail "private key of id 42 not listed with its label"; }
 printf 'signed by id\n' >"$HF_TMP/msg"
@@ -65,8 +74,8 @@ p11 --verify --id 42 -m ECDSA-SHA256 -i "$HF_TMP/msg" --signature-file "$HF_TMP/
 # Deleting the public object leaves the private key, which still signs.
 p11 --login --pin "$HF_USER_PIN" --delete-object --type pubkey --id 42 >/dev/null 2>&1 ||
     hf_fail "--delete-object --type pubkey --id 42"
-p11 --read-object --type pubkey --id 42 -o "$HF_TMP/gone.der" >/dev/null 2>&1 &&
-    hf_fail "the deleted public object is still there"
+p11 --list-objects --type pubkey 2>/dev/null >"$HF_TMP/pubkeys" || true
+[ -n "$(ec_point_where ID 42 <"$HF_TMP/pubkeys")" ] && hf_fail "the deleted public object is still there"
 p11 --login --pin "$HF_USER_PIN" --sign --id 42 -m ECDSA-SHA256 -i "$HF_TMP/msg" -o "$HF_TMP/msg.sig" \
     >/dev/null 2>&1 || hf_fail "the private key went with its public object"
 
