@@ -23,7 +23,6 @@ json() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.
 # expect_err TEXT: the last hf_expect_exit's stderr says TEXT.
 expect_err() { grep -qF -- "$1" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "stderr lacks '$1'"; }; }
 expect_out() { grep -qF -- "$1" "$HF_OUT" || { cat "$HF_OUT"; hf_fail "stdout lacks '$1'"; }; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 # ---- before init: exit 4, and usage errors are 2 ----
 hf_expect_exit 4 hf key list

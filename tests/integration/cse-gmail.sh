@@ -34,7 +34,6 @@ ADMIN=admin@example.com
 GMAIL=gsuitecse-tokenissuer-gmail@system.gserviceaccount.com
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 ossl() { openssl "$@" 2>>"$HF_TMP/openssl.err" || hf_fail "openssl $1: $(tail -n 3 "$HF_TMP/openssl.err")"; }
 b64() { base64 -w0 "$@"; }
 

@@ -34,7 +34,6 @@ BOB=bob@example.com
 DRIVE=gsuitecse-tokenissuer-drive@system.gserviceaccount.com
 RES=//googleapis.com/drive/files/doc1
 
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 # ---- two key stores: A (the current one, HOLDFAST_CONF) and B ----
 hf_store_setup

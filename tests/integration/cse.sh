@@ -57,7 +57,6 @@ DRIVE=gsuitecse-tokenissuer-drive@system.gserviceaccount.com
 ORIGIN=https://client-side-encryption.google.com
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 # ---- the KEKs, one link each ----
 for k in cse guest blk; do

@@ -46,7 +46,6 @@ GROUP=0b2c7a1e-8d3f-4c5b-9a6e-1f2d3c4b5a69
 AUTHORITY=https://login.windows.net/common/oauth2/authorize
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 # version_uuid KEY N: the UUID of version N of KEY, from the CLI.
 version_uuid() {
     "$HF_CLI" --json key show "$1" | python3 -c 'import json,sys

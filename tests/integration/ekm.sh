@@ -47,7 +47,6 @@ CHANGE_MS=${EKM_CHANGE_MS:-1500}
 AGENT=service-42@gcp-sa-ekms.iam.gserviceaccount.com
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 # ---- keys, linked by their EKM key paths ----
 hf key create ekm1

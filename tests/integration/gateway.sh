@@ -155,9 +155,6 @@ header() { # FILE NAME
 json() { # FILE EXPR
     python3 -c "import json,sys; d = json.load(open(sys.argv[1])); v = ($2); print(v)" "$HF_TMP/$1.body"
 }
-check() { # GOT WANT WHAT
-    [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"
-}
 metric() { # SERIES: its value in /metrics, 0 when absent
     curl -s "$base/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
 }

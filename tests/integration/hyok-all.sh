@@ -58,7 +58,6 @@ PY="python3 $top_srcdir/tests/integration/hyok-all.py"
 TOK="python3 $top_srcdir/tests/integration/jwt-token.py"
 # A block shows within a second (the link cache); more for a loaded machine.
 CHANGE_MS=${HYOK_CHANGE_MS:-1500}
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
 keyinfo() { # KEY FIELD: uuid, or version_uuid (the current version's)
     "$HF_CLI" --json key show "$1" | python3 -c 'import json,sys; k=json.load(sys.stdin)

@@ -9,6 +9,7 @@
 #   hf_on_exit CMD       run CMD on exit (latest first)
 #   hf_skip REASON       print the reason, exit 77
 #   hf_fail MESSAGE      print the message, exit 1
+#   check GOT WANT WHAT  fail with both values unless GOT is WANT
 #   hf_expect_exit CODE CMD...   run CMD; fail unless it exits CODE. Its output stays in
 #                        $HF_OUT and $HF_ERR (files) for further checks.
 #   hf_free_port         print a TCP port free on 127.0.0.1
@@ -95,6 +96,9 @@ hf_fail() {
     echo "FAIL: $*" >&2
     exit 1
 }
+
+# check GOT WANT WHAT: fails the test with both values when they differ.
+check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 hf_tmpdir() {
     [ -n "$HF_TMP" ] && [ -d "$HF_TMP" ] && return 0

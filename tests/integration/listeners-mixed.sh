@@ -23,7 +23,6 @@ CSE_PLUGIN="$top_builddir/gateway/plugins/gws-cse/.libs/gws-cse.so"
 python3 -c 'import cryptography' 2>/dev/null || hf_skip "python3-cryptography not installed"
 hf_store_setup
 
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
 hf key create xk1
 hf link add aws-xks xk1 xk1

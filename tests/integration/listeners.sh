@@ -23,7 +23,6 @@ TEST_PLUGIN=$top_builddir/tests/integration/.libs/plugin-test.so
 [ -f "$TEST_PLUGIN" ] || hf_skip "$TEST_PLUGIN not built (make check builds it)"
 hf_store_setup
 
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 "$HF_CLI" key create k1 >/dev/null || hf_fail "key create"
 "$HF_CLI" link add aws-xks k1 k1 >/dev/null || hf_fail "link add"
 

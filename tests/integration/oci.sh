@@ -34,7 +34,6 @@ TOK="python3 $top_srcdir/tests/integration/jwt-token.py"
 CHANGE_MS=${OCI_CHANGE_MS:-1500}
 settle() { sleep "$(echo "$CHANGE_MS" | awk '{print $1/1000}')"; }
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 # ---- vaults (ids minted with the CLI) and keys linked in them as <vaultId>/<keyUUID> ----
 V=$("$HF_CLI" uuid) && V2=$("$HF_CLI" uuid) && VP=$("$HF_CLI" uuid) && VD=$("$HF_CLI" uuid) &&

@@ -30,7 +30,6 @@ done
 hf_store_setup
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 # version_uuid NAME N: the UUID of version N of key NAME.
 version_uuid() {
     "$HF_CLI" --json key show "$1" | python3 -c 'import json, sys

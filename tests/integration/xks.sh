@@ -31,7 +31,6 @@ AKID_C=$(python3 -c 'import random; print("".join(random.choice("ABCDEFGHIJKLMNO
 SEC_C=$(openssl rand -base64 32)
 
 hf() { "$HF_CLI" "$@" >>"$HF_TMP/cli.log" 2>&1 || hf_fail "holdfast $*: $(tail -n 3 "$HF_TMP/cli.log")"; }
-check() { [ "$1" = "$2" ] || hf_fail "$3: got '$1', want '$2'"; }
 
 # ---- keys, linked by their XKS key ids ----
 hf key create k1
