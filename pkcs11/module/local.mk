@@ -17,6 +17,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/sign.c \
 	pkcs11/module/digest.c \
 	pkcs11/module/wrap.c \
+	pkcs11/module/derive.c \
 	pkcs11/module/random.c \
 	pkcs11/module/mech.c pkcs11/module/mech.h \
 	pkcs11/module/entry.c \
@@ -26,6 +27,8 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/mech-aes-kw.c \
 	pkcs11/module/mech-rsa.c \
 	pkcs11/module/mech-ecdsa.c \
+	pkcs11/module/mech-ecdh.c \
+	pkcs11/module/mech-hkdf.c \
 	pkcs11/module/vendor.c
 pkcs11_module_holdfast_pkcs11_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-export-symbols-regex '^C_'

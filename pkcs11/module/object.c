@@ -342,10 +342,10 @@ static unsigned long face_usage(enum hf_object_kind kind)
     case HF_OBJ_PUBLIC:
         return HF_USAGE_ENCRYPT | HF_USAGE_VERIFY | HF_USAGE_WRAP;
     case HF_OBJ_PRIVATE:
-        return HF_USAGE_DECRYPT | HF_USAGE_SIGN | HF_USAGE_UNWRAP;
+        return HF_USAGE_DECRYPT | HF_USAGE_SIGN | HF_USAGE_UNWRAP | HF_USAGE_DERIVE;
     default:
         return HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_WRAP | HF_USAGE_UNWRAP |
-               HF_USAGE_SIGN | HF_USAGE_VERIFY;
+               HF_USAGE_SIGN | HF_USAGE_VERIFY | HF_USAGE_DERIVE;
     }
 }
 

@@ -417,7 +417,11 @@ static void ec_check(CK_OBJECT_HANDLE pub, CK_OBJECT_HANDLE priv, const unsigned
     }
     CU_ASSERT(get_bool(priv, CKA_SIGN));
     CU_ASSERT_FALSE(get_bool(priv, CKA_DECRYPT));
-    CU_ASSERT_EQUAL(get_ulong(pub, CKA_HF_USAGE), HF_USAGE_SIGN | HF_USAGE_VERIFY);
+    /* ec_gen's private template asks for CKA_DERIVE (ECDH). */
+    CU_ASSERT(get_bool(priv, CKA_DERIVE));
+    CU_ASSERT_FALSE(get_bool(pub, CKA_DERIVE));
+    CU_ASSERT_EQUAL(get_ulong(pub, CKA_HF_USAGE),
+                    HF_USAGE_SIGN | HF_USAGE_VERIFY | HF_USAGE_DERIVE);
     EVP_PKEY_free(spki);
 }
 
