@@ -302,6 +302,10 @@ static CK_RV session_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type
         return val_bytes(v, sa->label, sa->label_len);
     case CKA_ID:
         return val_bytes(v, sa->id, sa->id_len);
+    case CKA_MODIFIABLE:
+        return val_bool(v, !sa->is_fixed);
+    case CKA_COPYABLE:
+        return val_bool(v, true);
     case CKA_ALWAYS_SENSITIVE:
         return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && sa->is_sealed);
     case CKA_NEVER_EXTRACTABLE:
@@ -832,6 +836,7 @@ static CK_RV session_change(const struct hf_object *obj, const CK_ATTRIBUTE *tmp
 {
     const CK_ATTRIBUTE *label = NULL, *id = NULL;
 
+    if (obj->sobj->is_fixed) return CKR_ACTION_PROHIBITED; /* 3.0: CKA_MODIFIABLE FALSE */
     for (CK_ULONG i = 0; i < n; i++) {
         struct attr_val v = {0};
         CK_RV rv = CKR_OK;

@@ -112,6 +112,7 @@ struct hf_session_attrs {
     /* CKA_ALWAYS_SENSITIVE and CKA_NEVER_EXTRACTABLE while sensitive: generated here, or derived
      * from a key that had them (PKCS#11 2.40 section 4.9: a derived key inherits them). */
     bool is_sealed;
+    bool is_fixed; /* CKA_MODIFIABLE FALSE (a copy made so): C_SetAttributeValue is refused */
     unsigned char *label; /* CKA_LABEL and CKA_ID as given (any bytes) */
     size_t label_len;
     unsigned char *id;
@@ -178,6 +179,13 @@ CK_RV hf_session_object_get(CK_OBJECT_HANDLE handle, struct hf_object **out);
  * A private object needs the user logged in (CKR_USER_NOT_LOGGED_IN), checked under the table's
  * lock so that a logout in between cannot leave it behind. */
 CK_RV hf_session_object_add(struct hf_session *s, struct hf_object *obj, CK_OBJECT_HANDLE *out);
+/* hf_session_object_add whose creation record says why (C_CopyObject). */
+CK_RV hf_session_object_add_why(struct hf_session *s, struct hf_object *obj, const char *why,
+                                CK_OBJECT_HANDLE *out);
+/* A new object (reference 1) sharing obj's material and public key, with the label and id
+ * replaced by label's and id's values (NULL: obj's); obj's handle until it is added. */
+CK_RV hf_session_object_dup(const struct hf_object *obj, const CK_ATTRIBUTE *label,
+                            const CK_ATTRIBUTE *id, struct hf_object **out);
 /* C_DestroyObject of a session object (any session may: they are the application's). */
 CK_RV hf_session_object_destroy(struct hf_session *s, CK_OBJECT_HANDLE handle);
 /* C_SetAttributeValue of a session object: its CKA_LABEL and CKA_ID become label's and id's

@@ -7,6 +7,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/slot.c \
 	pkcs11/module/session.c \
 	pkcs11/module/object.c \
+	pkcs11/module/object-copy.c \
 	pkcs11/module/attr.c \
 	pkcs11/module/label-id.c \
 	pkcs11/module/find.c \

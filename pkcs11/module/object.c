@@ -409,20 +409,6 @@ done:
     return rv;
 }
 
-HF_EXPORT CK_RV C_CopyObject(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hObject,
-                             CK_ATTRIBUTE_PTR pTemplate, CK_ULONG ulCount,
-                             CK_OBJECT_HANDLE_PTR phNewObject)
-{
-    struct hf_session *s;
-    CK_RV rv = hf_session_get(hSession, &s);
-
-    if (rv != CKR_OK) return rv;
-    hf_session_put(s);
-    /* A key has one identity (UUID, unique name); a copy would be a second key with the same
-     * material, which the key model does not have. */
-    return CKR_FUNCTION_NOT_SUPPORTED;
-}
-
 HF_EXPORT CK_RV C_GetObjectSize(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hObject,
                                 CK_ULONG_PTR pulSize)
 {

@@ -22,7 +22,8 @@ UNIT_TESTS = \
 	tests/unit/test-module-session-objects \
 	tests/unit/test-module-crypto \
 	tests/unit/test-module-symmetric \
-	tests/unit/test-module-derive
+	tests/unit/test-module-derive \
+	tests/unit/test-module-copy
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
@@ -78,6 +79,9 @@ tests_unit_test_module_crypto_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_derive_SOURCES = tests/unit/test-module-derive.c tests/unit/module-loader.h
 tests_unit_test_module_derive_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_derive_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_copy_SOURCES = tests/unit/test-module-copy.c tests/unit/module-loader.h
+tests_unit_test_module_copy_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_copy_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_symmetric_SOURCES = tests/unit/test-module-symmetric.c \
 	tests/unit/module-loader.h
 tests_unit_test_module_symmetric_CPPFLAGS = $(UNIT_CPPFLAGS)
