@@ -18,10 +18,11 @@ enum hf_mech_family {
     HF_FAMILY_RSA,
     HF_FAMILY_ECDSA,
     HF_FAMILY_DIGEST,
-    HF_FAMILY_AES,    /* ECB, CBC, CBC_PAD, CTR */
-    HF_FAMILY_MAC,    /* CMAC */
-    HF_FAMILY_HMAC,   /* HMAC on generic secrets */
-    HF_FAMILY_DERIVE, /* C_DeriveKey only (derive.c) */
+    HF_FAMILY_AES,  /* ECB, CBC, CBC_PAD, CTR */
+    HF_FAMILY_MAC,  /* CMAC */
+    HF_FAMILY_HMAC, /* HMAC on generic secrets */
+    /* C_DeriveKey only (derive.c) */
+    HF_FAMILY_DERIVE,
 };
 
 enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type);

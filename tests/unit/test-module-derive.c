@@ -326,17 +326,22 @@ static void test_derived_key_sensitivity(void)
 
 /* ---- HKDF ---------------------------------------------------------------------------------- */
 
-static CK_OBJECT_HANDLE generic_key(const unsigned char *value, CK_ULONG len)
+static CK_OBJECT_HANDLE generic_key_in(const unsigned char *value, CK_ULONG len, bool token)
 {
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
     CK_ATTRIBUTE t[] = {{CKA_CLASS, &secret_cls, sizeof(secret_cls)},
                         {CKA_KEY_TYPE, &generic_type, sizeof(generic_type)},
-                        {CKA_TOKEN, &no, 1},
+                        {CKA_TOKEN, token ? &yes : &no, 1},
                         {CKA_DERIVE, &yes, 1},
                         {CKA_VALUE, (void *)value, len}};
 
     CU_ASSERT_EQUAL(p11->C_CreateObject(sess, t, N(t), &h), CKR_OK);
     return h;
+}
+
+static CK_OBJECT_HANDLE generic_key(const unsigned char *value, CK_ULONG len)
+{
+    return generic_key_in(value, len, false);
 }
 
 static void hex(const char *s, unsigned char *out, size_t *len)
@@ -379,7 +384,9 @@ static void test_hkdf_rfc5869_vectors(void)
         hex(cases[i].info, info, &info_len);
         hex(cases[i].prk, prk, &prk_len);
         hex(cases[i].okm, okm, &okm_len);
-        base = generic_key(ikm, ikm_len);
+        /* Case 1 from a managed token key, the others from session keys. */
+        base = generic_key_in(ikm, ikm_len, i == 0);
+        CU_ASSERT_EQUAL(get_bool(base, CKA_TOKEN), i == 0);
         /* Case 3 has no salt: the NULL salt type, a hash length of zeros. */
         CK_HKDF_PARAMS p = {CK_TRUE,
                             CK_TRUE,
