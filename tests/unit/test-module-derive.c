@@ -282,6 +282,16 @@ static void test_ecdh_refusals(void)
     /* More than Z has, and no key type the module derives. */
     CU_ASSERT_EQUAL(derive(&m, priv, CKK_GENERIC_SECRET, 40, false, &k), CKR_TEMPLATE_INCONSISTENT);
     CU_ASSERT_EQUAL(derive(&m, priv, CKK_RSA, 32, false, &k), CKR_TEMPLATE_INCONSISTENT);
+    /* A deactivated key only processes old data: no new keys from it. */
+    CK_OBJECT_HANDLE tok_pub = 0, tok = 0;
+    CK_ULONG deactivated = HF_STATE_DEACTIVATED;
+    CK_ATTRIBUTE state = {CKA_HF_STATE, &deactivated, sizeof(deactivated)};
+    CU_ASSERT_EQUAL_FATAL(ec_pair(256, true, true, &tok_pub, &tok), CKR_OK);
+    CU_ASSERT_EQUAL(derive(&m, tok, CKK_GENERIC_SECRET, 0, false, &k), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(sess, tok, &state, 1), CKR_OK);
+    CU_ASSERT_EQUAL(get_bool(tok, CKA_DERIVE), 0);
+    CU_ASSERT_EQUAL(derive(&m, tok, CKK_GENERIC_SECRET, 0, false, &k),
+                    CKR_KEY_FUNCTION_NOT_PERMITTED);
     m.ulParameterLen = 3;
     CU_ASSERT_EQUAL(derive(&m, priv, CKK_GENERIC_SECRET, 0, false, &k),
                     CKR_MECHANISM_PARAM_INVALID);
