@@ -2,7 +2,8 @@
  * template changing only what a copy may change (section 4.4's tables, footnote 8): CKA_PRIVATE,
  * CKA_MODIFIABLE, CKA_LABEL, CKA_ID, and for keys CKA_SENSITIVE FALSE to TRUE and
  * CKA_EXTRACTABLE TRUE to FALSE; any other attribute may be given with the value it has
- * (else CKR_ATTRIBUTE_READ_ONLY). A managed token key keeps one identity: a copy, token or
+ * (else CKR_ATTRIBUTE_READ_ONLY). With CKA_TOKEN TRUE a session key's copy is a managed key of
+ * the same material, made as an import is. A managed token key keeps one identity: a copy, token or
  * session, would escape its states, rotation, links and audit, so it is CKR_ACTION_PROHIBITED
  * (3.0). Each class copies through its own function (copy_key); certificate and data objects
  * plug in beside it in copy_session_object. */
@@ -12,12 +13,16 @@
 
 #include <stdlib.h>
 
+#include "pkcs11/core/crypto.h"
+#include "pkcs11/core/secmem.h"
+
 /* What the template changes. */
 struct copy_change {
     const CK_ATTRIBUTE *label, *id;
     bool has_private, is_private;
     bool has_fixed, is_fixed;
-    bool seal; /* CKA_SENSITIVE TRUE or CKA_EXTRACTABLE FALSE */
+    bool seal;     /* CKA_SENSITIVE TRUE or CKA_EXTRACTABLE FALSE */
+    bool to_token; /* CKA_TOKEN TRUE */
 };
 
 static CK_RV bool_of(const CK_ATTRIBUTE *a, bool *val)
@@ -54,9 +59,7 @@ static CK_RV change_one(const struct hf_object *obj, const CK_ATTRIBUTE *a, stru
         *(a->type == CKA_LABEL ? &c->label : &c->id) = a;
         return CKR_OK;
     case CKA_TOKEN:
-        /* A managed key is made, imported or unwrapped, never copied from a session key. */
-        if ((rv = bool_of(a, &val)) == CKR_OK && val) rv = CKR_TEMPLATE_INCONSISTENT;
-        return rv;
+        return bool_of(a, &c->to_token);
     case CKA_PRIVATE:
         c->has_private = true;
         return bool_of(a, &c->is_private);
@@ -74,6 +77,52 @@ static CK_RV change_one(const struct hf_object *obj, const CK_ATTRIBUTE *a, stru
     return hf_object_matches(obj, a, 1) ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
 }
 
+/* The bytes of a template attribute: the change's, else the session object's own. */
+static void bytes_attr(CK_ATTRIBUTE *t, CK_ULONG *n, CK_ATTRIBUTE_TYPE type,
+                       const CK_ATTRIBUTE *given, unsigned char *own, size_t own_len)
+{
+    if (given ? given->ulValueLen == 0 : own_len == 0) return;
+    t[(*n)++] = given ? *given : (CK_ATTRIBUTE){type, own, own_len};
+}
+
+/* The copy as a managed key: the session key's material imported with its label, id, usage
+ * and sensitivity (a token key is always private and modifiable). */
+static CK_RV copy_to_token(struct hf_session *s, const struct hf_object *obj,
+                           const struct copy_change *c, CK_OBJECT_HANDLE *out)
+{
+    static const struct {
+        CK_ATTRIBUTE_TYPE type;
+        unsigned long bit;
+    } uses[] = {{CKA_ENCRYPT, HF_USAGE_ENCRYPT}, {CKA_DECRYPT, HF_USAGE_DECRYPT},
+                {CKA_WRAP, HF_USAGE_WRAP},       {CKA_UNWRAP, HF_USAGE_UNWRAP},
+                {CKA_SIGN, HF_USAGE_SIGN},       {CKA_VERIFY, HF_USAGE_VERIFY},
+                {CKA_DERIVE, HF_USAGE_DERIVE}};
+    static CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    bool exportable = obj->key.exportable && !c->seal;
+    CK_ATTRIBUTE t[4 + sizeof(uses) / sizeof(uses[0])];
+    struct hf_material *m = NULL;
+    unsigned char *bytes = NULL;
+    size_t len = 0;
+    CK_ULONG n = 0;
+    CK_RV rv;
+
+    /* No lone public keys and no fixed keys among managed keys. */
+    if (obj->kind == HF_OBJ_PUBLIC || c->is_fixed) return CKR_TEMPLATE_INCONSISTENT;
+    if ((rv = hf_session_check_write(s)) != CKR_OK) return rv;
+    t[n++] = (CK_ATTRIBUTE){CKA_TOKEN, &yes, 1};
+    t[n++] = (CK_ATTRIBUTE){CKA_EXTRACTABLE, exportable ? &yes : &no, 1};
+    bytes_attr(t, &n, CKA_LABEL, c->label, obj->sobj->label, obj->sobj->label_len);
+    bytes_attr(t, &n, CKA_ID, c->id, obj->sobj->id, obj->sobj->id_len);
+    for (size_t i = 0; i < sizeof(uses) / sizeof(uses[0]); i++)
+        t[n++] = (CK_ATTRIBUTE){uses[i].type, obj->key.usage & uses[i].bit ? &yes : &no, 1};
+    rv = hf_object_material((struct hf_object *)obj, &m);
+    if (rv == CKR_OK) rv = hf_material_to_bytes(m, &bytes, &len);
+    if (rv == CKR_OK) rv = hf_keygen_import(s, obj->key.alg, obj->key.bits, bytes, len, t, n, out);
+    hf_secmem_free(bytes, len);
+    hf_material_unref(m);
+    return rv;
+}
+
 static CK_RV copy_key(struct hf_session *s, const struct hf_object *obj, const CK_ATTRIBUTE *t,
                       CK_ULONG n, CK_OBJECT_HANDLE *out)
 {
@@ -84,6 +133,14 @@ static CK_RV copy_key(struct hf_session *s, const struct hf_object *obj, const C
 
     for (CK_ULONG i = 0; i < n && rv == CKR_OK; i++)
         rv = change_one(obj, &t[i], &c);
+    if (rv == CKR_OK && c.to_token) {
+        rv = copy_to_token(s, obj, &c, out);
+        if (hf_module_audit_object(s->has_ctx ? &s->ctx : NULL, "object.create", obj,
+                                   "C_CopyObject token", rv) != CKR_OK &&
+            rv == CKR_OK)
+            rv = CKR_HF_AUDIT_FAILED;
+        return rv;
+    }
     if (rv == CKR_OK) rv = hf_session_object_dup(obj, c.label, c.id, &copy);
     if (rv != CKR_OK) {
         hf_module_audit_object(s->has_ctx ? &s->ctx : NULL, "object.create", obj, "C_CopyObject",

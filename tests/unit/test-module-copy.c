@@ -1,8 +1,9 @@
 /* C_CopyObject through the built holdfast-pkcs11.so: session keys copy with a new label, id,
  * CKA_PRIVATE and CKA_MODIFIABLE, toward sensitive and unextractable only; every other attribute
- * only with the value it has (CKR_ATTRIBUTE_READ_ONLY), never into a token key
- * (CKR_TEMPLATE_INCONSISTENT); a managed token key is never copied (CKR_ACTION_PROHIBITED);
- * the copy lives on its own and is audited as object.create with detail C_CopyObject. */
+ * only with the value it has (CKR_ATTRIBUTE_READ_ONLY); with CKA_TOKEN TRUE into a managed key of
+ * the same value (R/W session; no lone public keys); a managed token key is never copied
+ * (CKR_ACTION_PROHIBITED); the copy lives on its own and is audited as object.create with detail
+ * C_CopyObject. */
 #include "hf-build.h"
 
 #include <stdio.h>
@@ -129,7 +130,6 @@ static void test_copy_template_rules(void)
     CK_ATTRIBUTE changed_cls[] = {{CKA_CLASS, &other_cls, sizeof(other_cls)}};
     CK_ATTRIBUTE changed_len[] = {{CKA_VALUE_LEN, &other_len, sizeof(other_len)}};
     CK_ATTRIBUTE no_encrypt[] = {{CKA_ENCRYPT, &no, 1}};
-    CK_ATTRIBUTE token[] = {{CKA_TOKEN, &yes, 1}};
     CK_ATTRIBUTE session[] = {{CKA_TOKEN, &no, 1}};
     CK_ATTRIBUTE fixed[] = {{CKA_MODIFIABLE, &no, 1}};
     CK_ATTRIBUTE public_copy[] = {{CKA_PRIVATE, &no, 1}};
@@ -140,7 +140,6 @@ static void test_copy_template_rules(void)
     CU_ASSERT_EQUAL(p11->C_CopyObject(sess, orig, changed_cls, 1, &copy), CKR_ATTRIBUTE_READ_ONLY);
     CU_ASSERT_EQUAL(p11->C_CopyObject(sess, orig, changed_len, 1, &copy), CKR_ATTRIBUTE_READ_ONLY);
     CU_ASSERT_EQUAL(p11->C_CopyObject(sess, orig, no_encrypt, 1, &copy), CKR_ATTRIBUTE_READ_ONLY);
-    CU_ASSERT_EQUAL(p11->C_CopyObject(sess, orig, token, 1, &copy), CKR_TEMPLATE_INCONSISTENT);
     CU_ASSERT_EQUAL(p11->C_CopyObject(sess, orig, NULL, 0, NULL), CKR_ARGUMENTS_BAD);
     /* CKA_MODIFIABLE FALSE: the copy's attributes stay as they are. */
     CU_ASSERT_EQUAL_FATAL(p11->C_CopyObject(sess, orig, fixed, 1, &copy), CKR_OK);
@@ -150,6 +149,30 @@ static void test_copy_template_rules(void)
     CU_ASSERT_EQUAL(p11->C_CopyObject(sess, orig, public_copy, 1, &copy), CKR_OK);
     CU_ASSERT_EQUAL(get_bool(copy, CKA_PRIVATE), 0);
     CU_ASSERT_EQUAL(get_bool(orig, CKA_PRIVATE), 1);
+}
+
+/* A session key's copy with CKA_TOKEN TRUE is a managed key with the same material. */
+static void test_copy_into_token_key(void)
+{
+    CK_OBJECT_HANDLE open_key = aes_key(true), copy = 0;
+    CK_ATTRIBUTE t[] = {{CKA_TOKEN, &yes, 1}, {CKA_LABEL, "copied into the token", 21}};
+    CK_ATTRIBUTE fixed[] = {{CKA_TOKEN, &yes, 1}, {CKA_MODIFIABLE, &no, 1}};
+    CK_ATTRIBUTE sealed[] = {{CKA_TOKEN, &yes, 1}, {CKA_SENSITIVE, &yes, 1}};
+    unsigned char buf[32];
+    CK_ATTRIBUTE value = {CKA_VALUE, buf, sizeof(buf)};
+
+    CU_ASSERT_EQUAL_FATAL(p11->C_CopyObject(sess, open_key, t, N(t), &copy), CKR_OK);
+    CU_ASSERT_EQUAL(get_bool(copy, CKA_TOKEN), 1);
+    CU_ASSERT_EQUAL(get_bool(copy, CKA_LOCAL), 0);
+    CU_ASSERT(attr_is(copy, CKA_LABEL, "copied into the token", 21));
+    CU_ASSERT(attr_is(copy, CKA_VALUE, aes_value, sizeof(aes_value)));
+    CU_ASSERT(audit_has("C_CopyObject token", CKR_OK));
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, copy), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(sess, open_key, sealed, N(sealed), &copy), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(sess, copy, &value, 1), CKR_ATTRIBUTE_SENSITIVE);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, copy), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(sess, open_key, fixed, N(fixed), &copy),
+                    CKR_TEMPLATE_INCONSISTENT);
 }
 
 static void test_managed_key_is_never_copied(void)
@@ -179,6 +202,7 @@ static void test_copy_in_read_only_session(void)
     CK_ATTRIBUTE pt[] = {{CKA_EC_PARAMS, (void *)oid_p256, sizeof(oid_p256)}, {CKA_TOKEN, &no, 1}};
     CK_ATTRIBUTE vt[] = {{CKA_TOKEN, &no, 1}};
     CK_ATTRIBUTE priv_copy[] = {{CKA_PRIVATE, &yes, 1}};
+    CK_ATTRIBUTE token[] = {{CKA_TOKEN, &yes, 1}};
     CK_OBJECT_HANDLE pub = 0, priv = 0, copy = 0;
     CK_SESSION_HANDLE ro = 0;
     unsigned char point[80];
@@ -193,6 +217,9 @@ static void test_copy_in_read_only_session(void)
     CU_ASSERT(attr_is(copy, CKA_EC_POINT, point, ec_point.ulValueLen));
     CU_ASSERT_EQUAL(p11->C_CopyObject(ro, priv, NULL, 0, &copy), CKR_OK);
     CU_ASSERT_EQUAL(get_bool(copy, CKA_SIGN), 1);
+    /* Token objects need a R/W session; a lone public key is no managed key. */
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, priv, token, 1, &copy), CKR_SESSION_READ_ONLY);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(sess, pub, token, 1, &copy), CKR_TEMPLATE_INCONSISTENT);
     CU_ASSERT_EQUAL(p11->C_CloseSession(ro), CKR_OK);
 }
 
@@ -219,6 +246,7 @@ static CU_TestInfo copy_tests[] = {
     {"a copy keeps the value, changes label and id", test_copy_keeps_value_changes_label_and_id},
     {"a copy goes only toward sensitive", test_copy_only_toward_sensitive},
     {"what a copy template may change", test_copy_template_rules},
+    {"a copy into a token key", test_copy_into_token_key},
     {"a managed key is never copied", test_managed_key_is_never_copied},
     {"copies in a read-only session", test_copy_in_read_only_session},
     CU_TEST_INFO_NULL,
