@@ -81,7 +81,7 @@ static void alg_format(enum hf_alg alg, unsigned bits, char *out, size_t outlen)
 
 #define USAGE_ALL                                                                                  \
     (HF_USAGE_SIGN | HF_USAGE_VERIFY | HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_WRAP |       \
-     HF_USAGE_UNWRAP)
+     HF_USAGE_UNWRAP | HF_USAGE_DERIVE)
 
 static CK_RV spec_check(const struct hf_key_spec *spec, unsigned long *usage, unsigned long *state)
 {

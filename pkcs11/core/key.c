@@ -24,6 +24,7 @@ static const struct {
 } usage_names[] = {
     {"sign", HF_USAGE_SIGN},       {"verify", HF_USAGE_VERIFY}, {"encrypt", HF_USAGE_ENCRYPT},
     {"decrypt", HF_USAGE_DECRYPT}, {"wrap", HF_USAGE_WRAP},     {"unwrap", HF_USAGE_UNWRAP},
+    {"derive", HF_USAGE_DERIVE},
 };
 #define N_USAGES (sizeof(usage_names) / sizeof(usage_names[0]))
 
@@ -134,7 +135,9 @@ bool hf_key_state_allows(unsigned long state, unsigned long usage_bit)
     /* KMIP 1.4 section 3.22: deactivated and compromised objects may still be used to process
      * (decrypt, unwrap, verify) what was protected earlier, never to protect anything new. */
     const unsigned long process = HF_USAGE_DECRYPT | HF_USAGE_UNWRAP | HF_USAGE_VERIFY;
-    const unsigned long all = process | HF_USAGE_ENCRYPT | HF_USAGE_WRAP | HF_USAGE_SIGN;
+    /* Deriving makes a new key: protecting, so active only. */
+    const unsigned long all =
+        process | HF_USAGE_ENCRYPT | HF_USAGE_WRAP | HF_USAGE_SIGN | HF_USAGE_DERIVE;
     unsigned long allowed = 0;
 
     if (state == HF_STATE_ACTIVE)

@@ -302,10 +302,14 @@ static CK_RV session_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type
         return val_bytes(v, sa->label, sa->label_len);
     case CKA_ID:
         return val_bytes(v, sa->id, sa->id_len);
+    case CKA_MODIFIABLE:
+        return val_bool(v, !sa->is_fixed);
+    case CKA_COPYABLE:
+        return val_bool(v, true);
     case CKA_ALWAYS_SENSITIVE:
-        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && sa->is_local);
+        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && sa->is_sealed);
     case CKA_NEVER_EXTRACTABLE:
-        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && sa->is_local);
+        return val_flag(v, obj, F_SECRET | F_PRIVATE, sensitive && sa->is_sealed);
     }
     return CKR_ATTRIBUTE_TYPE_INVALID;
 }
@@ -340,7 +344,7 @@ static CK_RV common_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type,
     case CKA_END_DATE:
         return val_bytes(v, "", 0);
     case CKA_DERIVE:
-        return val_bool(v, false);
+        return val_usage(v, obj, F_KEYS, HF_USAGE_DERIVE);
     case CKA_LOCAL:
         return val_bool(v, !is_imported(obj));
     case CKA_KEY_GEN_MECHANISM:
@@ -598,6 +602,7 @@ CK_RV hf_tmpl_usage(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned long *usage)
         {CKA_ENCRYPT, HF_USAGE_ENCRYPT}, {CKA_DECRYPT, HF_USAGE_DECRYPT},
         {CKA_WRAP, HF_USAGE_WRAP},       {CKA_UNWRAP, HF_USAGE_UNWRAP},
         {CKA_SIGN, HF_USAGE_SIGN},       {CKA_VERIFY, HF_USAGE_VERIFY},
+        {CKA_DERIVE, HF_USAGE_DERIVE},
     };
 
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
@@ -831,6 +836,7 @@ static CK_RV session_change(const struct hf_object *obj, const CK_ATTRIBUTE *tmp
 {
     const CK_ATTRIBUTE *label = NULL, *id = NULL;
 
+    if (obj->sobj->is_fixed) return CKR_ACTION_PROHIBITED; /* 3.0: CKA_MODIFIABLE FALSE */
     for (CK_ULONG i = 0; i < n; i++) {
         struct attr_val v = {0};
         CK_RV rv = CKR_OK;

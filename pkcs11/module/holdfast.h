@@ -54,6 +54,7 @@
 #define HF_USAGE_DECRYPT 0x08UL
 #define HF_USAGE_WRAP 0x10UL
 #define HF_USAGE_UNWRAP 0x20UL
+#define HF_USAGE_DERIVE 0x200UL /* Derive Key: CKA_DERIVE (ECDH, HKDF) */
 
 /* Vendor mechanism: CKM_ECDSA (the caller hashes) with the signature as X9.62 DER
  * (ECDSA-Sig-Value, a SEQUENCE of r and s), the form OpenSSL, TLS and X.509 use, instead of

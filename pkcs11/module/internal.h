@@ -109,7 +109,11 @@ struct hf_session_attrs {
     CK_SESSION_HANDLE owner; /* the session that made it: closing that session destroys it */
     bool is_private;         /* CKA_PRIVATE: visible only while the user is logged in */
     bool is_local;           /* CKA_LOCAL: generated here, not imported */
-    unsigned char *label;    /* CKA_LABEL and CKA_ID as given (any bytes) */
+    /* CKA_ALWAYS_SENSITIVE and CKA_NEVER_EXTRACTABLE while sensitive: generated here, or derived
+     * from a key that had them (PKCS#11 2.40 section 4.9: a derived key inherits them). */
+    bool is_sealed;
+    bool is_fixed; /* CKA_MODIFIABLE FALSE (a copy made so): C_SetAttributeValue is refused */
+    unsigned char *label; /* CKA_LABEL and CKA_ID as given (any bytes) */
     size_t label_len;
     unsigned char *id;
     size_t id_len;
@@ -175,6 +179,13 @@ CK_RV hf_session_object_get(CK_OBJECT_HANDLE handle, struct hf_object **out);
  * A private object needs the user logged in (CKR_USER_NOT_LOGGED_IN), checked under the table's
  * lock so that a logout in between cannot leave it behind. */
 CK_RV hf_session_object_add(struct hf_session *s, struct hf_object *obj, CK_OBJECT_HANDLE *out);
+/* hf_session_object_add whose creation record says why (C_CopyObject). */
+CK_RV hf_session_object_add_why(struct hf_session *s, struct hf_object *obj, const char *why,
+                                CK_OBJECT_HANDLE *out);
+/* A new object (reference 1) sharing obj's material and public key, with the label and id
+ * replaced by label's and id's values (NULL: obj's); obj's handle until it is added. */
+CK_RV hf_session_object_dup(const struct hf_object *obj, const CK_ATTRIBUTE *label,
+                            const CK_ATTRIBUTE *id, struct hf_object **out);
 /* C_DestroyObject of a session object (any session may: they are the application's). */
 CK_RV hf_session_object_destroy(struct hf_session *s, CK_OBJECT_HANDLE handle);
 /* C_SetAttributeValue of a session object: its CKA_LABEL and CKA_ID become label's and id's
@@ -198,6 +209,10 @@ void hf_session_objects_atfork(void);
  * references); local: generated here (CKA_LOCAL). */
 CK_RV hf_session_key_secret(struct hf_session *s, struct hf_material *m, bool local,
                             const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_OBJECT_HANDLE *out);
+/* A key made by C_DeriveKey (CKA_LOCAL FALSE); sealed: the base key was always sensitive and
+ * never extractable, which the new key keeps while it is sensitive itself. */
+CK_RV hf_session_key_derived(struct hf_session *s, struct hf_material *m, bool sealed,
+                             const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_OBJECT_HANDLE *out);
 /* pub NULL: only the private object (C_CreateObject, C_UnwrapKey). */
 CK_RV hf_session_key_pair(struct hf_session *s, struct hf_material *m, bool local,
                           const CK_ATTRIBUTE *pub_tmpl, CK_ULONG pub_n,
@@ -207,6 +222,11 @@ CK_RV hf_session_key_pair(struct hf_session *s, struct hf_material *m, bool loca
  * CKA_EC_PARAMS and CKA_EC_POINT). */
 CK_RV hf_session_key_public(struct hf_session *s, const CK_ATTRIBUTE *tmpl, CK_ULONG n,
                             CK_OBJECT_HANDLE *out);
+/* The SubjectPublicKeyInfo DER (malloc'd) of the RSA or EC public key a template describes
+ * (CKA_EC_POINT DER or bare): OpenSSL checks the point is on the curve, the RSA key as a public
+ * key (CKR_ATTRIBUTE_VALUE_INVALID). */
+CK_RV hf_tmpl_public_der(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **der,
+                         size_t *len);
 /* The template asks for a session object: CKA_TOKEN FALSE (absent means a token object here: a
  * Holdfast key is persistent unless asked otherwise). */
 CK_RV hf_tmpl_is_session(const CK_ATTRIBUTE *tmpl, CK_ULONG n, bool *session);

@@ -7,6 +7,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/slot.c \
 	pkcs11/module/session.c \
 	pkcs11/module/object.c \
+	pkcs11/module/object-copy.c \
 	pkcs11/module/attr.c \
 	pkcs11/module/label-id.c \
 	pkcs11/module/find.c \
@@ -17,6 +18,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/sign.c \
 	pkcs11/module/digest.c \
 	pkcs11/module/wrap.c \
+	pkcs11/module/derive.c \
 	pkcs11/module/random.c \
 	pkcs11/module/mech.c pkcs11/module/mech.h \
 	pkcs11/module/entry.c \
@@ -26,6 +28,8 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/mech-aes-kw.c \
 	pkcs11/module/mech-rsa.c \
 	pkcs11/module/mech-ecdsa.c \
+	pkcs11/module/mech-ecdh.c \
+	pkcs11/module/mech-hkdf.c \
 	pkcs11/module/vendor.c
 pkcs11_module_holdfast_pkcs11_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-export-symbols-regex '^C_'

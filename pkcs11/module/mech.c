@@ -73,6 +73,10 @@ static const struct hf_mech_info mechs[] = {
     {CKM_ECDSA_SHA384, "CKM_ECDSA_SHA384", {256, 384, ECDSA_SIGN}},
     {CKM_ECDSA_SHA512, "CKM_ECDSA_SHA512", {256, 384, ECDSA_SIGN}},
     {CKM_HF_ECDSA_DER, "CKM_HF_ECDSA_DER", {256, 384, CKF_SIGN | EC_FLAGS | CKF_HW}},
+    /* Derivation (derive.c): ECDH from EC private keys in bits, HKDF from generic secrets in
+     * bytes. */
+    {CKM_ECDH1_DERIVE, "CKM_ECDH1_DERIVE", {256, 384, CKF_DERIVE | EC_FLAGS | CKF_HW}},
+    {CKM_HKDF_DERIVE, "CKM_HKDF_DERIVE", {14, 512, CKF_DERIVE | CKF_HW}},
     {CKM_SHA_1, "CKM_SHA_1", {0, 0, DIGEST}},
     {CKM_SHA224, "CKM_SHA224", {0, 0, DIGEST}},
     {CKM_SHA256, "CKM_SHA256", {0, 0, DIGEST}},
@@ -143,6 +147,9 @@ enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type)
     case CKM_SHA384:
     case CKM_SHA512:
         return HF_FAMILY_DIGEST;
+    case CKM_ECDH1_DERIVE:
+    case CKM_HKDF_DERIVE:
+        return HF_FAMILY_DERIVE;
     default:
         /* Every other mechanism of the table is an RSA one. */
         return hf_mech_find(type) != NULL ? HF_FAMILY_RSA : 0;

@@ -21,6 +21,8 @@ enum hf_mech_family {
     HF_FAMILY_AES,  /* ECB, CBC, CBC_PAD, CTR */
     HF_FAMILY_MAC,  /* CMAC */
     HF_FAMILY_HMAC, /* HMAC on generic secrets */
+    /* C_DeriveKey only (derive.c) */
+    HF_FAMILY_DERIVE,
 };
 
 enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type);
@@ -112,5 +114,13 @@ CK_RV hf_entry_refusal(struct hf_session *s, const char *operation, const struct
                        CK_MECHANISM_TYPE mech, CK_RV rv);
 /* The audit operation name of kind ("encrypt", ...). */
 const char *hf_entry_op_name(enum hf_op_kind kind);
+
+/* Key derivation (mech-ecdh.c, mech-hkdf.c), called by derive.c once the base key's type and its
+ * derive usage are checked. want: the CKA_VALUE_LEN asked for, 0 for the mechanism's own length
+ * (CKR_TEMPLATE_INCOMPLETE where it has none). *out: hf_secmem memory of *outlen bytes. */
+CK_RV hf_ecdh_derive(struct hf_object *base, const CK_MECHANISM *mech, size_t want,
+                     unsigned char **out, size_t *outlen);
+CK_RV hf_hkdf_derive(struct hf_session *s, struct hf_object *base, const CK_MECHANISM *mech,
+                     size_t want, unsigned char **out, size_t *outlen);
 
 #endif

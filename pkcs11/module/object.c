@@ -342,10 +342,10 @@ static unsigned long face_usage(enum hf_object_kind kind)
     case HF_OBJ_PUBLIC:
         return HF_USAGE_ENCRYPT | HF_USAGE_VERIFY | HF_USAGE_WRAP;
     case HF_OBJ_PRIVATE:
-        return HF_USAGE_DECRYPT | HF_USAGE_SIGN | HF_USAGE_UNWRAP;
+        return HF_USAGE_DECRYPT | HF_USAGE_SIGN | HF_USAGE_UNWRAP | HF_USAGE_DERIVE;
     default:
         return HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_WRAP | HF_USAGE_UNWRAP |
-               HF_USAGE_SIGN | HF_USAGE_VERIFY;
+               HF_USAGE_SIGN | HF_USAGE_VERIFY | HF_USAGE_DERIVE;
     }
 }
 
@@ -407,20 +407,6 @@ done:
     hf_object_unref(obj);
     hf_session_put(s);
     return rv;
-}
-
-HF_EXPORT CK_RV C_CopyObject(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hObject,
-                             CK_ATTRIBUTE_PTR pTemplate, CK_ULONG ulCount,
-                             CK_OBJECT_HANDLE_PTR phNewObject)
-{
-    struct hf_session *s;
-    CK_RV rv = hf_session_get(hSession, &s);
-
-    if (rv != CKR_OK) return rv;
-    hf_session_put(s);
-    /* A key has one identity (UUID, unique name); a copy would be a second key with the same
-     * material, which the key model does not have. */
-    return CKR_FUNCTION_NOT_SUPPORTED;
 }
 
 HF_EXPORT CK_RV C_GetObjectSize(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hObject,

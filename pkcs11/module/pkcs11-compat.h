@@ -12,6 +12,34 @@
 #define CKM_AES_KEY_WRAP_KWP (0x210bUL) /* RFC 5649 key wrap with padding */
 #endif
 
+/* HKDF (PKCS#11 3.0 section 2.43). */
+#ifndef CKM_HKDF_DERIVE
+#define CKM_HKDF_DERIVE (0x402aUL)
+#define CKM_HKDF_DATA (0x402bUL)
+#define CKM_HKDF_KEY_GEN (0x402cUL)
+#endif
+#ifndef CKK_HKDF
+#define CKK_HKDF (0x42UL)
+#endif
+#ifndef CKF_HKDF_SALT_NULL
+#define CKF_HKDF_SALT_NULL (0x00000001UL)
+#define CKF_HKDF_SALT_DATA (0x00000002UL)
+#define CKF_HKDF_SALT_KEY (0x00000004UL)
+
+typedef struct CK_HKDF_PARAMS {
+    CK_BBOOL bExtract;
+    CK_BBOOL bExpand;
+    CK_MECHANISM_TYPE prfHashMechanism;
+    CK_ULONG ulSaltType;
+    CK_BYTE_PTR pSalt;
+    CK_ULONG ulSaltLen;
+    CK_OBJECT_HANDLE hSaltKey;
+    CK_BYTE_PTR pInfo;
+    CK_ULONG ulInfoLen;
+} CK_HKDF_PARAMS;
+typedef CK_HKDF_PARAMS *CK_HKDF_PARAMS_PTR;
+#endif
+
 #ifndef CKR_OPERATION_CANCEL_FAILED
 #define CKR_OPERATION_CANCEL_FAILED (0x202UL)
 #endif

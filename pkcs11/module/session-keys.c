@@ -71,6 +71,7 @@ static CK_RV attrs_set(struct hf_object *obj, const CK_ATTRIBUTE *t, CK_ULONG n,
     if (rv == CKR_OK) rv = bytes_attr(t, n, other, other_n, CKA_ID, &sa->id, &sa->id_len);
     sa->is_private = val;
     sa->is_local = local;
+    sa->is_sealed = local;
     obj->key.usage = usage;
     obj->key.exportable = exportable;
     return rv;
@@ -89,8 +90,8 @@ static CK_RV usage_of(enum hf_alg alg, const CK_ATTRIBUTE *pub, CK_ULONG pub_n,
     return *usage ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
 }
 
-CK_RV hf_session_key_secret(struct hf_session *s, struct hf_material *m, bool local,
-                            const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_OBJECT_HANDLE *out)
+static CK_RV secret_make(struct hf_session *s, struct hf_material *m, bool local, bool sealed,
+                         const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_OBJECT_HANDLE *out)
 {
     struct hf_object *obj = NULL;
     unsigned long usage = 0;
@@ -105,8 +106,21 @@ CK_RV hf_session_key_secret(struct hf_session *s, struct hf_material *m, bool lo
         hf_object_unref(obj);
         return rv;
     }
+    obj->sobj->is_sealed = sealed;
     atomic_init(&obj->material, hf_material_ref(m));
     return hf_session_object_add(s, obj, out);
+}
+
+CK_RV hf_session_key_secret(struct hf_session *s, struct hf_material *m, bool local,
+                            const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_OBJECT_HANDLE *out)
+{
+    return secret_make(s, m, local, local, tmpl, n, out);
+}
+
+CK_RV hf_session_key_derived(struct hf_session *s, struct hf_material *m, bool sealed,
+                             const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_OBJECT_HANDLE *out)
+{
+    return secret_make(s, m, false, sealed, tmpl, n, out);
 }
 
 /* The public half of an object: its SubjectPublicKeyInfo (CKA_PUBLIC_KEY_INFO) and the key the
@@ -220,10 +234,8 @@ static CK_RV public_params(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, 
     return CKR_OK;
 }
 
-/* The SubjectPublicKeyInfo DER (malloc'd) of the key the template describes; OpenSSL checks the
- * point is on the curve, and the RSA key is checked as a public key. */
-static CK_RV public_der(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **der,
-                        size_t *len)
+CK_RV hf_tmpl_public_der(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **der,
+                         size_t *len)
 {
     OSSL_LIB_CTX *libctx = hf_crypto_libctx();
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(libctx, type == CKK_RSA ? "RSA" : "EC", NULL);
@@ -276,7 +288,7 @@ CK_RV hf_session_key_public(struct hf_session *s, const CK_ATTRIBUTE *tmpl, CK_U
     if (type != CKK_RSA && type != CKK_EC) return CKR_ATTRIBUTE_VALUE_INVALID;
     alg = type == CKK_RSA ? HF_ALG_RSA : HF_ALG_EC;
     if ((rv = usage_of(alg, tmpl, n, NULL, 0, &usage)) != CKR_OK) return rv;
-    if ((rv = public_der(type, tmpl, n, &der, &len)) != CKR_OK) return rv;
+    if ((rv = hf_tmpl_public_der(type, tmpl, n, &der, &len)) != CKR_OK) return rv;
     rv = object_new(HF_OBJ_PUBLIC, alg, 0, &obj);
     if (rv == CKR_OK) {
         rv = public_set(obj, der, len);

@@ -155,7 +155,13 @@ done:
 
 CK_RV hf_session_object_add(struct hf_session *s, struct hf_object *obj, CK_OBJECT_HANDLE *out)
 {
-    char detail[64];
+    return hf_session_object_add_why(s, obj, NULL, out);
+}
+
+CK_RV hf_session_object_add_why(struct hf_session *s, struct hf_object *obj, const char *why,
+                                CK_OBJECT_HANDLE *out)
+{
+    char detail[96];
     CK_RV rv;
 
     if (!s || !obj || !obj->sobj || !out) {
@@ -166,8 +172,9 @@ CK_RV hf_session_object_add(struct hf_session *s, struct hf_object *obj, CK_OBJE
     obj->key.state = HF_STATE_ACTIVE;
     rv = maker_set(s, obj);
     if (rv == CKR_OK) rv = table_add(obj);
-    snprintf(detail, sizeof(detail), "%s-%u %s private=%s", hf_alg_name(obj->key.alg),
-             obj->key.bits, face_name(obj), obj->sobj->is_private ? "true" : "false");
+    snprintf(detail, sizeof(detail), "%s-%u %s private=%s%s%s", hf_alg_name(obj->key.alg),
+             obj->key.bits, face_name(obj), obj->sobj->is_private ? "true" : "false",
+             why ? " " : "", why ? why : "");
     /* The record keeps the request context for the key operation that follows: a gateway request
      * that imports a key and uses it makes its one record with that use. */
     if (hf_module_audit_object(s->has_ctx ? &s->ctx : NULL, "object.create", obj, detail, rv) !=
@@ -210,9 +217,8 @@ CK_RV hf_session_object_destroy(struct hf_session *s, CK_OBJECT_HANDLE handle)
     return rv;
 }
 
-/* A copy of obj sharing its material and public key, with the label and id replaced. */
-static CK_RV object_copy(const struct hf_object *obj, const CK_ATTRIBUTE *label,
-                         const CK_ATTRIBUTE *id, struct hf_object **out)
+CK_RV hf_session_object_dup(const struct hf_object *obj, const CK_ATTRIBUTE *label,
+                            const CK_ATTRIBUTE *id, struct hf_object **out)
 {
     const struct hf_session_attrs *sa = obj->sobj;
     const void *lp = label ? label->pValue : sa->label, *ip = id ? id->pValue : sa->id;
@@ -265,7 +271,7 @@ CK_RV hf_session_object_set(const struct hf_object *obj, const CK_ATTRIBUTE *lab
     if ((label && label->ulValueLen > 255) || (id && id->ulValueLen > 255))
         return CKR_ATTRIBUTE_VALUE_INVALID;
     if (!label && !id) return CKR_OK;
-    if ((rv = object_copy(obj, label, id, &copy)) != CKR_OK) return rv;
+    if ((rv = hf_session_object_dup(obj, label, id, &copy)) != CKR_OK) return rv;
     pthread_rwlock_wrlock(&table.lock);
     i = table_search(obj->handle, &found);
     if (found) {

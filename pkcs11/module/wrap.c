@@ -210,16 +210,3 @@ done:
     hf_session_put(s);
     return rv;
 }
-
-/* No derivation mechanism is offered (no ECDH, no KDF): Holdfast keys are made, never derived. */
-HF_EXPORT CK_RV C_DeriveKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechanism,
-                            CK_OBJECT_HANDLE hBaseKey, CK_ATTRIBUTE_PTR pTemplate,
-                            CK_ULONG ulAttributeCount, CK_OBJECT_HANDLE_PTR phKey)
-{
-    struct hf_session *s;
-    CK_RV rv = hf_session_get(hSession, &s);
-
-    if (rv != CKR_OK) return rv;
-    hf_session_put(s);
-    return CKR_FUNCTION_NOT_SUPPORTED;
-}

@@ -520,7 +520,7 @@ static const struct hf_cli_command key_commands[] = {
      "create a key (version 1)",
      "  --alg ALG        AES-128|AES-192|AES-256 (default), RSA-2048|RSA-3072|RSA-4096,\n"
      "                   EC-P256|EC-P384\n"
-     "  --usage U,...    encrypt, decrypt, wrap, unwrap, sign, verify (default: AES\n"
+     "  --usage U,...    encrypt, decrypt, wrap, unwrap, sign, verify, derive (default: AES\n"
      "                   encrypt,decrypt,wrap,unwrap; RSA all but wrap; EC sign,verify)\n"
      "  --label K=V      a label; repeat for more\n"
      "  --owner O        owner (default: the caller, uid:<uid>)\n"

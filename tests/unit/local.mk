@@ -21,7 +21,9 @@ UNIT_TESTS = \
 	tests/unit/test-module-objects \
 	tests/unit/test-module-session-objects \
 	tests/unit/test-module-crypto \
-	tests/unit/test-module-symmetric
+	tests/unit/test-module-symmetric \
+	tests/unit/test-module-derive \
+	tests/unit/test-module-copy
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
@@ -74,6 +76,12 @@ tests_unit_test_module_session_objects_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_crypto_SOURCES = tests/unit/test-module-crypto.c tests/unit/module-loader.h
 tests_unit_test_module_crypto_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_crypto_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_derive_SOURCES = tests/unit/test-module-derive.c tests/unit/module-loader.h
+tests_unit_test_module_derive_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_derive_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_copy_SOURCES = tests/unit/test-module-copy.c tests/unit/module-loader.h
+tests_unit_test_module_copy_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_copy_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_symmetric_SOURCES = tests/unit/test-module-symmetric.c \
 	tests/unit/module-loader.h
 tests_unit_test_module_symmetric_CPPFLAGS = $(UNIT_CPPFLAGS)

@@ -247,6 +247,22 @@ static void test_usage_format_uses_snprintf_convention(void)
     CU_ASSERT_STRING_EQUAL(buf, "");
 }
 
+/* Derivation makes a new key: like encrypt, only an active key may. */
+static void test_derive_usage_active_only_and_named(void)
+{
+    char buf[64];
+    unsigned long mask = 0;
+
+    CU_ASSERT_TRUE(hf_key_state_allows(HF_STATE_ACTIVE, HF_USAGE_DERIVE));
+    for (size_t s = 0; s < N_STATES; s++)
+        if (all_states[s] != HF_STATE_ACTIVE)
+            CU_ASSERT_FALSE(hf_key_state_allows(all_states[s], HF_USAGE_DERIVE));
+    CU_ASSERT_TRUE(hf_usage_parse("sign,derive", &mask));
+    CU_ASSERT_EQUAL(mask, HF_USAGE_SIGN | HF_USAGE_DERIVE);
+    hf_usage_format(mask, buf, sizeof(buf));
+    CU_ASSERT_STRING_EQUAL(buf, "sign,derive");
+}
+
 static void test_usage_parse_accepts_spaces_and_rejects_unknown(void)
 {
     unsigned long m = 0;
@@ -414,6 +430,7 @@ static CU_TestInfo spec_tests[] = {
     {"usage format uses snprintf convention", test_usage_format_uses_snprintf_convention},
     {"usage parse accepts spaces, rejects unknown",
      test_usage_parse_accepts_spaces_and_rejects_unknown},
+    {"derive usage: active only, named derive", test_derive_usage_active_only_and_named},
     {"usage defaults per algorithm", test_usage_defaults_per_algorithm},
     CU_TEST_INFO_NULL,
 };
