@@ -19,6 +19,7 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
+#include "curve.h"
 #include "secmem.h"
 
 #include "annotate.h" /* the refcount is ordered by atomics helgrind does not see */
@@ -219,7 +220,9 @@ EVP_PKEY *hf_material_pkey(const struct hf_material *m)
 
 static const char *ec_group_name(unsigned bits)
 {
-    return bits == 256 ? "P-256" : bits == 384 ? "P-384" : bits == 521 ? "P-521" : NULL;
+    const struct hf_curve *c = hf_curve_find(HF_ALG_EC, bits);
+
+    return c ? c->group : NULL;
 }
 
 static bool alg_bits_are_supported(enum hf_alg alg, unsigned bits)

@@ -1,6 +1,7 @@
 #include "hf-build.h"
 
 #include "pkcs11/core/key.h"
+#include "pkcs11/core/curve.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -200,7 +201,7 @@ bool hf_alg_bits_is_valid(enum hf_alg alg, unsigned bits)
     case HF_ALG_RSA:
         return bits == 2048 || bits == 3072 || bits == 4096;
     case HF_ALG_EC:
-        return bits == 256 || bits == 384;
+        return hf_curve_find(alg, bits) != NULL;
     case HF_ALG_GENERIC:
         return bits >= 112 && bits <= 4096 && bits % 8 == 0;
     }

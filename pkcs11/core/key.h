@@ -17,7 +17,7 @@
 enum hf_alg {
     HF_ALG_AES = 1, /* bits: 128, 192, 256 */
     HF_ALG_RSA = 2, /* bits: 2048, 3072, 4096 */
-    HF_ALG_EC = 3,  /* bits: 256 (P-256), 384 (P-384) */
+    HF_ALG_EC = 3,  /* bits: 256 (P-256), 384 (P-384), 521 (P-521): curve.h */
     /* A generic secret (CKK_GENERIC_SECRET, HMAC keys); bits: whole bytes, 112 (SP 800-131A's
      * least HMAC key strength) to 4096. Named "HMAC" ("HMAC-256"). */
     HF_ALG_GENERIC = 4,

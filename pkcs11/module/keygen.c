@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "pkcs11/core/crypto.h"
+#include "pkcs11/core/curve.h"
 #include "pkcs11/core/secmem.h"
 
 /* A spec and the storage its strings point into. */
@@ -508,18 +509,16 @@ static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **de
     unsigned char point[133];
     size_t point_len = sizeof(point);
     BIGNUM *priv = NULL;
-    const char *curve;
+    const struct hf_curve *curve = NULL;
     CK_RV rv = bld ? CKR_OK : CKR_HOST_MEMORY;
 
     if (rv == CKR_OK)
         rv = params_attr ? hf_tmpl_ec_bits(params_attr, bits) : CKR_TEMPLATE_INCOMPLETE;
-    curve = *bits == 384 ? SN_secp384r1 : SN_X9_62_prime256v1;
+    if (rv == CKR_OK) curve = hf_curve_find(HF_ALG_EC, *bits);
     if (rv == CKR_OK) rv = hf_tmpl_bn_push(bld, t, n, CKA_VALUE, OSSL_PKEY_PARAM_PRIV_KEY, &priv);
-    if (rv == CKR_OK)
-        rv = ec_public_point(*bits == 384 ? NID_secp384r1 : NID_X9_62_prime256v1, priv, point,
-                             &point_len);
+    if (rv == CKR_OK) rv = ec_public_point(curve->nid, priv, point, &point_len);
     if (rv == CKR_OK &&
-        (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, curve, 0) ||
+        (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, curve->group, 0) ||
          !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len) ||
          !(params = OSSL_PARAM_BLD_to_param(bld))))
         rv = CKR_HOST_MEMORY;

@@ -1,6 +1,6 @@
-/* CKM_ECDSA (the caller hashes) and CKM_ECDSA_SHA* (we hash), over P-256 and P-384. Signatures
- * are r||s, each zero-padded to the order's byte length (PKCS#11 2.40 2.3.1), not DER; the vendor
- * CKM_HF_ECDSA_DER (holdfast.h) signs a hash into DER. */
+/* CKM_ECDSA (the caller hashes) and CKM_ECDSA_SHA* (we hash), over P-256, P-384 and P-521.
+ * Signatures are r||s, each zero-padded to the order's byte length (PKCS#11 2.40 2.3.1), not DER;
+ * the vendor CKM_HF_ECDSA_DER (holdfast.h) signs a hash into DER. */
 #include "hf-build.h"
 
 #include "pkcs11/module/mech.h"

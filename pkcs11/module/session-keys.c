@@ -8,6 +8,7 @@
 
 #include "internal.h"
 
+#include <openssl/asn1.h>
 #include <openssl/core_names.h>
 #include <openssl/obj_mac.h>
 #include <openssl/param_build.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "pkcs11/core/crypto.h"
+#include "pkcs11/core/curve.h"
 
 /* Longest CKA_LABEL and CKA_ID kept: PKCS#11 sets none; more is no label anybody reads. */
 #define ATTR_MAX 255
@@ -174,15 +176,21 @@ fail:
 /* ---- lone public keys ----------------------------------------------------------------------- */
 
 /* The EC point of CKA_EC_POINT: the DER OCTET STRING PKCS#11 specifies, or the bare uncompressed
- * point some callers give (told apart by length: the DER form is two bytes longer). */
+ * point some callers give (told apart by length: the DER form is longer). */
 static CK_RV ec_point(const CK_ATTRIBUTE *a, unsigned bits, const unsigned char **p, size_t *len)
 {
     size_t raw = 1 + 2 * ((bits + 7) / 8);
-    const unsigned char *v = a ? a->pValue : NULL;
+    const unsigned char *v = a ? a->pValue : NULL, *in = v;
+    long content = 0;
+    int tag = 0, xclass = 0;
 
     if (!v) return CKR_TEMPLATE_INCOMPLETE;
-    if (a->ulValueLen == raw + 2 && v[0] == 0x04 && v[1] == raw && v[2] == 0x04) {
-        *p = v + 2;
+    /* P-521's 133 bytes take a long-form length: let OpenSSL read the header. */
+    if (a->ulValueLen > raw &&
+        ASN1_get_object(&in, &content, &tag, &xclass, (long)a->ulValueLen) == 0 &&
+        tag == V_ASN1_OCTET_STRING && xclass == V_ASN1_UNIVERSAL && (size_t)content == raw &&
+        in + content == v + a->ulValueLen && in[0] == 0x04) {
+        *p = in;
         *len = raw;
         return CKR_OK;
     }
@@ -214,7 +222,7 @@ static CK_RV public_params(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, 
     if (rv == CKR_OK) rv = ec_point(hf_tmpl_find(t, n, CKA_EC_POINT), bits, &point, &point_len);
     if (rv != CKR_OK) return rv;
     if (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
-                                         bits == 384 ? SN_secp384r1 : SN_X9_62_prime256v1, 0) ||
+                                         hf_curve_find(HF_ALG_EC, bits)->group, 0) ||
         !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len))
         return CKR_HOST_MEMORY;
     return CKR_OK;
