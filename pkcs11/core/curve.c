@@ -11,15 +11,19 @@ static const unsigned char oid_p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
                                          0xce, 0x3d, 0x03, 0x01, 0x07};
 static const unsigned char oid_p384[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22};
 static const unsigned char oid_p521[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23};
+/* id-Ed25519 1.3.101.112 (RFC 8410), which PKCS#11 3.0 section 2.3.5 allows beside the name. */
+static const unsigned char oid_ed25519[] = {0x06, 0x03, 0x2b, 0x65, 0x70};
 
 static const char *const names_p256[] = {"prime256v1", "secp256r1", "P-256", NULL};
 static const char *const names_p384[] = {"secp384r1", "P-384", NULL};
 static const char *const names_p521[] = {"secp521r1", "P-521", NULL};
+static const char *const names_ed25519[] = {"edwards25519", NULL}; /* PKCS#11 3.0 2.3.5 */
 
 static const struct hf_curve curves[] = {
     {HF_ALG_EC, 256, "P-256", NID_X9_62_prime256v1, oid_p256, sizeof(oid_p256), names_p256},
     {HF_ALG_EC, 384, "P-384", NID_secp384r1, oid_p384, sizeof(oid_p384), names_p384},
     {HF_ALG_EC, 521, "P-521", NID_secp521r1, oid_p521, sizeof(oid_p521), names_p521},
+    {HF_ALG_ED25519, 256, "ED25519", NID_ED25519, oid_ed25519, sizeof(oid_ed25519), names_ed25519},
 };
 
 #define N_CURVES (sizeof(curves) / sizeof(curves[0]))

@@ -130,6 +130,19 @@ static CK_RV pub_get(const struct hf_object *obj, EVP_PKEY **pub, EVP_PKEY **tmp
 }
 
 /* A big-endian integer parameter of pkey, left-padded to pad bytes (0: minimal). */
+static CK_RV val_octets(struct attr_val *v, EVP_PKEY *pkey, const char *name, bool secret)
+{
+    unsigned char *buf = malloc(64);
+    size_t len = 0;
+
+    if (!buf) return CKR_HOST_MEMORY;
+    if (!EVP_PKEY_get_octet_string_param(pkey, name, buf, 64, &len)) {
+        OPENSSL_clear_free(buf, 64);
+        return CKR_GENERAL_ERROR;
+    }
+    return val_heap(v, buf, len, secret);
+}
+
 static CK_RV val_bn(struct attr_val *v, EVP_PKEY *pkey, const char *name, size_t pad, bool secret)
 {
     BIGNUM *bn = NULL;
@@ -218,6 +231,8 @@ static CK_RV val_secret(struct attr_val *v, const struct hf_object *obj, const c
             memcpy(buf, raw, len);
             rv = val_heap(v, buf, len, true);
         }
+    } else if (obj->key.alg == HF_ALG_ED25519) {
+        rv = val_octets(v, hf_material_pkey(m), param, true); /* RFC 8032's 32-byte seed */
     } else {
         size_t pad = obj->key.alg == HF_ALG_EC ? (obj->key.bits + 7) / 8 : 0;
         rv = val_bn(v, hf_material_pkey(m), param, pad, true);
@@ -270,6 +285,8 @@ static CK_MECHANISM_TYPE keygen_mechanism(const struct hf_object *obj)
         return CKM_RSA_PKCS_KEY_PAIR_GEN;
     case HF_ALG_EC:
         return CKM_EC_KEY_PAIR_GEN;
+    case HF_ALG_ED25519:
+        return CKM_EC_EDWARDS_KEY_PAIR_GEN;
     }
     return CK_UNAVAILABLE_INFORMATION;
 }
@@ -486,6 +503,7 @@ static CK_RV attr_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type, s
     case HF_ALG_RSA:
         return rsa_compute(obj, type, v);
     case HF_ALG_EC:
+    case HF_ALG_ED25519: /* CKA_EC_PARAMS, CKA_EC_POINT and CKA_VALUE, as EC (PKCS#11 3.0 2.3.5) */
         return ec_compute(obj, type, v);
     }
     return CKR_ATTRIBUTE_TYPE_INVALID;
@@ -627,13 +645,18 @@ CK_RV hf_tmpl_exportable(const CK_ATTRIBUTE *t, CK_ULONG n, bool *exportable)
 }
 
 /* CKA_EC_PARAMS: the DER namedCurve OID, or (PKCS#11 3.0) a DER PrintableString curve name. */
-CK_RV hf_tmpl_ec_bits(const CK_ATTRIBUTE *a, unsigned *bits)
+CK_RV hf_tmpl_curve_bits(const CK_ATTRIBUTE *a, enum hf_alg alg, unsigned *bits)
 {
     const struct hf_curve *c = hf_curve_from_params(a->pValue, a->ulValueLen);
 
-    if (!c || c->alg != HF_ALG_EC) return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (!c || c->alg != alg) return CKR_ATTRIBUTE_VALUE_INVALID;
     *bits = c->bits;
     return CKR_OK;
+}
+
+CK_RV hf_tmpl_ec_bits(const CK_ATTRIBUTE *a, unsigned *bits)
+{
+    return hf_tmpl_curve_bits(a, HF_ALG_EC, bits);
 }
 
 /* ---- C_GetAttributeValue ---------------------------------------------------------------- */

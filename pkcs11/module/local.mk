@@ -26,6 +26,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/mech-aes-kw.c \
 	pkcs11/module/mech-rsa.c \
 	pkcs11/module/mech-ecdsa.c \
+	pkcs11/module/mech-eddsa.c \
 	pkcs11/module/vendor.c
 pkcs11_module_holdfast_pkcs11_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-export-symbols-regex '^C_'

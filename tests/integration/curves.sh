@@ -75,5 +75,21 @@ sign_verify p11-p521 ECDSA-SHA256 -digest sha256 -rawin
 sign_verify cli-p521 ECDSA-SHA256 -digest sha256 -rawin
 "$HF_CLI" key show p11-p521 | grep -q "EC-P521" || hf_fail "the pkcs11-tool key is not EC-P521 in the store"
 
-"$HF_CLI" audit verify >/dev/null || hf_fail "audit log does not verify"
 echo "curves: P-521 passed"
+
+# Ed25519: CKM_EDDSA signs the message itself (RFC 8032 pure); OpenSSL verifies with -rawin.
+if ! pkcs11-tool --help 2>&1 | grep -q "ed25519"; then
+    echo "curves: this pkcs11-tool has no EC:edwards25519 key type; Ed25519 part skipped"
+else
+    p11 --login --pin "$HF_USER_PIN" --keypairgen --key-type EC:edwards25519 --label p11-ed \
+        >"$out" 2>&1 || { cat "$out"; hf_fail "--keypairgen --key-type EC:edwards25519 failed"; }
+    grep -q "EC_EDWARDS" "$out" || { cat "$out"; hf_fail "the new key is not CKK_EC_EDWARDS"; }
+    sign_verify p11-ed EDDSA -rawin
+    [ "$(wc -c <"$HF_TMP/p11-ed.sig")" -eq 64 ] || hf_fail "an Ed25519 signature is not 64 bytes"
+    "$HF_CLI" key create cli-ed --alg Ed25519 >/dev/null || hf_fail "holdfast key create --alg Ed25519 failed"
+    "$HF_CLI" key show cli-ed | grep -q "Ed25519" || hf_fail "holdfast key show does not say Ed25519"
+    sign_verify cli-ed EDDSA -rawin
+    echo "curves: Ed25519 passed"
+fi
+
+"$HF_CLI" audit verify >/dev/null || hf_fail "audit log does not verify"

@@ -180,6 +180,7 @@ static void test_alg_spec_parse_accepts_spellings(void)
         {"EC-256", HF_ALG_EC, 256},       {"HMAC-256", HF_ALG_GENERIC, 256},
         {"hmac512", HF_ALG_GENERIC, 512}, {"HMAC-112", HF_ALG_GENERIC, 112},
         {"EC-P521", HF_ALG_EC, 521},      {"p-521", HF_ALG_EC, 521},
+        {"Ed25519", HF_ALG_ED25519, 256}, {"ed25519", HF_ALG_ED25519, 256},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         enum hf_alg alg = 0;
@@ -220,6 +221,9 @@ static void test_alg_bits_and_names(void)
     CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_AES), "AES");
     CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_RSA), "RSA");
     CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_EC), "EC");
+    CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_ED25519), "Ed25519");
+    CU_ASSERT_TRUE(hf_alg_bits_is_valid(HF_ALG_ED25519, 256));
+    CU_ASSERT_FALSE(hf_alg_bits_is_valid(HF_ALG_ED25519, 255));
 }
 
 static void test_usage_round_trips_every_mask(void)

@@ -30,6 +30,12 @@ static const unsigned char msg[] = "a message for P-521";
 static CK_OBJECT_HANDLE p521_pub, p521_priv; /* made by C_GenerateKeyPair */
 static CK_OBJECT_HANDLE cli_pub, cli_priv;   /* made by `holdfast key create --alg EC-P521` */
 
+static const CK_BYTE ed_oid[] = {0x06, 0x03, 0x2b, 0x65, 0x70};
+static const CK_BYTE ed_name[] = {0x13, 0x0c, 'e', 'd', 'w', 'a', 'r',
+                                  'd',  's',  '2', '5', '5', '1', '9'};
+static CK_OBJECT_HANDLE ed_pub, ed_priv;         /* C_GenerateKeyPair, token */
+static CK_OBJECT_HANDLE ed_cli_pub, ed_cli_priv; /* `holdfast key create --alg Ed25519` */
+
 /* ---- helpers --------------------------------------------------------------------------------- */
 
 static CK_RV pair_create(CK_MECHANISM_TYPE type, const CK_BYTE *params, CK_ULONG params_len,
@@ -185,6 +191,19 @@ static void assert_p521_signs_for_openssl(CK_OBJECT_HANDLE pub, CK_OBJECT_HANDLE
     EVP_PKEY_free(pk);
 }
 
+/* Whether one line of the audit log holds both fragments. */
+static bool audit_line_has(const char *a, const char *b)
+{
+    char line[4096];
+    FILE *f = fopen(env.cfg.audit_path, "r");
+    bool found = false;
+
+    while (f && !found && fgets(line, sizeof(line), f) != NULL)
+        found = strstr(line, a) != NULL && strstr(line, b) != NULL;
+    if (f) fclose(f);
+    return found;
+}
+
 /* ---- suite setup ----------------------------------------------------------------------------- */
 
 static int cli_key_create(const char *name, const char *alg)
@@ -200,8 +219,8 @@ static int cli_key_create(const char *name, const char *alg)
 static int suite_init(void)
 {
     if (hf_test_env_setup(&env, NULL) != 0) return -1;
-    if (cli_key_create("t-cli-521", "EC-P521") != 0) {
-        fprintf(stderr, "holdfast key create --alg EC-P521 failed\n");
+    if (cli_key_create("t-cli-521", "EC-P521") != 0 || cli_key_create("t-cli-ed", "Ed25519") != 0) {
+        fprintf(stderr, "holdfast key create --alg EC-P521 / Ed25519 failed\n");
         return -1;
     }
     if (hf_test_module_load(&mod) != 0) return -1;
@@ -214,6 +233,13 @@ static int suite_init(void)
     }
     cli_pub = find_by_label(CKO_PUBLIC_KEY, "t-cli-521");
     cli_priv = find_by_label(CKO_PRIVATE_KEY, "t-cli-521");
+    if (pair_create(CKM_EC_EDWARDS_KEY_PAIR_GEN, ed_oid, sizeof(ed_oid), &yes, &ed_pub, &ed_priv) !=
+        CKR_OK) {
+        fprintf(stderr, "Ed25519 key generation failed\n");
+        return -1;
+    }
+    ed_cli_pub = find_by_label(CKO_PUBLIC_KEY, "t-cli-ed");
+    ed_cli_priv = find_by_label(CKO_PRIVATE_KEY, "t-cli-ed");
     return 0;
 }
 
@@ -362,6 +388,218 @@ static void test_ec_mechanisms_reach_521_bits(void)
     }
 }
 
+/* ---- Ed25519 --------------------------------------------------------------------------------- */
+
+static int openssl_ed25519_verify(EVP_PKEY *pub, const unsigned char *sig, size_t siglen,
+                                  const unsigned char *m, size_t mlen)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int ok = md && EVP_DigestVerifyInit(md, NULL, NULL, NULL, pub) == 1 &&
+             EVP_DigestVerify(md, sig, siglen, m, mlen) == 1;
+
+    EVP_MD_CTX_free(md);
+    return ok;
+}
+
+static void assert_ed25519_signs_for_openssl(CK_OBJECT_HANDLE pub, CK_OBJECT_HANDLE priv)
+{
+    unsigned char sig[64];
+    CK_ULONG siglen = sizeof(sig);
+    EVP_PKEY *pk = public_of(pub, "ED25519", NULL);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
+    CU_ASSERT_EQUAL(sign(CKM_EDDSA, priv, msg, sizeof(msg), sig, &siglen), CKR_OK);
+    CU_ASSERT_EQUAL(siglen, 64);
+    CU_ASSERT_TRUE(openssl_ed25519_verify(pk, sig, siglen, msg, sizeof(msg)));
+    CU_ASSERT_EQUAL(verify(CKM_EDDSA, pub, msg, sizeof(msg), sig, siglen), CKR_OK);
+    sig[3] ^= 0x10;
+    CU_ASSERT_FALSE(openssl_ed25519_verify(pk, sig, siglen, msg, sizeof(msg)));
+    CU_ASSERT_EQUAL(verify(CKM_EDDSA, pub, msg, sizeof(msg), sig, siglen), CKR_SIGNATURE_INVALID);
+    CU_ASSERT_EQUAL(verify(CKM_EDDSA, pub, msg, sizeof(msg), sig, 63), CKR_SIGNATURE_LEN_RANGE);
+    EVP_PKEY_free(pk);
+}
+
+static void test_ed25519_key_shows_its_type_oid_and_point(void)
+{
+    CK_ULONG len = 0, plen = 0, tlen = 0;
+    unsigned char *params = attr_get(ed_pub, CKA_EC_PARAMS, &len);
+    unsigned char *point = attr_get(ed_priv, CKA_EC_POINT, &plen);
+    unsigned char *type = attr_get(ed_priv, CKA_KEY_TYPE, &tlen);
+    unsigned char *gen = attr_get(ed_priv, CKA_KEY_GEN_MECHANISM, &tlen);
+
+    CU_ASSERT_TRUE(params && len == sizeof(ed_oid) && memcmp(params, ed_oid, len) == 0);
+    CU_ASSERT_TRUE(point && plen == 34 && point[0] == 0x04 && point[1] == 32);
+    CU_ASSERT_TRUE(type && *(CK_KEY_TYPE *)type == CKK_EC_EDWARDS);
+    CU_ASSERT_TRUE(gen && *(CK_MECHANISM_TYPE *)gen == CKM_EC_EDWARDS_KEY_PAIR_GEN);
+    free(params);
+    free(point);
+    free(type);
+    free(gen);
+}
+
+static void test_ed25519_generated_key_signs_and_openssl_verifies(void)
+{
+    assert_ed25519_signs_for_openssl(ed_pub, ed_priv);
+}
+
+static void test_ed25519_cli_key_signs_and_openssl_verifies(void)
+{
+    CU_ASSERT_NOT_EQUAL_FATAL(ed_cli_priv, CK_INVALID_HANDLE);
+    CU_ASSERT_NOT_EQUAL_FATAL(ed_cli_pub, CK_INVALID_HANDLE);
+    assert_ed25519_signs_for_openssl(ed_cli_pub, ed_cli_priv);
+}
+
+static void test_ed25519_by_name_makes_session_keys(void)
+{
+    CK_OBJECT_HANDLE pub, priv;
+
+    CU_ASSERT_EQUAL_FATAL(
+        pair_create(CKM_EC_EDWARDS_KEY_PAIR_GEN, ed_name, sizeof(ed_name), &no, &pub, &priv),
+        CKR_OK);
+    assert_ed25519_signs_for_openssl(pub, priv);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, priv), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(sess, pub), CKR_OK);
+}
+
+static int hex_to(const char *hex, unsigned char *out, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (sscanf(hex + 2 * i, "%2hhx", &out[i]) != 1) return -1;
+    return 0;
+}
+
+/* RFC 8032 section 7.1, TEST 1: the empty message under its secret key, imported with
+ * CKA_VALUE as a session object. Ed25519 is deterministic: the signature is the RFC's. */
+static void test_ed25519_signs_rfc8032_test_1(void)
+{
+    static const char sk_hex[] = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+    static const char pk_hex[] = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+    static const char sig_hex[] =
+        "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155"
+        "5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b";
+    unsigned char sk[32], pk[32], want[64], sig[64], *point = NULL;
+    CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
+    CK_KEY_TYPE kt = CKK_EC_EDWARDS;
+    CK_ULONG siglen = sizeof(sig), plen = 0;
+    CK_OBJECT_HANDLE priv;
+
+    CU_ASSERT_FATAL(hex_to(sk_hex, sk, 32) == 0 && hex_to(pk_hex, pk, 32) == 0 &&
+                    hex_to(sig_hex, want, 64) == 0);
+    CK_ATTRIBUTE t[] = {{CKA_CLASS, &cls, sizeof(cls)},
+                        {CKA_KEY_TYPE, &kt, sizeof(kt)},
+                        {CKA_TOKEN, &no, 1},
+                        {CKA_SIGN, &yes, 1},
+                        {CKA_EC_PARAMS, (void *)ed_name, sizeof(ed_name)},
+                        {CKA_VALUE, sk, sizeof(sk)}};
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(sess, t, 6, &priv), CKR_OK);
+    point = attr_get(priv, CKA_EC_POINT, &plen);
+    CU_ASSERT_TRUE(point && plen == 34 && memcmp(point + 2, pk, 32) == 0);
+    CU_ASSERT_EQUAL(sign(CKM_EDDSA, priv, NULL, 0, sig, &siglen), CKR_OK);
+    CU_ASSERT_EQUAL(siglen, 64);
+    CU_ASSERT_EQUAL(memcmp(sig, want, 64), 0);
+    /* CK_EDDSA_PARAMS asking for pure Ed25519 is the same mechanism. */
+    CK_EDDSA_PARAMS pure = {CK_FALSE, 0, NULL};
+    CK_MECHANISM m = {CKM_EDDSA, &pure, sizeof(pure)};
+    memset(sig, 0, sizeof(sig));
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, priv), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, NULL, 0, sig, &siglen), CKR_OK);
+    CU_ASSERT_EQUAL(memcmp(sig, want, 64), 0);
+    p11->C_DestroyObject(sess, priv);
+    free(point);
+    OPENSSL_cleanse(sk, sizeof(sk));
+}
+
+/* A public key from OpenSSL, as a lone session object (the OID form of CKA_EC_PARAMS and the
+ * bare 32 bytes both taken): OpenSSL's signatures verify through the module. */
+static void test_ed25519_openssl_signature_verifies_through_module(void)
+{
+    EVP_PKEY *pk = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    unsigned char raw[32], der[34], sig[64];
+    size_t rawlen = sizeof(raw), siglen = sizeof(sig);
+    CK_OBJECT_CLASS cls = CKO_PUBLIC_KEY;
+    CK_KEY_TYPE kt = CKK_EC_EDWARDS;
+    CK_OBJECT_HANDLE pub, bare;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+
+    CU_ASSERT_FATAL(pk && EVP_PKEY_get_raw_public_key(pk, raw, &rawlen) == 1 && rawlen == 32);
+    CU_ASSERT_FATAL(md && EVP_DigestSignInit(md, NULL, NULL, NULL, pk) == 1 &&
+                    EVP_DigestSign(md, sig, &siglen, msg, sizeof(msg)) == 1);
+    der[0] = 0x04, der[1] = 32;
+    memcpy(der + 2, raw, 32);
+    CK_ATTRIBUTE t[] = {{CKA_CLASS, &cls, sizeof(cls)},
+                        {CKA_KEY_TYPE, &kt, sizeof(kt)},
+                        {CKA_TOKEN, &no, 1},
+                        {CKA_EC_PARAMS, (void *)ed_oid, sizeof(ed_oid)},
+                        {CKA_EC_POINT, der, sizeof(der)}};
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(sess, t, 5, &pub), CKR_OK);
+    t[4] = (CK_ATTRIBUTE){CKA_EC_POINT, raw, sizeof(raw)};
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(sess, t, 5, &bare), CKR_OK);
+    CU_ASSERT_EQUAL(verify(CKM_EDDSA, pub, msg, sizeof(msg), sig, 64), CKR_OK);
+    CU_ASSERT_EQUAL(verify(CKM_EDDSA, bare, msg, sizeof(msg), sig, 64), CKR_OK);
+    CU_ASSERT_EQUAL(verify(CKM_EDDSA, pub, msg, sizeof(msg) - 1, sig, 64), CKR_SIGNATURE_INVALID);
+    p11->C_DestroyObject(sess, pub);
+    p11->C_DestroyObject(sess, bare);
+    EVP_MD_CTX_free(md);
+    EVP_PKEY_free(pk);
+}
+
+/* EdDSA has no multi-part form: an Update is CKR_FUNCTION_NOT_SUPPORTED and ends the
+ * operation. */
+static void test_eddsa_multipart_is_refused_and_ends_the_operation(void)
+{
+    CK_MECHANISM m = {CKM_EDDSA, NULL, 0};
+    unsigned char sig[64] = {0};
+    CK_ULONG siglen = sizeof(sig);
+
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, ed_priv), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_SignUpdate(sess, (CK_BYTE_PTR)msg, sizeof(msg)),
+                    CKR_FUNCTION_NOT_SUPPORTED);
+    CU_ASSERT_EQUAL(p11->C_SignFinal(sess, sig, &siglen), CKR_OPERATION_NOT_INITIALIZED);
+    CU_ASSERT_EQUAL(p11->C_VerifyInit(sess, &m, ed_pub), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_VerifyUpdate(sess, (CK_BYTE_PTR)msg, sizeof(msg)),
+                    CKR_FUNCTION_NOT_SUPPORTED);
+    CU_ASSERT_EQUAL(p11->C_VerifyFinal(sess, sig, 64), CKR_OPERATION_NOT_INITIALIZED);
+    /* And one-shot still works afterwards. Both the refusal and the success are recorded. */
+    CU_ASSERT_EQUAL(sign(CKM_EDDSA, ed_priv, msg, sizeof(msg), sig, &siglen), CKR_OK);
+    CU_ASSERT_TRUE(audit_line_has("\"CKM_EDDSA\"", "\"result\":\"0x54\""));
+    CU_ASSERT_TRUE(audit_line_has("\"CKM_EDDSA\"", "\"result\":\"0x0\""));
+}
+
+static void test_eddsa_refuses_other_keys_params_and_curves(void)
+{
+    CK_EDDSA_PARAMS ph = {CK_TRUE, 0, NULL};
+    CK_BYTE ctx[] = "context";
+    CK_EDDSA_PARAMS withctx = {CK_FALSE, sizeof(ctx), ctx};
+    CK_MECHANISM m = {CKM_EDDSA, &ph, sizeof(ph)};
+    CK_MECHANISM ecdsa = {CKM_ECDSA_SHA256, NULL, 0};
+    CK_OBJECT_HANDLE pub, priv;
+
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, ed_priv), CKR_MECHANISM_PARAM_INVALID);
+    m.pParameter = &withctx;
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, ed_priv), CKR_MECHANISM_PARAM_INVALID);
+    m.pParameter = NULL, m.ulParameterLen = 0;
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, p521_priv), CKR_KEY_TYPE_INCONSISTENT);
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &ecdsa, ed_priv), CKR_KEY_TYPE_INCONSISTENT);
+    /* Each key pair mechanism takes its own curves only. */
+    CU_ASSERT_EQUAL(pair_create(CKM_EC_KEY_PAIR_GEN, ed_name, sizeof(ed_name), &no, &pub, &priv),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(
+        pair_create(CKM_EC_EDWARDS_KEY_PAIR_GEN, p521_oid, sizeof(p521_oid), &no, &pub, &priv),
+        CKR_ATTRIBUTE_VALUE_INVALID);
+}
+
+static void test_eddsa_mechanism_info(void)
+{
+    CK_MECHANISM_INFO info;
+
+    CU_ASSERT_EQUAL(p11->C_GetMechanismInfo(1, CKM_EDDSA, &info), CKR_OK);
+    CU_ASSERT_EQUAL(info.ulMinKeySize, 256);
+    CU_ASSERT_EQUAL(info.ulMaxKeySize, 256);
+    CU_ASSERT_TRUE((info.flags & (CKF_SIGN | CKF_VERIFY)) == (CKF_SIGN | CKF_VERIFY));
+    CU_ASSERT_EQUAL(p11->C_GetMechanismInfo(1, CKM_EC_EDWARDS_KEY_PAIR_GEN, &info), CKR_OK);
+    CU_ASSERT_TRUE(info.flags & CKF_GENERATE_KEY_PAIR);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
@@ -373,6 +611,21 @@ int main(void)
         {"p521 openssl key imported both ways", test_p521_openssl_key_imported_both_ways},
         {"p521 ecdsa signs a sha512 hash", test_p521_ecdsa_signs_a_sha512_hash},
         {"ec mechanisms reach 521 bits", test_ec_mechanisms_reach_521_bits},
+        {"ed25519 key shows its type, oid and point",
+         test_ed25519_key_shows_its_type_oid_and_point},
+        {"ed25519 generated key signs and openssl verifies",
+         test_ed25519_generated_key_signs_and_openssl_verifies},
+        {"ed25519 cli key signs and openssl verifies",
+         test_ed25519_cli_key_signs_and_openssl_verifies},
+        {"ed25519 by name makes session keys", test_ed25519_by_name_makes_session_keys},
+        {"ed25519 signs rfc8032 test 1", test_ed25519_signs_rfc8032_test_1},
+        {"ed25519 openssl signature verifies through module",
+         test_ed25519_openssl_signature_verifies_through_module},
+        {"eddsa multipart is refused and ends the operation",
+         test_eddsa_multipart_is_refused_and_ends_the_operation},
+        {"eddsa refuses other keys, params and curves",
+         test_eddsa_refuses_other_keys_params_and_curves},
+        {"eddsa mechanism info", test_eddsa_mechanism_info},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {
