@@ -375,6 +375,31 @@ static void test_p521_ecdsa_signs_a_sha512_hash(void)
     CU_ASSERT_EQUAL(verify(CKM_ECDSA, p521_pub, hash, sizeof(hash), sig, siglen), CKR_OK);
 }
 
+/* CKM_HF_ECDSA_DER answers at most what OpenSSL's EVP_PKEY_get_size says (139 bytes on P-521):
+ * the provider sizes its buffer by that. */
+static void test_p521_der_signature_fits_openssl_size(void)
+{
+    unsigned char hash[32], der[160], *p = der;
+    CK_ULONG len = sizeof(der);
+    CK_MECHANISM m = {CKM_HF_ECDSA_DER, NULL, 0};
+    EVP_PKEY *pk = public_of(p521_pub, "EC", "P-521");
+    EVP_PKEY_CTX *vc = pk ? EVP_PKEY_CTX_new(pk, NULL) : NULL;
+    ECDSA_SIG *s;
+
+    memset(hash, 0x21, sizeof(hash));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(vc);
+    CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, p521_priv), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, hash, sizeof(hash), NULL, &len), CKR_OK);
+    CU_ASSERT_EQUAL(len, (CK_ULONG)EVP_PKEY_get_size(pk));
+    CU_ASSERT_EQUAL(p11->C_Sign(sess, hash, sizeof(hash), der, &len), CKR_OK);
+    CU_ASSERT_TRUE((s = d2i_ECDSA_SIG(NULL, (const unsigned char **)&p, (long)len)) != NULL);
+    CU_ASSERT_TRUE(EVP_PKEY_verify_init(vc) == 1 &&
+                   EVP_PKEY_verify(vc, der, len, hash, sizeof(hash)) == 1);
+    ECDSA_SIG_free(s);
+    EVP_PKEY_CTX_free(vc);
+    EVP_PKEY_free(pk);
+}
+
 static void test_ec_mechanisms_reach_521_bits(void)
 {
     static const CK_MECHANISM_TYPE types[] = {CKM_EC_KEY_PAIR_GEN, CKM_ECDSA, CKM_ECDSA_SHA256,
@@ -610,6 +635,7 @@ int main(void)
         {"p521 by name makes session keys", test_p521_by_name_makes_session_keys},
         {"p521 openssl key imported both ways", test_p521_openssl_key_imported_both_ways},
         {"p521 ecdsa signs a sha512 hash", test_p521_ecdsa_signs_a_sha512_hash},
+        {"p521 der signature fits openssl size", test_p521_der_signature_fits_openssl_size},
         {"ec mechanisms reach 521 bits", test_ec_mechanisms_reach_521_bits},
         {"ed25519 key shows its type, oid and point",
          test_ed25519_key_shows_its_type_oid_and_point},
