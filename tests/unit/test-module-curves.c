@@ -502,10 +502,10 @@ static void test_ed25519_signs_rfc8032_test_1(void)
     static const char sig_hex[] =
         "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155"
         "5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b";
-    unsigned char sk[32], pk[32], want[64], sig[64], *point = NULL;
+    unsigned char sk[32], pk[32], want[64], sig[64], *point = NULL, *value = NULL;
     CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
     CK_KEY_TYPE kt = CKK_EC_EDWARDS;
-    CK_ULONG siglen = sizeof(sig), plen = 0;
+    CK_ULONG siglen = sizeof(sig), plen = 0, vlen = 0;
     CK_OBJECT_HANDLE priv;
 
     CU_ASSERT_FATAL(hex_to(sk_hex, sk, 32) == 0 && hex_to(pk_hex, pk, 32) == 0 &&
@@ -515,8 +515,15 @@ static void test_ed25519_signs_rfc8032_test_1(void)
                         {CKA_TOKEN, &no, 1},
                         {CKA_SIGN, &yes, 1},
                         {CKA_EC_PARAMS, (void *)ed_name, sizeof(ed_name)},
-                        {CKA_VALUE, sk, sizeof(sk)}};
-    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(sess, t, 6, &priv), CKR_OK);
+                        {CKA_VALUE, sk, sizeof(sk)},
+                        {CKA_EXTRACTABLE, &yes, 1},
+                        {CKA_SENSITIVE, &no, 1}};
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(sess, t, 8, &priv), CKR_OK);
+    /* Extractable: CKA_VALUE gives the seed back, as it came in. */
+    value = attr_get(priv, CKA_VALUE, &vlen);
+    CU_ASSERT_TRUE(value && vlen == 32 && memcmp(value, sk, 32) == 0);
+    if (value) OPENSSL_cleanse(value, vlen);
+    free(value);
     point = attr_get(priv, CKA_EC_POINT, &plen);
     CU_ASSERT_TRUE(point && plen == 34 && memcmp(point + 2, pk, 32) == 0);
     CU_ASSERT_EQUAL(sign(CKM_EDDSA, priv, NULL, 0, sig, &siglen), CKR_OK);
