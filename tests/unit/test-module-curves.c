@@ -493,6 +493,35 @@ static int hex_to(const char *hex, unsigned char *out, size_t len)
     return 0;
 }
 
+/* priv wrapped under a session AES key (KWP) and unwrapped as a session Ed25519 key still makes
+ * the RFC's signature of the empty message. */
+static void unwrapped_signs_rfc8032_test_1(CK_OBJECT_HANDLE priv, const unsigned char *want)
+{
+    CK_MECHANISM gen = {CKM_AES_KEY_GEN, NULL, 0}, kwp = {CKM_AES_KEY_WRAP_KWP, NULL, 0};
+    CK_ULONG klen = 32, wlen = 0, siglen = 64;
+    CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
+    CK_KEY_TYPE kt = CKK_EC_EDWARDS;
+    CK_ATTRIBUTE kt_aes[] = {{CKA_VALUE_LEN, &klen, sizeof(klen)},
+                             {CKA_TOKEN, &no, 1},
+                             {CKA_WRAP, &yes, 1},
+                             {CKA_UNWRAP, &yes, 1}};
+    CK_ATTRIBUTE ut[] = {{CKA_CLASS, &cls, sizeof(cls)},
+                         {CKA_KEY_TYPE, &kt, sizeof(kt)},
+                         {CKA_TOKEN, &no, 1},
+                         {CKA_SIGN, &yes, 1}};
+    CK_OBJECT_HANDLE kek, back = CK_INVALID_HANDLE;
+    unsigned char wrapped[256], sig[64];
+
+    CU_ASSERT_EQUAL_FATAL(p11->C_GenerateKey(sess, &gen, kt_aes, 4, &kek), CKR_OK);
+    wlen = sizeof(wrapped);
+    CU_ASSERT_EQUAL(p11->C_WrapKey(sess, &kwp, kek, priv, wrapped, &wlen), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_UnwrapKey(sess, &kwp, kek, wrapped, wlen, ut, 4, &back), CKR_OK);
+    CU_ASSERT_EQUAL(sign(CKM_EDDSA, back, NULL, 0, sig, &siglen), CKR_OK);
+    CU_ASSERT_EQUAL(memcmp(sig, want, 64), 0);
+    p11->C_DestroyObject(sess, back);
+    p11->C_DestroyObject(sess, kek);
+}
+
 /* RFC 8032 section 7.1, TEST 1: the empty message under its secret key, imported with
  * CKA_VALUE as a session object. Ed25519 is deterministic: the signature is the RFC's. */
 static void test_ed25519_signs_rfc8032_test_1(void)
@@ -536,6 +565,7 @@ static void test_ed25519_signs_rfc8032_test_1(void)
     CU_ASSERT_EQUAL(p11->C_SignInit(sess, &m, priv), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_Sign(sess, NULL, 0, sig, &siglen), CKR_OK);
     CU_ASSERT_EQUAL(memcmp(sig, want, 64), 0);
+    unwrapped_signs_rfc8032_test_1(priv, want);
     p11->C_DestroyObject(sess, priv);
     free(point);
     OPENSSL_cleanse(sk, sizeof(sk));
