@@ -92,4 +92,8 @@ else
     echo "curves: Ed25519 passed"
 fi
 
+# pkcs11-tool --test walks every key and mechanism: P-521 and Ed25519 keys must not upset it.
+p11 --login --pin "$HF_USER_PIN" --test >"$out" 2>&1 || { cat "$out"; hf_fail "pkcs11-tool --test failed"; }
+grep -q "No errors" "$out" || { cat "$out"; hf_fail "pkcs11-tool --test reported errors"; }
+
 "$HF_CLI" audit verify >/dev/null || hf_fail "audit log does not verify"
