@@ -12,6 +12,8 @@
 #include "gateway/keys.h"
 #include "gateway/p11.h"
 
+#include <openssl/ec.h>
+#include <openssl/objects.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -122,10 +124,6 @@ void hf_gw_keys_shutdown(void)
 
 /* ---- reading objects ---------------------------------------------------------------------- */
 
-static const unsigned char OID_P256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
-                                         0xce, 0x3d, 0x03, 0x01, 0x07};
-static const unsigned char OID_P384[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22};
-
 CK_RV hf_gw_keys_find_all(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_ATTRIBUTE *tmpl,
                           CK_ULONG n, CK_OBJECT_HANDLE *found, CK_ULONG max, CK_ULONG *nfound)
 {
@@ -137,17 +135,24 @@ CK_RV hf_gw_keys_find_all(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_ATTRIB
     return rv;
 }
 
+/* The bits of the named curve CKA_EC_PARAMS gives, by OpenSSL's own curve table (P-256, P-384,
+ * P-521 and any other named curve a module may have); 0 for none. */
 static CK_ULONG ec_bits(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE o)
 {
     unsigned char params[64];
+    const unsigned char *p = params;
     CK_ATTRIBUTE a = {CKA_EC_PARAMS, params, sizeof(params)};
+    ASN1_OBJECT *oid;
+    EC_GROUP *group = NULL;
+    CK_ULONG bits = 0;
 
     if (f->C_GetAttributeValue(s, o, &a, 1) != CKR_OK) return 0;
-    if (a.ulValueLen == sizeof(OID_P256) && memcmp(params, OID_P256, sizeof(OID_P256)) == 0)
-        return 256;
-    if (a.ulValueLen == sizeof(OID_P384) && memcmp(params, OID_P384, sizeof(OID_P384)) == 0)
-        return 384;
-    return 0;
+    if ((oid = d2i_ASN1_OBJECT(NULL, &p, (long)a.ulValueLen)) != NULL &&
+        p == params + a.ulValueLen && (group = EC_GROUP_new_by_curve_name(OBJ_obj2nid(oid))))
+        bits = (CK_ULONG)EC_GROUP_get_degree(group);
+    EC_GROUP_free(group);
+    ASN1_OBJECT_free(oid);
+    return bits;
 }
 
 /* The current version of key uuid into ref (uuid, name, type, bits, state, usage, version,

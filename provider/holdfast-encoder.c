@@ -1,6 +1,6 @@
-/* ENCODERs: SubjectPublicKeyInfo (DER and PEM) of an RSA or EC key, so `openssl pkey -pubout`,
- * certificate requests and anything else that writes a public key can write ours. The bytes
- * come from OpenSSL (i2d_PUBKEY / PEM_write_bio_PUBKEY) over the key's public half. Private
+/* ENCODERs: SubjectPublicKeyInfo (DER and PEM) of an RSA, EC or Ed25519 key, so `openssl pkey
+ * -pubout`, certificate requests and anything else that writes a public key can write ours. The
+ * bytes come from OpenSSL (i2d_PUBKEY / PEM_write_bio_PUBKEY) over the key's public half. Private
  * keys have no encoding: their material is on the token; the PrivateKeyInfo encoders exist only
  * to say so. */
 #include "hf-build.h"
@@ -18,6 +18,7 @@ static OSSL_FUNC_encoder_encode_fn enc_encode_der;
 static OSSL_FUNC_encoder_encode_fn enc_encode_pem;
 static OSSL_FUNC_encoder_import_object_fn rsa_import_object;
 static OSSL_FUNC_encoder_import_object_fn ec_import_object;
+static OSSL_FUNC_encoder_import_object_fn ed25519_import_object;
 static OSSL_FUNC_encoder_free_object_fn enc_free_object;
 static OSSL_FUNC_encoder_does_selection_fn priv_does_selection;
 static OSSL_FUNC_encoder_encode_fn priv_encode;
@@ -52,6 +53,11 @@ static void *rsa_import_object(void *vctx, int selection, const OSSL_PARAM param
 static void *ec_import_object(void *vctx, int selection, const OSSL_PARAM params[])
 {
     return import_object(vctx, CKK_EC, selection, params);
+}
+
+static void *ed25519_import_object(void *vctx, int selection, const OSSL_PARAM params[])
+{
+    return import_object(vctx, CKK_EC_EDWARDS, selection, params);
 }
 
 static void enc_free_object(void *obj)
@@ -166,3 +172,5 @@ ENCODER(hf_rsa_spki_der_encoder_functions, der, rsa_import_object);
 ENCODER(hf_rsa_spki_pem_encoder_functions, pem, rsa_import_object);
 ENCODER(hf_ec_spki_der_encoder_functions, der, ec_import_object);
 ENCODER(hf_ec_spki_pem_encoder_functions, pem, ec_import_object);
+ENCODER(hf_ed25519_spki_der_encoder_functions, der, ed25519_import_object);
+ENCODER(hf_ed25519_spki_pem_encoder_functions, pem, ed25519_import_object);

@@ -14,7 +14,7 @@
 
 const char *hf_key_type_name(CK_KEY_TYPE type)
 {
-    return type == CKK_RSA ? "RSA" : "EC";
+    return type == CKK_RSA ? "RSA" : type == CKK_EC_EDWARDS ? "ED25519" : "EC";
 }
 
 bool hf_key_is_private(const struct hf_key *key)
@@ -26,7 +26,7 @@ struct hf_key *hf_key_new(struct hf_prov *prov, CK_KEY_TYPE type)
 {
     struct hf_key *key;
 
-    if (type != CKK_RSA && type != CKK_EC) {
+    if (type != CKK_RSA && type != CKK_EC && type != CKK_EC_EDWARDS) {
         HF_RAISE_DATA(prov, HF_R_UNSUPPORTED, "key type %lu", (unsigned long)type);
         return NULL;
     }
@@ -229,6 +229,10 @@ static EVP_PKEY *pub_read(struct hf_key *key, CK_SESSION_HANDLE s, CK_OBJECT_HAN
     } else {
         OPENSSL_free(spki);
     }
+    if (key->type == CKK_EC_EDWARDS) { /* Ed25519 keys come with CKA_PUBLIC_KEY_INFO here */
+        HF_RAISE_DATA(prov, HF_R_UNSUPPORTED, "Ed25519 key without CKA_PUBLIC_KEY_INFO");
+        return NULL;
+    }
     return key->type == CKK_RSA ? rsa_pub_read(prov, s, obj)
                                 : ec_pub_read(prov, s, obj, key->id, key->id_len);
 }
@@ -252,7 +256,7 @@ struct hf_key *hf_key_from_object(struct hf_prov *prov, CK_SLOT_ID slot, CK_SESS
     memcpy(&type, val, sizeof(type));
     OPENSSL_free(val);
     val = NULL;
-    if (type != CKK_RSA && type != CKK_EC) {
+    if (type != CKK_RSA && type != CKK_EC && type != CKK_EC_EDWARDS) {
         *unsupported = true;
         return NULL;
     }

@@ -1,5 +1,5 @@
-/* KEYMGMT for RSA and EC. A key is a struct hf_key: a token reference (loaded from the store) or a
- * public key (imported, so OpenSSL can compare a certificate's key with ours).
+/* KEYMGMT for RSA, EC and Ed25519. A key is a struct hf_key: a token reference (loaded from the
+ * store) or a public key (imported, so OpenSSL can compare a certificate's key with ours).
  *
  * Export gives the public half only, and refuses outright when asked for a private key: OpenSSL
  * asks for the whole key pair when it wants to move our key to another provider (to sign there),
@@ -31,6 +31,11 @@ static OSSL_FUNC_keymgmt_gettable_params_fn ec_gettable_params;
 static OSSL_FUNC_keymgmt_query_operation_name_fn rsa_query_operation_name;
 static OSSL_FUNC_keymgmt_query_operation_name_fn ec_query_operation_name;
 static OSSL_FUNC_keymgmt_dup_fn key_dup;
+static OSSL_FUNC_keymgmt_new_fn ed25519_new;
+static OSSL_FUNC_keymgmt_load_fn ed25519_load;
+static OSSL_FUNC_keymgmt_import_types_fn ed25519_types;
+static OSSL_FUNC_keymgmt_gettable_params_fn ed25519_gettable_params;
+static OSSL_FUNC_keymgmt_query_operation_name_fn ed25519_query_operation_name;
 
 static void *rsa_new(void *provctx)
 {
@@ -244,6 +249,58 @@ const OSSL_DISPATCH hf_ec_keymgmt_functions[] = {
     {OSSL_FUNC_KEYMGMT_EXPORT_TYPES, (void (*)(void))ec_types},
     {OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS, (void (*)(void))ec_gettable_params},
     {OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, (void (*)(void))ec_query_operation_name},
+    KEYMGMT_COMMON,
+    {0, NULL},
+};
+
+/* ---- Ed25519 -----------------------------------------------------------------------------------
+ */
+
+static void *ed25519_new(void *provctx)
+{
+    return hf_key_new(provctx, CKK_EC_EDWARDS);
+}
+
+static void *ed25519_load(const void *reference, size_t reference_sz)
+{
+    return key_load(reference, reference_sz, CKK_EC_EDWARDS);
+}
+
+static const OSSL_PARAM *ed25519_types(int selection)
+{
+    static const OSSL_PARAM table[] = {
+        OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_PUB_KEY, NULL, 0),
+        OSSL_PARAM_END,
+    };
+    return (selection & OSSL_KEYMGMT_SELECT_PUBLIC_KEY) ? table : NULL;
+}
+
+static const OSSL_PARAM *ed25519_gettable_params(void *provctx)
+{
+    static const OSSL_PARAM table[] = {
+        OSSL_PARAM_int(OSSL_PKEY_PARAM_BITS, NULL),
+        OSSL_PARAM_int(OSSL_PKEY_PARAM_SECURITY_BITS, NULL),
+        OSSL_PARAM_int(OSSL_PKEY_PARAM_MAX_SIZE, NULL),
+        OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_MANDATORY_DIGEST, NULL, 0),
+        OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_PUB_KEY, NULL, 0),
+        OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, NULL, 0),
+        OSSL_PARAM_END,
+    };
+    return table;
+}
+
+static const char *ed25519_query_operation_name(int operation_id)
+{
+    return operation_id == OSSL_OP_SIGNATURE ? "ED25519" : NULL;
+}
+
+const OSSL_DISPATCH hf_ed25519_keymgmt_functions[] = {
+    {OSSL_FUNC_KEYMGMT_NEW, (void (*)(void))ed25519_new},
+    {OSSL_FUNC_KEYMGMT_LOAD, (void (*)(void))ed25519_load},
+    {OSSL_FUNC_KEYMGMT_IMPORT_TYPES, (void (*)(void))ed25519_types},
+    {OSSL_FUNC_KEYMGMT_EXPORT_TYPES, (void (*)(void))ed25519_types},
+    {OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS, (void (*)(void))ed25519_gettable_params},
+    {OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, (void (*)(void))ed25519_query_operation_name},
     KEYMGMT_COMMON,
     {0, NULL},
 };

@@ -97,16 +97,20 @@ OSSL_LIB_CTX *hf_prov_libctx(struct hf_prov *prov)
  * our keys as the RSA and EC keys they are. */
 #define RSA_NAMES "RSA:rsaEncryption:1.2.840.113549.1.1.1"
 #define EC_NAMES "EC:id-ecPublicKey:1.2.840.10045.2.1"
+#define ED25519_NAMES "ED25519:1.3.101.112"
 
 static const OSSL_ALGORITHM keymgmt_algs[] = {
     {RSA_NAMES, HF_PROV_PROPS, hf_rsa_keymgmt_functions, "holdfast RSA key (token reference)"},
     {EC_NAMES, HF_PROV_PROPS, hf_ec_keymgmt_functions, "holdfast EC key (token reference)"},
+    {ED25519_NAMES, HF_PROV_PROPS, hf_ed25519_keymgmt_functions,
+     "holdfast Ed25519 key (token reference)"},
     {NULL, NULL, NULL, NULL},
 };
 
 static const OSSL_ALGORITHM signature_algs[] = {
     {RSA_NAMES, HF_PROV_PROPS, hf_rsa_signature_functions, "RSA PKCS#1 v1.5 and PSS on a token"},
     {"ECDSA", HF_PROV_PROPS, hf_ecdsa_signature_functions, "ECDSA on a token"},
+    {ED25519_NAMES, HF_PROV_PROPS, hf_ed25519_signature_functions, "Ed25519 on a token"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -130,12 +134,16 @@ static const OSSL_ALGORITHM encoder_algs[] = {
     {RSA_NAMES, SPKI_PEM, hf_rsa_spki_pem_encoder_functions, NULL},
     {EC_NAMES, SPKI_DER, hf_ec_spki_der_encoder_functions, NULL},
     {EC_NAMES, SPKI_PEM, hf_ec_spki_pem_encoder_functions, NULL},
+    {ED25519_NAMES, SPKI_DER, hf_ed25519_spki_der_encoder_functions, NULL},
+    {ED25519_NAMES, SPKI_PEM, hf_ed25519_spki_pem_encoder_functions, NULL},
     /* Private keys: encoders that only say why there is no encoding (else OpenSSL fails
      * without a word). */
     {RSA_NAMES, P8_DER, hf_private_key_encoder_functions, NULL},
     {RSA_NAMES, P8_PEM, hf_private_key_encoder_functions, NULL},
     {EC_NAMES, P8_DER, hf_private_key_encoder_functions, NULL},
     {EC_NAMES, P8_PEM, hf_private_key_encoder_functions, NULL},
+    {ED25519_NAMES, P8_DER, hf_private_key_encoder_functions, NULL},
+    {ED25519_NAMES, P8_PEM, hf_private_key_encoder_functions, NULL},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -12,6 +12,7 @@ provider_holdfast_la_SOURCES = \
 	provider/holdfast-keymgmt.c \
 	provider/holdfast-store.c \
 	provider/holdfast-signature.c \
+	provider/holdfast-signature-ed25519.c \
 	provider/holdfast-asym-cipher.c \
 	provider/holdfast-encoder.c
 provider_holdfast_la_LDFLAGS = -module -avoid-version -shared -no-undefined \

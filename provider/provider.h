@@ -129,7 +129,7 @@ struct hf_key {
     unsigned int magic;
     atomic_int refs;
     struct hf_prov *prov;
-    CK_KEY_TYPE type;    /* CKK_RSA or CKK_EC */
+    CK_KEY_TYPE type;    /* CKK_RSA, CKK_EC or CKK_EC_EDWARDS (Ed25519) */
     CK_OBJECT_CLASS cls; /* CKO_PRIVATE_KEY: a token key; CKO_PUBLIC_KEY: public parts only */
     EVP_PKEY *pub;       /* the public half, in prov's private libctx; NULL until imported */
     /* Where the private key object lives (cls == CKO_PRIVATE_KEY), to find it again after a
@@ -201,6 +201,8 @@ bool hf_uri_matches_token(const struct hf_uri *uri, const CK_INFO *lib, CK_SLOT_
 
 extern const OSSL_DISPATCH hf_rsa_keymgmt_functions[];
 extern const OSSL_DISPATCH hf_ec_keymgmt_functions[];
+extern const OSSL_DISPATCH hf_ed25519_keymgmt_functions[];
+extern const OSSL_DISPATCH hf_ed25519_signature_functions[];
 extern const OSSL_DISPATCH hf_rsa_signature_functions[];
 extern const OSSL_DISPATCH hf_ecdsa_signature_functions[];
 extern const OSSL_DISPATCH hf_rsa_asym_cipher_functions[];
@@ -209,6 +211,8 @@ extern const OSSL_DISPATCH hf_rsa_spki_der_encoder_functions[];
 extern const OSSL_DISPATCH hf_rsa_spki_pem_encoder_functions[];
 extern const OSSL_DISPATCH hf_ec_spki_der_encoder_functions[];
 extern const OSSL_DISPATCH hf_ec_spki_pem_encoder_functions[];
+extern const OSSL_DISPATCH hf_ed25519_spki_der_encoder_functions[];
+extern const OSSL_DISPATCH hf_ed25519_spki_pem_encoder_functions[];
 extern const OSSL_DISPATCH hf_private_key_encoder_functions[];
 
 /* Shared by the keymgmt and the encoders' import_object: a public-only key from OSSL_PARAMs.

@@ -73,9 +73,13 @@ static CK_RV op_end(struct op *op, CK_RV rv)
     return rv;
 }
 
-/* "AES-256", "RSA-3072", "EC-P384". */
+/* "AES-256", "RSA-3072", "EC-P384", "Ed25519". */
 static void alg_format(enum hf_alg alg, unsigned bits, char *out, size_t outlen)
 {
+    if (alg == HF_ALG_ED25519) {
+        snprintf(out, outlen, "%s", hf_alg_name(alg));
+        return;
+    }
     snprintf(out, outlen, "%s-%s%u", hf_alg_name(alg), alg == HF_ALG_EC ? "P" : "", bits);
 }
 

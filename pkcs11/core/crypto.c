@@ -19,6 +19,7 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
+#include "curve.h"
 #include "secmem.h"
 
 #include "annotate.h" /* the refcount is ordered by atomics helgrind does not see */
@@ -219,7 +220,29 @@ EVP_PKEY *hf_material_pkey(const struct hf_material *m)
 
 static const char *ec_group_name(unsigned bits)
 {
-    return bits == 256 ? "P-256" : bits == 384 ? "P-384" : bits == 521 ? "P-521" : NULL;
+    const struct hf_curve *c = hf_curve_find(HF_ALG_EC, bits);
+
+    return c ? c->group : NULL;
+}
+
+/* OpenSSL's key type name of an asymmetric alg. */
+static const char *pkey_type(enum hf_alg alg)
+{
+    return alg == HF_ALG_RSA ? "RSA" : alg == HF_ALG_ED25519 ? "ED25519" : "EC";
+}
+
+enum hf_alg hf_pkey_alg(EVP_PKEY *pkey)
+{
+    return EVP_PKEY_is_a(pkey, "RSA")       ? HF_ALG_RSA
+           : EVP_PKEY_is_a(pkey, "EC")      ? HF_ALG_EC
+           : EVP_PKEY_is_a(pkey, "ED25519") ? HF_ALG_ED25519
+                                            : 0;
+}
+
+unsigned hf_pkey_bits(EVP_PKEY *pkey)
+{
+    /* OpenSSL says 253 (the group order's bits); PKCS#11 modules say 256, as the key model. */
+    return EVP_PKEY_is_a(pkey, "ED25519") ? 256 : (unsigned)EVP_PKEY_get_bits(pkey);
 }
 
 static bool alg_bits_are_supported(enum hf_alg alg, unsigned bits)
@@ -232,6 +255,7 @@ static bool alg_bits_are_supported(enum hf_alg alg, unsigned bits)
     case HF_ALG_EC:
         return ec_group_name(bits) != NULL;
     case HF_ALG_GENERIC:
+    case HF_ALG_ED25519:
         return hf_alg_bits_is_valid(alg, bits);
     }
     return false;
@@ -239,7 +263,7 @@ static bool alg_bits_are_supported(enum hf_alg alg, unsigned bits)
 
 static CK_RV pkey_generate(enum hf_alg alg, unsigned bits, EVP_PKEY **out)
 {
-    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(libctx, alg == HF_ALG_RSA ? "RSA" : "EC", NULL);
+    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(libctx, pkey_type(alg), NULL);
     CK_RV rv = CKR_FUNCTION_FAILED;
 
     if (pctx == NULL || EVP_PKEY_keygen_init(pctx) <= 0) goto done;
@@ -284,7 +308,7 @@ done:
 static CK_RV pkey_decode(enum hf_alg alg, unsigned bits, const unsigned char *bytes, size_t len,
                          EVP_PKEY **out)
 {
-    const char *type = alg == HF_ALG_RSA ? "RSA" : "EC";
+    const char *type = pkey_type(alg);
     OSSL_DECODER_CTX *dctx;
     EVP_PKEY *pkey = NULL;
     const unsigned char *p = bytes;
@@ -303,7 +327,7 @@ static CK_RV pkey_decode(enum hf_alg alg, unsigned bits, const unsigned char *by
         rv = CKR_KEY_TYPE_INCONSISTENT;
         goto done;
     }
-    if (bits != 0 && (unsigned)EVP_PKEY_get_bits(pkey) != bits) {
+    if (bits != 0 && hf_pkey_bits(pkey) != bits) {
         rv = CKR_KEY_SIZE_RANGE;
         goto done;
     }
@@ -324,7 +348,8 @@ CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char
 
     if (out == NULL || bytes == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
-    if (alg != HF_ALG_AES && alg != HF_ALG_RSA && alg != HF_ALG_EC && alg != HF_ALG_GENERIC)
+    if (alg != HF_ALG_AES && alg != HF_ALG_RSA && alg != HF_ALG_EC && alg != HF_ALG_GENERIC &&
+        alg != HF_ALG_ED25519)
         return CKR_KEY_TYPE_INCONSISTENT;
     if (alg == HF_ALG_AES && (aes_index(len) < 0 || (bits != 0 && bits != len * 8)))
         return CKR_KEY_SIZE_RANGE;
@@ -343,7 +368,7 @@ CK_RV hf_material_from_bytes(enum hf_alg alg, unsigned bits, const unsigned char
         memcpy(m->secret, bytes, len);
     } else {
         rv = pkey_decode(alg, bits, bytes, len, &m->pkey);
-        if (rv == CKR_OK) m->bits = (unsigned)EVP_PKEY_get_bits(m->pkey);
+        if (rv == CKR_OK) m->bits = hf_pkey_bits(m->pkey);
     }
 done:
     return material_end(m, rv, out);
@@ -351,7 +376,7 @@ done:
 
 static CK_RV pkey_fromdata(enum hf_alg alg, OSSL_PARAM *params, EVP_PKEY **out)
 {
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(libctx, alg == HF_ALG_RSA ? "RSA" : "EC", NULL);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(libctx, pkey_type(alg), NULL);
     EVP_PKEY_CTX *check = NULL;
     EVP_PKEY *pkey = NULL;
     CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
@@ -379,10 +404,11 @@ CK_RV hf_material_from_params(enum hf_alg alg, OSSL_PARAM *params, struct hf_mat
 
     if (out == NULL || params == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
-    if (alg != HF_ALG_RSA && alg != HF_ALG_EC) return CKR_KEY_TYPE_INCONSISTENT;
+    if (alg != HF_ALG_RSA && alg != HF_ALG_EC && alg != HF_ALG_ED25519)
+        return CKR_KEY_TYPE_INCONSISTENT;
     if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
     if ((rv = material_begin(alg, 0, &m)) == CKR_OK) rv = pkey_fromdata(alg, params, &m->pkey);
-    if (rv == CKR_OK) m->bits = (unsigned)EVP_PKEY_get_bits(m->pkey);
+    if (rv == CKR_OK) m->bits = hf_pkey_bits(m->pkey);
     return material_end(m, rv, out);
 }
 
@@ -458,8 +484,7 @@ CK_RV hf_public_from_der(const unsigned char *der, size_t len, EVP_PKEY **out)
     if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
     ERR_set_mark();
     pkey = d2i_PUBKEY_ex(NULL, &p, (long)len, libctx, NULL);
-    if (pkey != NULL && p == der + len &&
-        (EVP_PKEY_is_a(pkey, "RSA") || EVP_PKEY_is_a(pkey, "EC"))) {
+    if (pkey != NULL && p == der + len && hf_pkey_alg(pkey) != 0) {
         *out = pkey;
         pkey = NULL;
         rv = CKR_OK;

@@ -44,8 +44,19 @@ const unsigned char *hf_material_secret(const struct hf_material *m, size_t *len
 /* RSA/EC: the private EVP_PKEY (owned by m). NULL for AES. */
 EVP_PKEY *hf_material_pkey(const struct hf_material *m);
 
-/* A public key from SubjectPublicKeyInfo DER, in the private library context. */
+/* A public key from SubjectPublicKeyInfo DER (RSA, EC, Ed25519), in the private library context. */
 CK_RV hf_public_from_der(const unsigned char *der, size_t len, EVP_PKEY **out);
+/* The key model's algorithm (0 for none of ours) and size of an OpenSSL key. */
+enum hf_alg hf_pkey_alg(EVP_PKEY *pkey);
+unsigned hf_pkey_bits(EVP_PKEY *pkey);
+
+/* Ed25519 (RFC 8032 "pure", no context): one shot, as OpenSSL has no multi-part EdDSA. Sign:
+ * two-call convention, 64 bytes; a key of another algorithm is CKR_KEY_TYPE_INCONSISTENT.
+ * Verify: CKR_SIGNATURE_LEN_RANGE unless 64 bytes, CKR_SIGNATURE_INVALID when it fails. */
+CK_RV hf_ed25519_sign(const struct hf_material *m, const unsigned char *in, size_t inlen,
+                      unsigned char *out, size_t *outlen);
+CK_RV hf_ed25519_verify(EVP_PKEY *pub, const unsigned char *in, size_t inlen,
+                        const unsigned char *sig, size_t siglen);
 
 /* AES-GCM (NIST SP 800-38D). tag is appended to the ciphertext (PKCS#11 convention):
  * *outlen = inlen + taglen. Decrypt checks the tag in constant time: CKR_ENCRYPTED_DATA_INVALID. */

@@ -1,6 +1,7 @@
 #include "hf-build.h"
 
 #include "pkcs11/core/key.h"
+#include "pkcs11/core/curve.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -203,9 +204,11 @@ bool hf_alg_bits_is_valid(enum hf_alg alg, unsigned bits)
     case HF_ALG_RSA:
         return bits == 2048 || bits == 3072 || bits == 4096;
     case HF_ALG_EC:
-        return bits == 256 || bits == 384;
+        return hf_curve_find(alg, bits) != NULL;
     case HF_ALG_GENERIC:
         return bits >= 112 && bits <= 4096 && bits % 8 == 0;
+    case HF_ALG_ED25519:
+        return hf_curve_find(alg, bits) != NULL;
     }
     return false;
 }
@@ -259,6 +262,8 @@ const char *hf_alg_name(enum hf_alg alg)
         return "EC";
     case HF_ALG_GENERIC:
         return "HMAC";
+    case HF_ALG_ED25519:
+        return "Ed25519";
     }
     return "unknown";
 }
@@ -277,6 +282,12 @@ bool hf_alg_spec_parse(const char *s, enum hf_alg *alg, unsigned *bits)
     char *end;
 
     if (!s || !alg || !bits) return false;
+    /* A curve with one size: its name says it all. */
+    if (strcasecmp(s, "Ed25519") == 0) {
+        *alg = HF_ALG_ED25519;
+        *bits = 256;
+        return true;
+    }
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         size_t len = strlen(words[i].word);
         if (strncasecmp(s, words[i].word, len) == 0) {
@@ -360,6 +371,7 @@ unsigned long hf_usage_default(enum hf_alg alg)
                HF_USAGE_VERIFY;
     case HF_ALG_EC:
     case HF_ALG_GENERIC:
+    case HF_ALG_ED25519:
         return HF_USAGE_SIGN | HF_USAGE_VERIFY;
     }
     return 0;

@@ -17,10 +17,13 @@
 enum hf_alg {
     HF_ALG_AES = 1, /* bits: 128, 192, 256 */
     HF_ALG_RSA = 2, /* bits: 2048, 3072, 4096 */
-    HF_ALG_EC = 3,  /* bits: 256 (P-256), 384 (P-384) */
+    HF_ALG_EC = 3,  /* bits: 256 (P-256), 384 (P-384), 521 (P-521): curve.h */
     /* A generic secret (CKK_GENERIC_SECRET, HMAC keys); bits: whole bytes, 112 (SP 800-131A's
      * least HMAC key strength) to 4096. Named "HMAC" ("HMAC-256"). */
     HF_ALG_GENERIC = 4,
+    /* Ed25519 (RFC 8032, CKK_EC_EDWARDS); bits: 256, the size PKCS#11 modules report. Named
+     * "Ed25519". */
+    HF_ALG_ED25519 = 5,
 };
 
 /* Whether keys of alg are one secret byte string (AES, generic), not a key pair. */
@@ -109,8 +112,8 @@ void hf_uuid_generate(char out[HF_UUID_LEN + 1]);
 
 const char *hf_state_name(unsigned long state); /* "pre-active", "active", ... or "unknown" */
 bool hf_state_parse(const char *s, unsigned long *state);
-const char *hf_alg_name(enum hf_alg alg); /* "AES", "RSA", "EC" */
-/* "AES-256", "RSA-3072", "EC-P256" (also "aes256", "ec-p384", "P-256"). */
+const char *hf_alg_name(enum hf_alg alg); /* "AES", "RSA", "EC", "HMAC", "Ed25519" */
+/* "AES-256", "RSA-3072", "EC-P256" (also "aes256", "ec-p384", "P-256"), "Ed25519". */
 bool hf_alg_spec_parse(const char *s, enum hf_alg *alg, unsigned *bits);
 /* "encrypt,decrypt,wrap" <-> mask. Unknown words fail. */
 bool hf_usage_parse(const char *s, unsigned long *mask);

@@ -258,10 +258,8 @@ static CK_RV material_load(struct hf_local *local, enum hf_alg secret_alg,
         goto done;
     }
     if ((rv = hf_public_from_der(v->public_der, v->public_der_len, &pub)) != CKR_OK) goto done;
-    alg = EVP_PKEY_is_a(pub, "RSA") ? HF_ALG_RSA : HF_ALG_EC;
-    if ((rv = hf_material_from_bytes(alg, (unsigned)EVP_PKEY_get_bits(pub), bytes, n, out)) !=
-        CKR_OK)
-        goto done;
+    alg = hf_pkey_alg(pub);
+    if ((rv = hf_material_from_bytes(alg, hf_pkey_bits(pub), bytes, n, out)) != CKR_OK) goto done;
     if (EVP_PKEY_eq(hf_material_pkey(*out), pub) != 1) {
         hf_material_unref(*out);
         *out = NULL;

@@ -5,16 +5,14 @@
 
 #include "internal.h"
 
+#include <openssl/asn1.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* DER of the namedCurve OIDs (RFC 5480): prime256v1 and secp384r1. */
-static const unsigned char oid_p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
-                                         0xce, 0x3d, 0x03, 0x01, 0x07};
-static const unsigned char oid_p384[] = {0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22};
+#include "pkcs11/core/curve.h"
 
 /* One computed value: small ones inline, larger ones on the heap (cleansed when secret). */
 struct attr_val {
@@ -132,6 +130,19 @@ static CK_RV pub_get(const struct hf_object *obj, EVP_PKEY **pub, EVP_PKEY **tmp
 }
 
 /* A big-endian integer parameter of pkey, left-padded to pad bytes (0: minimal). */
+static CK_RV val_octets(struct attr_val *v, EVP_PKEY *pkey, const char *name, bool secret)
+{
+    unsigned char *buf = malloc(64);
+    size_t len = 0;
+
+    if (!buf) return CKR_HOST_MEMORY;
+    if (!EVP_PKEY_get_octet_string_param(pkey, name, buf, 64, &len)) {
+        OPENSSL_clear_free(buf, 64);
+        return CKR_GENERAL_ERROR;
+    }
+    return val_heap(v, buf, len, secret);
+}
+
 static CK_RV val_bn(struct attr_val *v, EVP_PKEY *pkey, const char *name, size_t pad, bool secret)
 {
     BIGNUM *bn = NULL;
@@ -169,8 +180,10 @@ static CK_RV val_pub_bn(struct attr_val *v, const struct hf_object *obj, const c
  * pkcs11-tool have it). */
 static CK_RV val_ec_point(struct attr_val *v, const struct hf_object *obj)
 {
-    unsigned char point[133], *buf;
+    unsigned char point[133], *der = NULL, *buf; /* P-521's uncompressed point: 133 bytes */
+    ASN1_OCTET_STRING *os = NULL;
     size_t len = 0;
+    int der_len = 0;
     EVP_PKEY *pub, *tmp;
     CK_RV rv = pub_get(obj, &pub, &tmp);
 
@@ -179,19 +192,22 @@ static CK_RV val_ec_point(struct attr_val *v, const struct hf_object *obj)
         rv = CKR_GENERAL_ERROR;
     EVP_PKEY_free(tmp);
     if (rv != CKR_OK) return rv;
-    if (len > 127) return CKR_GENERAL_ERROR; /* P-384's 97 bytes fit a short length */
-    if (!(buf = malloc(len + 2))) return CKR_HOST_MEMORY;
-    buf[0] = 0x04;
-    buf[1] = (unsigned char)len;
-    memcpy(buf + 2, point, len);
-    return val_heap(v, buf, len + 2, false);
+    /* P-521's point needs a two-byte DER length: OpenSSL's encoder, not ours. */
+    if (!(os = ASN1_OCTET_STRING_new()) || !ASN1_OCTET_STRING_set(os, point, (int)len) ||
+        (der_len = i2d_ASN1_OCTET_STRING(os, &der)) <= 0)
+        rv = CKR_HOST_MEMORY;
+    ASN1_OCTET_STRING_free(os);
+    if (rv == CKR_OK && !(buf = malloc((size_t)der_len))) rv = CKR_HOST_MEMORY;
+    if (rv == CKR_OK) memcpy(buf, der, (size_t)der_len);
+    OPENSSL_free(der);
+    return rv == CKR_OK ? val_heap(v, buf, (size_t)der_len, false) : rv;
 }
 
 static CK_RV val_ec_params(struct attr_val *v, const struct hf_object *obj)
 {
-    if (obj->key.bits == 256) return val_bytes(v, oid_p256, sizeof(oid_p256));
-    if (obj->key.bits == 384) return val_bytes(v, oid_p384, sizeof(oid_p384));
-    return CKR_GENERAL_ERROR;
+    const struct hf_curve *c = hf_curve_find(obj->key.alg, obj->key.bits);
+
+    return c ? val_bytes(v, c->oid, c->oid_len) : CKR_GENERAL_ERROR;
 }
 
 /* Key values leave only for exportable keys; reading one is a key export. */
@@ -215,6 +231,8 @@ static CK_RV val_secret(struct attr_val *v, const struct hf_object *obj, const c
             memcpy(buf, raw, len);
             rv = val_heap(v, buf, len, true);
         }
+    } else if (obj->key.alg == HF_ALG_ED25519) {
+        rv = val_octets(v, hf_material_pkey(m), param, true); /* RFC 8032's 32-byte seed */
     } else {
         size_t pad = obj->key.alg == HF_ALG_EC ? (obj->key.bits + 7) / 8 : 0;
         rv = val_bn(v, hf_material_pkey(m), param, pad, true);
@@ -267,6 +285,8 @@ static CK_MECHANISM_TYPE keygen_mechanism(const struct hf_object *obj)
         return CKM_RSA_PKCS_KEY_PAIR_GEN;
     case HF_ALG_EC:
         return CKM_EC_KEY_PAIR_GEN;
+    case HF_ALG_ED25519:
+        return CKM_EC_EDWARDS_KEY_PAIR_GEN;
     }
     return CK_UNAVAILABLE_INFORMATION;
 }
@@ -487,6 +507,7 @@ static CK_RV attr_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type, s
     case HF_ALG_RSA:
         return rsa_compute(obj, type, v);
     case HF_ALG_EC:
+    case HF_ALG_ED25519: /* CKA_EC_PARAMS, CKA_EC_POINT and CKA_VALUE, as EC (PKCS#11 3.0 2.3.5) */
         return ec_compute(obj, type, v);
     }
     return CKR_ATTRIBUTE_TYPE_INVALID;
@@ -629,29 +650,18 @@ CK_RV hf_tmpl_exportable(const CK_ATTRIBUTE *t, CK_ULONG n, bool *exportable)
 }
 
 /* CKA_EC_PARAMS: the DER namedCurve OID, or (PKCS#11 3.0) a DER PrintableString curve name. */
+CK_RV hf_tmpl_curve_bits(const CK_ATTRIBUTE *a, enum hf_alg alg, unsigned *bits)
+{
+    const struct hf_curve *c = hf_curve_from_params(a->pValue, a->ulValueLen);
+
+    if (!c || c->alg != alg) return CKR_ATTRIBUTE_VALUE_INVALID;
+    *bits = c->bits;
+    return CKR_OK;
+}
+
 CK_RV hf_tmpl_ec_bits(const CK_ATTRIBUTE *a, unsigned *bits)
 {
-    static const struct {
-        const char *name;
-        unsigned bits;
-    } names[] = {{"prime256v1", 256},
-                 {"secp256r1", 256},
-                 {"P-256", 256},
-                 {"secp384r1", 384},
-                 {"P-384", 384}};
-    const unsigned char *p = a->pValue;
-    CK_ULONG len = a->ulValueLen;
-
-    if (!p) return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (len == sizeof(oid_p256) && memcmp(p, oid_p256, len) == 0) return *bits = 256, CKR_OK;
-    if (len == sizeof(oid_p384) && memcmp(p, oid_p384, len) == 0) return *bits = 384, CKR_OK;
-    if (len >= 2 && p[0] == 0x13 && p[1] == len - 2) {
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-            if (strlen(names[i].name) == len - 2 && memcmp(p + 2, names[i].name, len - 2) == 0)
-                return *bits = names[i].bits, CKR_OK;
-        }
-    }
-    return CKR_ATTRIBUTE_VALUE_INVALID;
+    return hf_tmpl_curve_bits(a, HF_ALG_EC, bits);
 }
 
 /* ---- C_GetAttributeValue ---------------------------------------------------------------- */

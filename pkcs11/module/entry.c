@@ -182,6 +182,12 @@ CK_RV hf_entry_update(CK_SESSION_HANDLE hs, enum hf_op_kind kind, const unsigned
         rv = op_finish(s, op, kind, CKR_ARGUMENTS_BAD, NULL, 0);
         goto done;
     }
+    /* Single-part mechanisms: the standard's answer, and the operation ends (SoftHSMv2 does the
+     * same), recorded as any failed key operation. */
+    if (hf_mech_is_single_part(op->mech)) {
+        rv = op_finish(s, op, kind, CKR_FUNCTION_NOT_SUPPORTED, NULL, 0);
+        goto done;
+    }
     /* Every mechanism here needs its whole input (GCM verifies the tag before releasing any
      * plaintext; RSA and key wrap are single-block): parts are collected and the output comes
      * at Final. A NULL output buffer is a size query: answer 0 and consume nothing. */

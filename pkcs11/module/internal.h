@@ -267,8 +267,10 @@ CK_RV hf_tmpl_ulong(const CK_ATTRIBUTE *tmpl, CK_ULONG n, CK_ATTRIBUTE_TYPE type
 CK_RV hf_tmpl_usage(const CK_ATTRIBUTE *tmpl, CK_ULONG n, unsigned long *usage);
 /* Exportable: CKA_EXTRACTABLE TRUE and CKA_SENSITIVE not TRUE (the key model has one switch). */
 CK_RV hf_tmpl_exportable(const CK_ATTRIBUTE *tmpl, CK_ULONG n, bool *exportable);
-/* CKA_EC_PARAMS (namedCurve OID or PrintableString name) to P-256 / P-384 bits. */
+/* CKA_EC_PARAMS (namedCurve OID or PrintableString name) to P-256 / P-384 / P-521 bits. */
 CK_RV hf_tmpl_ec_bits(const CK_ATTRIBUTE *a, unsigned *bits);
+/* The same for a curve of alg (HF_ALG_EC, HF_ALG_ED25519: "edwards25519" or 1.3.101.112). */
+CK_RV hf_tmpl_curve_bits(const CK_ATTRIBUTE *a, enum hf_alg alg, unsigned *bits);
 /* CKR_ARGUMENTS_BAD when a template or one of its values is NULL where a length says data. */
 CK_RV hf_tmpl_check(const CK_ATTRIBUTE *tmpl, CK_ULONG n);
 

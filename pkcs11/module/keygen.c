@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "pkcs11/core/crypto.h"
+#include "pkcs11/core/curve.h"
 #include "pkcs11/core/secmem.h"
 
 /* A spec and the storage its strings point into. */
@@ -147,6 +148,7 @@ static CK_KEY_TYPE alg_key_type(enum hf_alg alg)
     return alg == HF_ALG_AES       ? CKK_AES
            : alg == HF_ALG_GENERIC ? CKK_GENERIC_SECRET
            : alg == HF_ALG_RSA     ? CKK_RSA
+           : alg == HF_ALG_ED25519 ? CKK_EC_EDWARDS
                                    : CKK_EC;
 }
 
@@ -299,11 +301,11 @@ static CK_RV rsa_bits(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned *bits)
     return rsa_exponent_check(t, n);
 }
 
-static CK_RV ec_bits(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned *bits)
+static CK_RV ec_bits(const CK_ATTRIBUTE *t, CK_ULONG n, enum hf_alg alg, unsigned *bits)
 {
     const CK_ATTRIBUTE *a = hf_tmpl_find(t, n, CKA_EC_PARAMS);
 
-    return a ? hf_tmpl_ec_bits(a, bits) : CKR_TEMPLATE_INCOMPLETE;
+    return a ? hf_tmpl_curve_bits(a, alg, bits) : CKR_TEMPLATE_INCOMPLETE;
 }
 
 CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub_tmpl,
@@ -324,7 +326,11 @@ CK_RV hf_keygen_pair(struct hf_session *s, const CK_MECHANISM *mech, const CK_AT
         break;
     case CKM_EC_KEY_PAIR_GEN:
         alg = HF_ALG_EC;
-        rv = ec_bits(pub_tmpl, pub_n, &bits);
+        rv = ec_bits(pub_tmpl, pub_n, alg, &bits);
+        break;
+    case CKM_EC_EDWARDS_KEY_PAIR_GEN:
+        alg = HF_ALG_ED25519;
+        rv = ec_bits(pub_tmpl, pub_n, alg, &bits);
         break;
     default:
         return CKR_MECHANISM_INVALID;
@@ -508,18 +514,16 @@ static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **de
     unsigned char point[133];
     size_t point_len = sizeof(point);
     BIGNUM *priv = NULL;
-    const char *curve;
+    const struct hf_curve *curve = NULL;
     CK_RV rv = bld ? CKR_OK : CKR_HOST_MEMORY;
 
     if (rv == CKR_OK)
         rv = params_attr ? hf_tmpl_ec_bits(params_attr, bits) : CKR_TEMPLATE_INCOMPLETE;
-    curve = *bits == 384 ? SN_secp384r1 : SN_X9_62_prime256v1;
+    if (rv == CKR_OK) curve = hf_curve_find(HF_ALG_EC, *bits);
     if (rv == CKR_OK) rv = hf_tmpl_bn_push(bld, t, n, CKA_VALUE, OSSL_PKEY_PARAM_PRIV_KEY, &priv);
-    if (rv == CKR_OK)
-        rv = ec_public_point(*bits == 384 ? NID_secp384r1 : NID_X9_62_prime256v1, priv, point,
-                             &point_len);
+    if (rv == CKR_OK) rv = ec_public_point(curve->nid, priv, point, &point_len);
     if (rv == CKR_OK &&
-        (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, curve, 0) ||
+        (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, curve->group, 0) ||
          !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len) ||
          !(params = OSSL_PARAM_BLD_to_param(bld))))
         rv = CKR_HOST_MEMORY;
@@ -528,6 +532,22 @@ static CK_RV ec_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **de
     OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
     return rv;
+}
+
+/* An Ed25519 private key from its 32-byte seed (CKA_VALUE); OpenSSL derives the public key. */
+static CK_RV ed25519_import_der(const CK_ATTRIBUTE *t, CK_ULONG n, unsigned char **der, size_t *len,
+                                unsigned *bits)
+{
+    const CK_ATTRIBUTE *params = hf_tmpl_find(t, n, CKA_EC_PARAMS);
+    const CK_ATTRIBUTE *value = hf_tmpl_find(t, n, CKA_VALUE);
+    CK_RV rv = params ? hf_tmpl_curve_bits(params, HF_ALG_ED25519, bits) : CKR_TEMPLATE_INCOMPLETE;
+
+    if (rv != CKR_OK) return rv;
+    if (!value || !value->pValue) return CKR_TEMPLATE_INCOMPLETE;
+    if (value->ulValueLen != 32) return CKR_ATTRIBUTE_VALUE_INVALID;
+    OSSL_PARAM p[] = {OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_PRIV_KEY, value->pValue, 32),
+                      OSSL_PARAM_END};
+    return params_import_der(HF_ALG_ED25519, p, der, len, bits);
 }
 
 static CK_RV secret_import(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG n,
@@ -571,6 +591,9 @@ static CK_RV private_import(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULON
     } else if (type == CKK_EC) {
         alg = HF_ALG_EC;
         rv = ec_import_der(t, n, &der, &len, &bits);
+    } else if (type == CKK_EC_EDWARDS) {
+        alg = HF_ALG_ED25519;
+        rv = ed25519_import_der(t, n, &der, &len, &bits);
     } else {
         return CKR_ATTRIBUTE_VALUE_INVALID;
     }

@@ -30,6 +30,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/mech-ecdsa.c \
 	pkcs11/module/mech-ecdh.c \
 	pkcs11/module/mech-hkdf.c \
+	pkcs11/module/mech-eddsa.c \
 	pkcs11/module/vendor.c
 pkcs11_module_holdfast_pkcs11_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-export-symbols-regex '^C_'

@@ -1,6 +1,6 @@
-/* CKM_ECDSA (the caller hashes) and CKM_ECDSA_SHA* (we hash), over P-256 and P-384. Signatures
- * are r||s, each zero-padded to the order's byte length (PKCS#11 2.40 2.3.1), not DER; the vendor
- * CKM_HF_ECDSA_DER (holdfast.h) signs a hash into DER. */
+/* CKM_ECDSA (the caller hashes) and CKM_ECDSA_SHA* (we hash), over P-256, P-384 and P-521.
+ * Signatures are r||s, each zero-padded to the order's byte length (PKCS#11 2.40 2.3.1), not DER;
+ * the vendor CKM_HF_ECDSA_DER (holdfast.h) signs a hash into DER. */
 #include "hf-build.h"
 
 #include "pkcs11/module/mech.h"
@@ -10,11 +10,13 @@ static size_t signature_bytes(const struct hf_op *op)
     return 2 * ((op->obj->key.bits + 7) / 8);
 }
 
-/* The largest DER ECDSA-Sig-Value: two INTEGERs, each with a leading zero byte at worst, in a
+/* The largest DER ECDSA-Sig-Value, as OpenSSL's EVP_PKEY_get_size counts it (the provider sizes
+ * its buffer by that): two INTEGERs below the order, which need a leading zero byte only when
+ * the order's bits fill whole bytes (P-256, P-384; not P-521, whose 66th byte is 0 or 1), in a
  * SEQUENCE whose length takes a second byte past 127. */
 static size_t der_signature_max(const struct hf_op *op)
 {
-    size_t body = 2 * (2 + (op->obj->key.bits + 7) / 8 + 1);
+    size_t body = 2 * (2 + op->obj->key.bits / 8 + 1);
 
     return body + (body > 127 ? 3 : 2);
 }

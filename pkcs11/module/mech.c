@@ -65,14 +65,19 @@ static const struct hf_mech_info mechs[] = {
     {CKM_SHA512_RSA_PKCS_PSS, "CKM_SHA512_RSA_PKCS_PSS", {2048, 4096, RSA_SIGN}},
     {CKM_EC_KEY_PAIR_GEN,
      "CKM_EC_KEY_PAIR_GEN",
-     {256, 384, CKF_GENERATE_KEY_PAIR | EC_FLAGS | CKF_HW}},
-    {CKM_ECDSA, "CKM_ECDSA", {256, 384, ECDSA_SIGN}},
-    {CKM_ECDSA_SHA1, "CKM_ECDSA_SHA1", {256, 384, ECDSA_SIGN}},
-    {CKM_ECDSA_SHA224, "CKM_ECDSA_SHA224", {256, 384, ECDSA_SIGN}},
-    {CKM_ECDSA_SHA256, "CKM_ECDSA_SHA256", {256, 384, ECDSA_SIGN}},
-    {CKM_ECDSA_SHA384, "CKM_ECDSA_SHA384", {256, 384, ECDSA_SIGN}},
-    {CKM_ECDSA_SHA512, "CKM_ECDSA_SHA512", {256, 384, ECDSA_SIGN}},
-    {CKM_HF_ECDSA_DER, "CKM_HF_ECDSA_DER", {256, 384, CKF_SIGN | EC_FLAGS | CKF_HW}},
+     {256, 521, CKF_GENERATE_KEY_PAIR | EC_FLAGS | CKF_HW}},
+    {CKM_ECDSA, "CKM_ECDSA", {256, 521, ECDSA_SIGN}},
+    {CKM_ECDSA_SHA1, "CKM_ECDSA_SHA1", {256, 521, ECDSA_SIGN}},
+    {CKM_ECDSA_SHA224, "CKM_ECDSA_SHA224", {256, 521, ECDSA_SIGN}},
+    {CKM_ECDSA_SHA256, "CKM_ECDSA_SHA256", {256, 521, ECDSA_SIGN}},
+    {CKM_ECDSA_SHA384, "CKM_ECDSA_SHA384", {256, 521, ECDSA_SIGN}},
+    {CKM_ECDSA_SHA512, "CKM_ECDSA_SHA512", {256, 521, ECDSA_SIGN}},
+    {CKM_HF_ECDSA_DER, "CKM_HF_ECDSA_DER", {256, 521, CKF_SIGN | EC_FLAGS | CKF_HW}},
+    /* Ed25519 only: 256 bits, as SoftHSMv2 and OpenSC count its keys. */
+    {CKM_EC_EDWARDS_KEY_PAIR_GEN,
+     "CKM_EC_EDWARDS_KEY_PAIR_GEN",
+     {256, 256, CKF_GENERATE_KEY_PAIR | CKF_HW}},
+    {CKM_EDDSA, "CKM_EDDSA", {256, 256, CKF_SIGN | CKF_VERIFY | CKF_HW}},
     /* Derivation (derive.c): ECDH from EC private keys in bits, HKDF from generic secrets in
      * bytes. */
     {CKM_ECDH1_DERIVE, "CKM_ECDH1_DERIVE", {256, 384, CKF_DERIVE | EC_FLAGS | CKF_HW}},
@@ -113,7 +118,10 @@ enum hf_mech_family hf_mech_family(CK_MECHANISM_TYPE type)
     case CKM_GENERIC_SECRET_KEY_GEN:
     case CKM_RSA_PKCS_KEY_PAIR_GEN:
     case CKM_EC_KEY_PAIR_GEN:
+    case CKM_EC_EDWARDS_KEY_PAIR_GEN:
         return HF_FAMILY_KEYGEN;
+    case CKM_EDDSA:
+        return HF_FAMILY_EDDSA;
     case CKM_AES_GCM:
         return HF_FAMILY_AES_GCM;
     case CKM_AES_KEY_WRAP:
@@ -233,6 +241,11 @@ size_t hf_mech_md_size(const char *md)
     return 0;
 }
 
+bool hf_mech_is_single_part(CK_MECHANISM_TYPE type)
+{
+    return type == CKM_EDDSA;
+}
+
 CK_RV hf_mech_out_check(const unsigned char *out, size_t *outlen, size_t need)
 {
     size_t have = *outlen;
@@ -261,7 +274,10 @@ static CK_RV key_check(enum hf_mech_family family, enum hf_op_kind kind,
                    : CKR_KEY_TYPE_INCONSISTENT;
     case HF_FAMILY_RSA:
     case HF_FAMILY_ECDSA:
-        if (obj->key_type != (family == HF_FAMILY_RSA ? CKK_RSA : CKK_EC) ||
+    case HF_FAMILY_EDDSA:
+        if (obj->key_type != (family == HF_FAMILY_RSA     ? CKK_RSA
+                              : family == HF_FAMILY_ECDSA ? CKK_EC
+                                                          : CKK_EC_EDWARDS) ||
             obj->kind == HF_OBJ_SECRET)
             return CKR_KEY_TYPE_INCONSISTENT;
         if (private_op && obj->kind != HF_OBJ_PRIVATE) return CKR_KEY_FUNCTION_NOT_PERMITTED;
@@ -288,6 +304,8 @@ static CK_RV family_init(enum hf_mech_family family, struct hf_op *op, const CK_
         return hf_rsa_init(op, mech);
     case HF_FAMILY_ECDSA:
         return hf_ecdsa_init(op, mech);
+    case HF_FAMILY_EDDSA:
+        return hf_eddsa_init(op, mech);
     default:
         return CKR_MECHANISM_INVALID;
     }
@@ -378,6 +396,8 @@ CK_RV hf_mech_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsi
         return hf_rsa_sign(op, in, inlen, out, outlen);
     case HF_FAMILY_ECDSA:
         return hf_ecdsa_sign(op, in, inlen, out, outlen);
+    case HF_FAMILY_EDDSA:
+        return hf_eddsa_sign(op, in, inlen, out, outlen);
     case HF_FAMILY_MAC:
     case HF_FAMILY_HMAC:
         return hf_mac_sign(op, in, inlen, out, outlen);
@@ -394,6 +414,8 @@ CK_RV hf_mech_verify(struct hf_op *op, const unsigned char *in, size_t inlen,
         return hf_rsa_verify(op, in, inlen, sig, siglen);
     case HF_FAMILY_ECDSA:
         return hf_ecdsa_verify(op, in, inlen, sig, siglen);
+    case HF_FAMILY_EDDSA:
+        return hf_eddsa_verify(op, in, inlen, sig, siglen);
     case HF_FAMILY_MAC:
     case HF_FAMILY_HMAC:
         return hf_mac_verify(op, in, inlen, sig, siglen);

@@ -18,9 +18,10 @@ enum hf_mech_family {
     HF_FAMILY_RSA,
     HF_FAMILY_ECDSA,
     HF_FAMILY_DIGEST,
-    HF_FAMILY_AES,  /* ECB, CBC, CBC_PAD, CTR */
-    HF_FAMILY_MAC,  /* CMAC */
-    HF_FAMILY_HMAC, /* HMAC on generic secrets */
+    HF_FAMILY_AES,   /* ECB, CBC, CBC_PAD, CTR */
+    HF_FAMILY_MAC,   /* CMAC */
+    HF_FAMILY_HMAC,  /* HMAC on generic secrets */
+    HF_FAMILY_EDDSA, /* Ed25519, single-part only */
     /* C_DeriveKey only (derive.c) */
     HF_FAMILY_DERIVE,
 };
@@ -85,6 +86,14 @@ CK_RV hf_ecdsa_sign(struct hf_op *op, const unsigned char *in, size_t inlen, uns
                     size_t *outlen);
 CK_RV hf_ecdsa_verify(struct hf_op *op, const unsigned char *in, size_t inlen,
                       const unsigned char *sig, size_t siglen);
+
+CK_RV hf_eddsa_init(struct hf_op *op, const CK_MECHANISM *mech);
+CK_RV hf_eddsa_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
+                    size_t *outlen);
+CK_RV hf_eddsa_verify(struct hf_op *op, const unsigned char *in, size_t inlen,
+                      const unsigned char *sig, size_t siglen);
+/* Whether type has no multi-part form (PKCS#11 3.0 lists CKM_EDDSA as single-part only). */
+bool hf_mech_is_single_part(CK_MECHANISM_TYPE type);
 
 /* Digests (digest.c): op->asym_md names the hash. Two-call convention. */
 CK_RV hf_mech_digest(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,

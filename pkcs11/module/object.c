@@ -149,6 +149,9 @@ CK_RV hf_object_face_init(struct hf_object *obj, enum hf_object_kind kind)
     case HF_ALG_EC:
         obj->key_type = CKK_EC;
         break;
+    case HF_ALG_ED25519:
+        obj->key_type = CKK_EC_EDWARDS;
+        break;
     default:
         return CKR_OBJECT_HANDLE_INVALID;
     }

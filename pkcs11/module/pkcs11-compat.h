@@ -40,6 +40,17 @@ typedef struct CK_HKDF_PARAMS {
 typedef CK_HKDF_PARAMS *CK_HKDF_PARAMS_PTR;
 #endif
 
+/* CKM_EDDSA's parameter (PKCS#11 3.0 section 2.3.14); p11-kit 0.24 has the mechanism, not this. */
+#ifndef CKF_EDDSA_PARAMS_DEFINED
+#define CKF_EDDSA_PARAMS_DEFINED
+typedef struct CK_EDDSA_PARAMS {
+    CK_BBOOL phFlag;
+    CK_ULONG ulContextDataLen;
+    CK_BYTE_PTR pContextData;
+} CK_EDDSA_PARAMS;
+typedef CK_EDDSA_PARAMS *CK_EDDSA_PARAMS_PTR;
+#endif
+
 #ifndef CKR_OPERATION_CANCEL_FAILED
 #define CKR_OPERATION_CANCEL_FAILED (0x202UL)
 #endif

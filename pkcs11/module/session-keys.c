@@ -8,6 +8,7 @@
 
 #include "internal.h"
 
+#include <openssl/asn1.h>
 #include <openssl/core_names.h>
 #include <openssl/obj_mac.h>
 #include <openssl/param_build.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "pkcs11/core/crypto.h"
+#include "pkcs11/core/curve.h"
 
 /* Longest CKA_LABEL and CKA_ID kept: PKCS#11 sets none; more is no label anybody reads. */
 #define ATTR_MAX 255
@@ -187,20 +189,29 @@ fail:
 
 /* ---- lone public keys ----------------------------------------------------------------------- */
 
-/* The EC point of CKA_EC_POINT: the DER OCTET STRING PKCS#11 specifies, or the bare uncompressed
- * point some callers give (told apart by length: the DER form is two bytes longer). */
-static CK_RV ec_point(const CK_ATTRIBUTE *a, unsigned bits, const unsigned char **p, size_t *len)
+/* The EC point of CKA_EC_POINT: the DER OCTET STRING PKCS#11 specifies, or the bare point some
+ * callers give (told apart by length: the DER form is longer). EC points are uncompressed (04 ||
+ * x || y); an Ed25519 one is the 32-byte encoding of RFC 8032, with no prefix. */
+static CK_RV ec_point(const CK_ATTRIBUTE *a, enum hf_alg alg, unsigned bits,
+                      const unsigned char **p, size_t *len)
 {
-    size_t raw = 1 + 2 * ((bits + 7) / 8);
-    const unsigned char *v = a ? a->pValue : NULL;
+    size_t raw = alg == HF_ALG_ED25519 ? 32 : 1 + 2 * ((bits + 7) / 8);
+    unsigned char first = alg == HF_ALG_ED25519 ? 0 : 0x04;
+    const unsigned char *v = a ? a->pValue : NULL, *in = v;
+    long content = 0;
+    int tag = 0, xclass = 0;
 
     if (!v) return CKR_TEMPLATE_INCOMPLETE;
-    if (a->ulValueLen == raw + 2 && v[0] == 0x04 && v[1] == raw && v[2] == 0x04) {
-        *p = v + 2;
+    /* P-521's 133 bytes take a long-form length: let OpenSSL read the header. */
+    if (a->ulValueLen > raw &&
+        ASN1_get_object(&in, &content, &tag, &xclass, (long)a->ulValueLen) == 0 &&
+        tag == V_ASN1_OCTET_STRING && xclass == V_ASN1_UNIVERSAL && (size_t)content == raw &&
+        in + content == v + a->ulValueLen && (!first || in[0] == first)) {
+        *p = in;
         *len = raw;
         return CKR_OK;
     }
-    if (a->ulValueLen == raw && v[0] == 0x04) {
+    if (a->ulValueLen == raw && (!first || v[0] == first)) {
         *p = v;
         *len = raw;
         return CKR_OK;
@@ -224,11 +235,14 @@ static CK_RV public_params(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, 
         return rv;
     }
     const CK_ATTRIBUTE *params = hf_tmpl_find(t, n, CKA_EC_PARAMS);
-    rv = params ? hf_tmpl_ec_bits(params, &bits) : CKR_TEMPLATE_INCOMPLETE;
-    if (rv == CKR_OK) rv = ec_point(hf_tmpl_find(t, n, CKA_EC_POINT), bits, &point, &point_len);
+    enum hf_alg alg = type == CKK_EC_EDWARDS ? HF_ALG_ED25519 : HF_ALG_EC;
+    rv = params ? hf_tmpl_curve_bits(params, alg, &bits) : CKR_TEMPLATE_INCOMPLETE;
+    if (rv == CKR_OK)
+        rv = ec_point(hf_tmpl_find(t, n, CKA_EC_POINT), alg, bits, &point, &point_len);
     if (rv != CKR_OK) return rv;
-    if (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
-                                         bits == 384 ? SN_secp384r1 : SN_X9_62_prime256v1, 0) ||
+    if ((alg == HF_ALG_EC &&
+         !OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
+                                          hf_curve_find(alg, bits)->group, 0)) ||
         !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len))
         return CKR_HOST_MEMORY;
     return CKR_OK;
@@ -238,7 +252,11 @@ CK_RV hf_tmpl_public_der(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, un
                          size_t *len)
 {
     OSSL_LIB_CTX *libctx = hf_crypto_libctx();
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(libctx, type == CKK_RSA ? "RSA" : "EC", NULL);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(libctx,
+                                                   type == CKK_RSA          ? "RSA"
+                                                   : type == CKK_EC_EDWARDS ? "ED25519"
+                                                                            : "EC",
+                                                   NULL);
     EVP_PKEY_CTX *check = NULL;
     OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
     OSSL_PARAM *params = NULL;
@@ -285,8 +303,9 @@ CK_RV hf_session_key_public(struct hf_session *s, const CK_ATTRIBUTE *tmpl, CK_U
 
     if (rv != CKR_OK) return rv;
     if (!present) return CKR_TEMPLATE_INCOMPLETE;
-    if (type != CKK_RSA && type != CKK_EC) return CKR_ATTRIBUTE_VALUE_INVALID;
-    alg = type == CKK_RSA ? HF_ALG_RSA : HF_ALG_EC;
+    if (type != CKK_RSA && type != CKK_EC && type != CKK_EC_EDWARDS)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    alg = type == CKK_RSA ? HF_ALG_RSA : type == CKK_EC ? HF_ALG_EC : HF_ALG_ED25519;
     if ((rv = usage_of(alg, tmpl, n, NULL, 0, &usage)) != CKR_OK) return rv;
     if ((rv = hf_tmpl_public_der(type, tmpl, n, &der, &len)) != CKR_OK) return rv;
     rv = object_new(HF_OBJ_PUBLIC, alg, 0, &obj);
@@ -294,7 +313,7 @@ CK_RV hf_session_key_public(struct hf_session *s, const CK_ATTRIBUTE *tmpl, CK_U
         rv = public_set(obj, der, len);
         der = NULL;
     }
-    if (rv == CKR_OK) obj->key.bits = (unsigned)EVP_PKEY_get_bits(obj->pub);
+    if (rv == CKR_OK) obj->key.bits = hf_pkey_bits(obj->pub);
     /* The module's policy holds for imported public keys too: no RSA under 2048 bits. */
     if (rv == CKR_OK && !hf_alg_bits_is_valid(alg, obj->key.bits)) rv = CKR_KEY_SIZE_RANGE;
     if (rv == CKR_OK) rv = attrs_set(obj, tmpl, n, NULL, 0, usage, false, false);

@@ -115,7 +115,7 @@ done:
 }
 
 /* Algorithm and size of the unwrapped bytes: raw AES for a secret key, PKCS#8 (whose own
- * AlgorithmIdentifier tells RSA from EC) for a private key. */
+ * AlgorithmIdentifier tells RSA from EC and Ed25519) for a private key. */
 static CK_RV material_kind(const CK_ATTRIBUTE *tmpl, CK_ULONG n, const unsigned char *bytes,
                            size_t len, enum hf_alg *alg, unsigned *bits)
 {
@@ -128,7 +128,7 @@ static CK_RV material_kind(const CK_ATTRIBUTE *tmpl, CK_ULONG n, const unsigned 
     if (rv == CKR_OK) rv = hf_tmpl_ulong(tmpl, n, CKA_KEY_TYPE, &has_type, &type);
     if (rv != CKR_OK) return rv;
     if (!has_cls && !has_type) return CKR_TEMPLATE_INCOMPLETE;
-    if (has_type && type != CKK_AES && type != CKK_RSA && type != CKK_EC)
+    if (has_type && type != CKK_AES && type != CKK_RSA && type != CKK_EC && type != CKK_EC_EDWARDS)
         return CKR_TEMPLATE_INCONSISTENT;
     if (has_type ? type == CKK_AES : cls == CKO_SECRET_KEY) {
         if (len != 16 && len != 24 && len != 32) return CKR_WRAPPED_KEY_INVALID;
@@ -138,10 +138,8 @@ static CK_RV material_kind(const CK_ATTRIBUTE *tmpl, CK_ULONG n, const unsigned 
     }
     pkey = d2i_AutoPrivateKey_ex(NULL, &p, (long)len, hf_crypto_libctx(), NULL);
     if (pkey == NULL) return CKR_WRAPPED_KEY_INVALID;
-    *alg = EVP_PKEY_get_base_id(pkey) == EVP_PKEY_RSA  ? HF_ALG_RSA
-           : EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC ? HF_ALG_EC
-                                                       : 0;
-    *bits = (unsigned)EVP_PKEY_get_bits(pkey);
+    *alg = hf_pkey_alg(pkey);
+    *bits = hf_pkey_bits(pkey);
     EVP_PKEY_free(pkey);
     /* The template's class and key type are checked against alg by hf_keygen_import. */
     return *alg != 0 ? CKR_OK : CKR_WRAPPED_KEY_INVALID;

@@ -107,8 +107,8 @@ static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create
             if (!hf_alg_spec_parse(optarg, &a->spec.alg, &a->spec.bits))
                 return hf_cli_usage_error(cli,
                                           "unknown algorithm '%s' (AES-128|AES-192|AES-256, "
-                                          "RSA-2048|RSA-3072|RSA-4096, EC-P256|EC-P384, "
-                                          "HMAC-112..HMAC-4096)",
+                                          "RSA-2048|RSA-3072|RSA-4096, EC-P256|EC-P384|EC-P521, "
+                                          "Ed25519, HMAC-112..HMAC-4096)",
                                           optarg);
             break;
         case O_USAGE:
@@ -519,9 +519,10 @@ static const struct hf_cli_command key_commands[] = {
      "[--state pre-active]",
      "create a key (version 1)",
      "  --alg ALG        AES-128|AES-192|AES-256 (default), RSA-2048|RSA-3072|RSA-4096,\n"
-     "                   EC-P256|EC-P384\n"
+     "                   EC-P256|EC-P384|EC-P521, Ed25519\n"
      "  --usage U,...    encrypt, decrypt, wrap, unwrap, sign, verify, derive (default: AES\n"
-     "                   encrypt,decrypt,wrap,unwrap; RSA all but wrap; EC sign,verify)\n"
+     "                   encrypt,decrypt,wrap,unwrap; RSA all but wrap; EC, Ed25519\n"
+     "                   sign,verify)\n"
      "  --label K=V      a label; repeat for more\n"
      "  --owner O        owner (default: the caller, uid:<uid>)\n"
      "  --exportable     the material may be read through PKCS#11\n"

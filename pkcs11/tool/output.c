@@ -209,6 +209,8 @@ void hf_alg_format(enum hf_alg alg, unsigned bits, char *out, size_t outlen)
 {
     if (alg == HF_ALG_EC)
         snprintf(out, outlen, "EC-P%u", bits);
+    else if (alg == HF_ALG_ED25519)
+        snprintf(out, outlen, "%s", hf_alg_name(alg));
     else
         snprintf(out, outlen, "%s-%u", hf_alg_name(alg), bits);
 }

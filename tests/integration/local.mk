@@ -17,7 +17,8 @@ INTEGRATION_TESTS = \
 	tests/integration/nss.sh \
 	tests/integration/concurrency.sh \
 	tests/integration/crash-safety.sh \
-	tests/integration/pin-lockout.sh
+	tests/integration/pin-lockout.sh \
+	tests/integration/curves.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
 	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py \

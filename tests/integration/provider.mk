@@ -12,6 +12,7 @@ PROVIDER_TESTS = \
 	tests/integration/provider-cli.sh \
 	tests/integration/provider-store.sh \
 	tests/integration/provider-global.sh \
-	tests/integration/provider-softhsm.sh
+	tests/integration/provider-softhsm.sh \
+	tests/integration/provider-curves.sh
 TESTS += $(PROVIDER_TESTS)
 EXTRA_DIST += $(PROVIDER_TESTS)

@@ -23,7 +23,8 @@ UNIT_TESTS = \
 	tests/unit/test-module-crypto \
 	tests/unit/test-module-symmetric \
 	tests/unit/test-module-derive \
-	tests/unit/test-module-copy
+	tests/unit/test-module-copy \
+	tests/unit/test-module-curves
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
@@ -86,4 +87,7 @@ tests_unit_test_module_symmetric_SOURCES = tests/unit/test-module-symmetric.c \
 	tests/unit/module-loader.h
 tests_unit_test_module_symmetric_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_symmetric_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_curves_SOURCES = tests/unit/test-module-curves.c tests/unit/module-loader.h
+tests_unit_test_module_curves_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_curves_LDADD = $(UNIT_LDADD)
 endif

@@ -179,6 +179,8 @@ static void test_alg_spec_parse_accepts_spellings(void)
         {"P-256", HF_ALG_EC, 256},        {"p384", HF_ALG_EC, 384},
         {"EC-256", HF_ALG_EC, 256},       {"HMAC-256", HF_ALG_GENERIC, 256},
         {"hmac512", HF_ALG_GENERIC, 512}, {"HMAC-112", HF_ALG_GENERIC, 112},
+        {"EC-P521", HF_ALG_EC, 521},      {"p-521", HF_ALG_EC, 521},
+        {"Ed25519", HF_ALG_ED25519, 256}, {"ed25519", HF_ALG_ED25519, 256},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         enum hf_alg alg = 0;
@@ -193,7 +195,7 @@ static void test_alg_spec_parse_rejects_bad_specs(void)
 {
     static const char *const bad[] = {
         "",         "AES",       "AES-",      "AES-512",  "AES-256x",
-        "RSA-1024", "RSA-P2048", "EC-P521",   "DES-56",   "256",
+        "RSA-1024", "RSA-P2048", "EC-P512",   "DES-56",   "256",
         "AES--256", "-256",      "AES-+256",  "P-",       "RSA-99999999999",
         "HMAC-104", "HMAC-257",  "HMAC-4104", "HMAC-P256"};
     enum hf_alg alg = HF_ALG_AES;
@@ -213,11 +215,15 @@ static void test_alg_bits_and_names(void)
     CU_ASSERT_TRUE(hf_alg_bits_is_valid(HF_ALG_RSA, 3072));
     CU_ASSERT_FALSE(hf_alg_bits_is_valid(HF_ALG_RSA, 1024));
     CU_ASSERT_TRUE(hf_alg_bits_is_valid(HF_ALG_EC, 384));
-    CU_ASSERT_FALSE(hf_alg_bits_is_valid(HF_ALG_EC, 521));
+    CU_ASSERT_TRUE(hf_alg_bits_is_valid(HF_ALG_EC, 521));
+    CU_ASSERT_FALSE(hf_alg_bits_is_valid(HF_ALG_EC, 512));
     CU_ASSERT_FALSE(hf_alg_bits_is_valid(0, 256));
     CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_AES), "AES");
     CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_RSA), "RSA");
     CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_EC), "EC");
+    CU_ASSERT_STRING_EQUAL(hf_alg_name(HF_ALG_ED25519), "Ed25519");
+    CU_ASSERT_TRUE(hf_alg_bits_is_valid(HF_ALG_ED25519, 256));
+    CU_ASSERT_FALSE(hf_alg_bits_is_valid(HF_ALG_ED25519, 255));
 }
 
 static void test_usage_round_trips_every_mask(void)
