@@ -1050,6 +1050,46 @@ static void test_a_version_state_shows_on_its_objects_and_rules_them(void)
     free(uuid);
 }
 
+/* Policy (README, Mechanisms): RSA below 2048 bits, DES, 3DES and MD5 are never offered. */
+static void test_weak_algorithms_are_refused_by_policy(void)
+{
+    static const CK_MECHANISM_TYPE weak[] = {
+        CKM_DES_KEY_GEN,  CKM_DES2_KEY_GEN, CKM_DES3_KEY_GEN, CKM_DES_ECB,
+        CKM_DES_CBC,      CKM_DES_CBC_PAD,  CKM_DES3_ECB,     CKM_DES3_CBC,
+        CKM_DES3_CBC_PAD, CKM_MD5,          CKM_MD5_HMAC,     CKM_MD5_RSA_PKCS,
+    };
+    static const CK_BYTE f4[] = {1, 0, 1};
+    CK_MECHANISM_INFO info;
+    CK_OBJECT_HANDLE aes, h, pub, priv;
+    CK_ULONG bits = 1024;
+    CK_ATTRIBUTE pt[] = {{CKA_MODULUS_BITS, &bits, sizeof(bits)},
+                         {CKA_PUBLIC_EXPONENT, (void *)f4, sizeof(f4)},
+                         {CKA_TOKEN, &no, 1}};
+    CK_MECHANISM rsa = {CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0};
+    CK_ULONG len = 24;
+    CK_ATTRIBUTE des[] = {{CKA_VALUE_LEN, &len, sizeof(len)}};
+
+    for (size_t i = 0; i < N(weak); i++) {
+        CK_MECHANISM m = {weak[i], NULL, 0};
+        CU_ASSERT_EQUAL(p11->C_GetMechanismInfo(SLOT, weak[i], &info), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &m, des, N(des), &h), CKR_MECHANISM_INVALID);
+    }
+    CU_ASSERT_EQUAL_FATAL(aes_gen(sess, "aes-weak-mechs", 32, false, &aes), CKR_OK);
+    {
+        CK_BYTE iv[8] = {0};
+        CK_MECHANISM md5 = {CKM_MD5, NULL, 0}, cbc = {CKM_DES3_CBC, iv, sizeof(iv)};
+        CK_MECHANISM hmac = {CKM_MD5_HMAC, NULL, 0}, rsa_md5 = {CKM_MD5_RSA_PKCS, NULL, 0};
+        CU_ASSERT_EQUAL(p11->C_DigestInit(sess, &md5), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &cbc, aes), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_SignInit(sess, &hmac, aes), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_SignInit(sess, &rsa_md5, rsa_priv), CKR_MECHANISM_INVALID);
+    }
+    /* A 1024-bit modulus is a template value the token refuses, token key or session key. */
+    CU_ASSERT_EQUAL(rsa_gen(1024, f4, sizeof(f4), &pub, &priv), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_GenerateKeyPair(sess, &rsa, pt, N(pt), NULL, 0, &pub, &priv),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+}
+
 static CU_TestInfo object_tests[] = {
     {"an AES key shows its attributes", test_aes_key_shows_its_attributes},
     {"key generation template errors", test_keygen_template_errors},
@@ -1078,6 +1118,8 @@ static CU_TestInfo object_tests[] = {
     {"C_CreateObject errors", test_create_object_errors},
     {"handles survive C_Finalize and C_Initialize", test_handles_survive_finalize_and_initialize},
     {"a store change behind the module shows up", test_store_change_behind_the_module_shows_up},
+    {"RSA below 2048 bits, DES, 3DES and MD5 are refused by policy",
+     test_weak_algorithms_are_refused_by_policy},
     {"a version's state shows on its objects and rules them",
      test_a_version_state_shows_on_its_objects_and_rules_them},
     CU_TEST_INFO_NULL,
