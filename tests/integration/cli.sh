@@ -177,6 +177,12 @@ expect_err "version 2 is compromised"
 check "$(hf decrypt <"$HF_TMP/blob2")" "line two" "decrypt under a compromised version"
 hf key show payroll | grep -Eq '^ +1 +deactivated ' || hf_fail "key show: v1 not deactivated"
 hf key show payroll | grep -Eq '^ +2 \* +compromised ' || hf_fail "key show: v2 not compromised"
+# --rotate: the current version retired in one command, a new one taking over.
+hf_expect_exit 0 hf key create ledger
+hf_expect_exit 0 hf key version deactivate ledger 1 --rotate
+hf key show ledger | grep -Eq '^ +1 +deactivated ' || hf_fail "--rotate: v1 not deactivated"
+hf key show ledger | grep -Eq '^ +2 \* +active ' || hf_fail "--rotate: no active v2"
+hf_expect_exit 0 hf encrypt --key ledger --in "$HF_TMP/plain2"
 
 # ---- states: deactivated keys still decrypt; destroyed keys do not ----
 hf_expect_exit 0 hf key deactivate payroll
