@@ -50,8 +50,10 @@ HF_PLUGIN_EXPORT enum hf_status hf_key_may(const struct hf_key_ref *key, enum hf
     if (!key || op < HF_KEY_OP_ENCRYPT || op > HF_KEY_OP_METADATA) return HF_STATUS_INTERNAL;
     if (key->blocked) return HF_STATUS_KEY_DISABLED;
     if (op == HF_KEY_OP_METADATA) return HF_STATUS_OK;
-    /* New material is only ever protected under the current version, so only decrypt and verify
-     * take another version's state. */
+    /* Decrypt and verify follow the version that sealed the data; new data needs the key's
+     * current state, and a version an API names (OCI's keyVersionId) must allow it as well. */
+    if ((op == HF_KEY_OP_ENCRYPT || op == HF_KEY_OP_SIGN) && state != 0 && !state_allows(state, op))
+        return HF_STATUS_KEY_DISABLED;
     if (state == 0 || op == HF_KEY_OP_ENCRYPT || op == HF_KEY_OP_SIGN) state = key->state;
     if (!state_allows(state, op)) return HF_STATUS_KEY_DISABLED;
     if (!(key->usage & usage_of(op))) return HF_STATUS_KEY_USAGE;

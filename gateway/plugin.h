@@ -304,8 +304,9 @@ enum hf_key_op {
 /* HF_STATUS_OK when key may do op now: HF_STATUS_KEY_DISABLED when its link is blocked or its
  * current version's state forbids op (decrypt also runs on deactivated and compromised
  * versions: pass that version's state, from hf_keys_version_info, in state; 0: the current
- * version's); HF_STATUS_KEY_USAGE when its usage mask lacks op. Never fails the request: the
- * caller does, with its own message. */
+ * version's; encrypt and sign need the current state and, when given, state to allow them);
+ * HF_STATUS_KEY_USAGE when its usage mask lacks op. Never fails the request: the caller does, with
+ * its own message. */
 enum hf_status hf_key_may(const struct hf_key_ref *key, enum hf_key_op op, CK_ULONG state);
 
 /* ---- clock, deadline, rate limit (provided by holdfastd) ------------------------------------ */

@@ -344,6 +344,53 @@ done:
     return rv;
 }
 
+/* The KMIP and current-version rules of hf_core_version_set_state, logged when they refuse. */
+static CK_RV version_move_check(const struct hf_key *key, const struct hf_key_version *v,
+                                unsigned long state)
+{
+    if (!hf_version_state_can_move(v->state, state)) {
+        hf_log_info("key '%s' version %u: KMIP does not allow %s -> %s", key->name, v->version,
+                    hf_state_name(v->state), hf_state_name(state));
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    }
+    if (v->version == key->current_version && key->state == HF_STATE_ACTIVE &&
+        state != HF_STATE_COMPROMISED) {
+        hf_log_info("key '%s' version %u is current: rotate the key first", key->name, v->version);
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;
+    }
+    return CKR_OK;
+}
+
+CK_RV hf_core_version_set_state(struct hf_core *core, const char *ref, unsigned version,
+                                unsigned long state, const struct hf_actor *who)
+{
+    struct hf_key key = {0};
+    struct hf_key_version v = {0};
+    struct op op;
+    CK_RV rv;
+
+    if (core == NULL) return CKR_ARGUMENTS_BAD;
+    rv = op_begin_key(&op, core, who, "key.version_state", ref, &key);
+    if (rv != CKR_OK) goto done;
+    op.version = version;
+    snprintf(op.detail, sizeof(op.detail), "version=%u state=%s", version, hf_state_name(state));
+    rv = version == 0 ? CKR_KEY_HANDLE_INVALID
+                      : hf_store_version_find(core->store, key.uuid, version, &v);
+    if (rv != CKR_OK) goto done;
+    snprintf(op.detail, sizeof(op.detail), "version=%u state=%s (was %s)", version,
+             hf_state_name(state), hf_state_name(v.state));
+    if ((rv = version_move_check(&key, &v, state)) != CKR_OK) goto done;
+    v.state = state;
+    rv = hf_store_version_set_state(core->store, &v);
+    /* After the commit, as for a key: the module checks the state before any use. */
+    if (rv == CKR_OK && state == HF_STATE_DESTROYED) hf_local_evict(core->local, v.id);
+done:
+    rv = op_end(&op, rv);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v);
+    return rv;
+}
+
 CK_RV hf_core_key_label_set(struct hf_core *core, const char *ref, const char *name,
                             const char *value, const struct hf_actor *who)
 {

@@ -118,6 +118,13 @@ CK_RV hf_core_key_rotate(struct hf_core *core, const char *ref, const struct hf_
 CK_RV hf_core_key_set_state(struct hf_core *core, const char *ref, unsigned long state,
                             const struct hf_actor *who);
 CK_RV hf_core_key_destroy(struct hf_core *core, const char *ref, const struct hf_actor *who);
+/* One version's own state (hf_version_state_can_move), audited as "key.version_state" with
+ * the old and new state; destroyed erases that version's material. The current version of an
+ * active key stays usable for new data: deactivating or destroying it is
+ * CKR_KEY_FUNCTION_NOT_PERMITTED (rotate first); marking it compromised is allowed (it stops new
+ * encryptions at once). CKR_KEY_HANDLE_INVALID: no such key or version. */
+CK_RV hf_core_version_set_state(struct hf_core *core, const char *ref, unsigned version,
+                                unsigned long state, const struct hf_actor *who);
 /* value NULL removes the label. */
 CK_RV hf_core_key_label_set(struct hf_core *core, const char *ref, const char *name,
                             const char *value, const struct hf_actor *who);

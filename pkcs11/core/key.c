@@ -161,6 +161,28 @@ bool hf_key_state_can_move(unsigned long from, unsigned long to)
     return to > from;
 }
 
+unsigned long hf_key_version_state(const struct hf_key *key, const struct hf_key_version *v)
+{
+    if (!v || v->state == 0 || key->state == HF_STATE_PRE_ACTIVE || key->state >= v->state)
+        return key->state;
+    return v->state;
+}
+
+bool hf_key_version_is_usable_for(const struct hf_key *key, const struct hf_key_version *v,
+                                  unsigned long usage_bit)
+{
+    return key && (usage_bit & ~key->usage) == 0 &&
+           hf_key_state_allows(hf_key_version_state(key, v), usage_bit);
+}
+
+bool hf_version_state_can_move(unsigned long from, unsigned long to)
+{
+    /* KMIP 1.4 section 4.21: an active object is revoked before it is destroyed. */
+    if (from < HF_STATE_ACTIVE || to <= HF_STATE_ACTIVE) return false;
+    if (from == HF_STATE_ACTIVE && to == HF_STATE_DESTROYED) return false;
+    return hf_key_state_can_move(from, to);
+}
+
 /* ---- validation ---- */
 
 static bool name_char_is_valid(int c)

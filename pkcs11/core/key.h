@@ -62,7 +62,9 @@ struct hf_key_version {
     char uuid[HF_UUID_LEN + 1];
     char key_uuid[HF_UUID_LEN + 1];
     unsigned version;
-    unsigned long state; /* HF_STATE_ACTIVE, or HF_STATE_DESTROYED once its material is gone */
+    /* HF_STATE_ACTIVE, DEACTIVATED, COMPROMISED (holdfast key version ...), or DESTROYED once
+     * its material is gone; it narrows the key's state (hf_key_version_state) */
+    unsigned long state;
     int64_t created;
     char *kek_label; /* which root KEK wrapped it */
     unsigned char
@@ -103,6 +105,18 @@ bool hf_key_is_usable_for(const struct hf_key *key, unsigned long usage_bit);
  * active -> deactivated|compromised|destroyed, deactivated -> compromised|destroyed,
  * compromised -> destroyed. */
 bool hf_key_state_can_move(unsigned long from, unsigned long to);
+/* The state an object of version v acts in: a version can only fall behind its key, never
+ * revive it, so the key's state while the key is pre-active or further along, else v's own.
+ * A version state of 0 (session objects) is the key's. */
+unsigned long hf_key_version_state(const struct hf_key *key, const struct hf_key_version *v);
+/* The key's usage mask and hf_key_version_state allow usage_bit: the one rule the module (and
+ * so every plugin) applies per version, the key's own rule when the version is active. */
+bool hf_key_version_is_usable_for(const struct hf_key *key, const struct hf_key_version *v,
+                                  unsigned long usage_bit);
+/* A version's own moves, KMIP's without pre-active and without destroying an active object:
+ * active -> deactivated|compromised, deactivated -> compromised|destroyed,
+ * compromised -> destroyed. */
+bool hf_version_state_can_move(unsigned long from, unsigned long to);
 
 bool hf_key_name_is_valid(const char *name);
 bool hf_alg_bits_is_valid(enum hf_alg alg, unsigned bits);

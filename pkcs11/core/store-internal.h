@@ -28,6 +28,9 @@ struct hf_store_ops {
     /* key_mac: the key row's MAC once current_version is v->version. */
     CK_RV (*version_insert)(struct hf_store *store, struct hf_key_version *v, int64_t when,
                             const unsigned char *key_mac, const unsigned char *old_key_mac);
+    /* v: id, state and the new MAC (has_mac false: none); old_mac as for key_update. */
+    CK_RV (*version_set_state)(struct hf_store *store, const struct hf_key_version *v,
+                               const unsigned char *old_mac);
     CK_RV (*version_get)(struct hf_store *store, int64_t id, struct hf_key_version *out);
     CK_RV (*version_find)(struct hf_store *store, const char *key_uuid, unsigned version,
                           struct hf_key_version *out);

@@ -123,6 +123,7 @@ enum stmt_id {
     ST_VERSIONS_OF,
     ST_VERSIONS_ALL,
     ST_VERSIONS_DESTROY,
+    ST_VERSION_SET_STATE,
     ST_LINK_INSERT,
     ST_LINK_GET,
     ST_LINK_BLOCK,
@@ -177,6 +178,9 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_VERSIONS_ALL] = "SELECT " VERSION_COLS " FROM key_versions ORDER BY id",
     [ST_VERSIONS_DESTROY] =
         "UPDATE key_versions SET state = 5, wrapped = NULL, mac = NULL WHERE key_uuid = ?",
+    [ST_VERSION_SET_STATE] =
+        "UPDATE key_versions SET state = ?1, mac = ?2, "
+        "wrapped = CASE WHEN ?1 = 5 THEN NULL ELSE wrapped END WHERE id = ?3 AND mac IS ?4",
     [ST_LINK_INSERT] = "INSERT INTO links (type, ext_id, key_uuid, blocked, created, updated, mac) "
                        "VALUES (?,?,?,?,?,?,?)",
     [ST_LINK_GET] = "SELECT " LINK_COLS " FROM links WHERE type = ? AND ext_id = ?",
@@ -824,6 +828,43 @@ static CK_RV sq_version_insert(struct hf_store *store, struct hf_key_version *v,
         rv = tx_end(s, version_insert_tx(s, v, key_uuid, when, key_mac, old_key_mac, &id), true);
     store_unlock(s);
     if (rv == CKR_OK) v->id = id;
+    return rv;
+}
+
+static CK_RV version_state_tx(struct sqlite_store *s, const struct hf_key_version *v,
+                              const unsigned char *old_mac)
+{
+    const char *what = "set version state";
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_VERSION_SET_STATE, &st)) != CKR_OK) return rv;
+    if (sqlite3_bind_int64(st, 1, (sqlite3_int64)v->state) ||
+        bind_mac(st, 2, mac_of(v->mac, v->has_mac)) || sqlite3_bind_int64(st, 3, v->id) ||
+        bind_mac(st, 4, old_mac))
+        return bind_fail(s, what);
+    if ((rv = step_done(s, st, what)) != CKR_OK) return rv;
+    if (sqlite3_changes(s->db) > 0) return CKR_OK;
+    if ((rv = stmt_get(s, ST_VERSION_BY_ID, &st)) != CKR_OK) return rv;
+    if (sqlite3_bind_int64(st, 1, v->id)) return bind_fail(s, what);
+    if ((rv = step_row(s, st, what)) != CKR_OK) return rv;
+    sqlite3_reset(st);
+    hf_log_info("store: %s: version %lld changed meanwhile", what, (long long)v->id);
+    return CKR_ATTRIBUTE_VALUE_INVALID;
+}
+
+static CK_RV sq_version_set_state(struct hf_store *store, const struct hf_key_version *v,
+                                  const unsigned char *old_mac)
+{
+    struct sqlite_store *s = store_lock(store);
+    CK_RV rv = tx_begin(s, true);
+
+    if (rv == CKR_OK) rv = tx_end(s, version_state_tx(s, v, old_mac), true);
+    /* As after a key's destruction: the zeroed pages reach the file, the old ones leave the WAL. */
+    if (rv == CKR_OK && v->state == HF_STATE_DESTROYED &&
+        sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
+        hf_log_warn("store: checkpoint after destroy deferred: %s", sqlite3_errmsg(s->db));
+    store_unlock(s);
     return rv;
 }
 
@@ -1501,6 +1542,7 @@ static const struct hf_store_ops sqlite_ops = {
     .key_update = sq_key_update,
     .key_destroy = sq_key_destroy,
     .version_insert = sq_version_insert,
+    .version_set_state = sq_version_set_state,
     .version_get = sq_version_get,
     .version_find = sq_version_find,
     .version_find_by_uuid = sq_version_find_by_uuid,

@@ -350,6 +350,23 @@ CK_RV hf_store_version_insert(struct hf_store *store, struct hf_key_version *v, 
     return rv;
 }
 
+CK_RV hf_store_version_set_state(struct hf_store *store, const struct hf_key_version *v)
+{
+    return_val_if_fail(store && v, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(state_is_valid(v->state), CKR_ATTRIBUTE_VALUE_INVALID);
+    struct hf_key_version w = *v; /* shallow: only its MAC (and material) change */
+    CK_RV rv = CKR_OK;
+    if (v->state == HF_STATE_DESTROYED) {
+        w.wrapped = NULL;
+        w.wrapped_len = 0;
+        w.has_mac = false;
+    } else {
+        rv = version_seal(store, &w);
+    }
+    if (rv != CKR_OK) return rv;
+    return store->ops->version_set_state(store, &w, old_mac(v->mac, v->has_mac));
+}
+
 CK_RV hf_store_version_get(struct hf_store *store, int64_t id, struct hf_key_version *out)
 {
     return_val_if_fail(store && out, CKR_ARGUMENTS_BAD);

@@ -62,6 +62,11 @@ CK_RV hf_store_version_find_by_uuid(struct hf_store *store, const char *version_
 CK_RV hf_store_version_list(struct hf_store *store, const char *key_uuid,
                             struct hf_key_version **versions, size_t *n);
 
+/* Writes v->state of version v->id, re-MAC'd; v must be a row read from this store (its mac
+ * says which row it was: a row changed meanwhile is CKR_ATTRIBUTE_VALUE_INVALID). Destroyed
+ * erases the wrapped material, and the MAC with it (a version without material needs none). */
+CK_RV hf_store_version_set_state(struct hf_store *store, const struct hf_key_version *v);
+
 /* Calls fn for every version of every key (destroyed ones too), in id order, stopping early
  * when fn returns something other than CKR_OK (that value is returned). The structs are only
  * valid during the call. */

@@ -477,7 +477,7 @@ static CK_RV vendor_compute(const struct hf_object *obj, CK_ATTRIBUTE_TYPE type,
     case CKA_HF_VERSION:
         return val_ulong(v, obj->version.version);
     case CKA_HF_STATE:
-        return val_ulong(v, obj->key.state);
+        return val_ulong(v, hf_key_version_state(&obj->key, &obj->version));
     case CKA_HF_USAGE:
         return val_ulong(v, obj->key.usage);
     case CKA_HF_IS_CURRENT:

@@ -58,7 +58,7 @@ static CK_RV digest_key(struct hf_op *op, struct hf_object *obj)
     CK_RV rv = CKR_OK;
 
     if (obj->kind != HF_OBJ_SECRET) return CKR_KEY_INDIGESTIBLE;
-    if (!hf_key_state_allows(obj->key.state, HF_USAGE_VERIFY))
+    if (!hf_key_state_allows(hf_key_version_state(&obj->key, &obj->version), HF_USAGE_VERIFY))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
     if ((rv = hf_object_material(obj, &m)) != CKR_OK) return rv;
     bytes = hf_material_secret(m, &len);

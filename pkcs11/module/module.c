@@ -63,7 +63,7 @@ static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_F
                          CK_RV result, uint64_t started_us, bool preauth, uint64_t *seq)
 {
     struct hf_audit_record rec = {0};
-    char detail_buf[512], key_buf[32], name_buf[48];
+    char detail_buf[512];
 
     if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
     rec.authenticated = !preauth && atomic_load(&hf_mod.login) != HF_LOGIN_NONE;
@@ -84,14 +84,8 @@ static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_F
     }
     if (obj && obj->sobj) {
         /* No managed key: the record names the session object by handle and kind. */
-        snprintf(key_buf, sizeof(key_buf), "session:0x%lx", (unsigned long)obj->handle);
-        snprintf(name_buf, sizeof(name_buf), "session %s-%u %s", hf_alg_name(obj->key.alg),
-                 obj->key.bits,
-                 obj->kind == HF_OBJ_SECRET    ? "secret"
-                 : obj->kind == HF_OBJ_PRIVATE ? "private"
-                                               : "public");
-        rec.key_uuid = key_buf;
-        rec.key_name = name_buf;
+        rec.key_uuid = obj->sobj->audit_key[0] ? obj->sobj->audit_key : "session";
+        rec.key_name = obj->sobj->audit_key[0] ? obj->sobj->audit_name : "session";
     } else if (obj) {
         rec.key_uuid = obj->key.uuid;
         rec.key_name = obj->key.name;

@@ -355,7 +355,7 @@ static unsigned long face_usage(enum hf_object_kind kind)
 bool hf_object_is_usable_for(const struct hf_object *obj, unsigned long usage_bit)
 {
     return (usage_bit & ~face_usage(obj->kind)) == 0 && !is_destroyed(obj) &&
-           hf_key_is_usable_for(&obj->key, usage_bit);
+           hf_key_version_is_usable_for(&obj->key, &obj->version, usage_bit);
 }
 
 CK_RV hf_object_check_usage(const struct hf_object *obj, unsigned long usage_bit)

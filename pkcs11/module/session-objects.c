@@ -126,6 +126,10 @@ static CK_RV table_add(struct hf_object *obj)
 
     if (n >= SERIAL_MAX) return CKR_HOST_MEMORY; /* 2^60 objects made: never, in practice */
     obj->handle = HF_SESSION_HANDLE_BIT | ((CK_OBJECT_HANDLE)n << 2) | obj->kind;
+    snprintf(obj->sobj->audit_key, sizeof(obj->sobj->audit_key), "session:0x%lx",
+             (unsigned long)obj->handle);
+    snprintf(obj->sobj->audit_name, sizeof(obj->sobj->audit_name), "session %s-%u %s",
+             hf_alg_name(obj->key.alg), obj->key.bits, face_name(obj));
     pthread_rwlock_wrlock(&table.lock);
     if (obj->sobj->is_private && atomic_load(&hf_mod.login) != HF_LOGIN_USER) {
         rv = CKR_USER_NOT_LOGGED_IN;

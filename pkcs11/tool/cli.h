@@ -124,6 +124,8 @@ json_object *hf_cli_link_json(const struct hf_link *link, const char *key_name);
 /* Command handlers. */
 int hf_cmd_init(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_key(struct hf_cli *cli, int argc, char **argv);
+/* cmd-key-version.c: `key version deactivate|compromise|destroy` */
+int hf_cmd_key_version(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_link(struct hf_cli *cli, int argc, char **argv);
 /* cmd-link-type.c: `link types`, `link type add` */
 int hf_cmd_link_types(struct hf_cli *cli, int argc, char **argv);

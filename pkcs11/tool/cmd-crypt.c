@@ -300,6 +300,14 @@ static int seal(struct hf_cli *cli, struct crypt_op *op, const unsigned char *in
     if ((rc = op_check_key(op, HF_USAGE_ENCRYPT)) != HF_CLI_CONTINUE) return rc;
     op->rv = hf_store_version_find(hf_core_store(cli->core), op->key.uuid, 0, &v);
     if (op->rv == CKR_OK) op->version = v.version;
+    /* A current version marked compromised on its own (holdfast key version compromise). */
+    if (op->rv == CKR_OK && !hf_key_version_is_usable_for(&op->key, &v, HF_USAGE_ENCRYPT)) {
+        rc = op_fail(op, HF_EXIT_FAILED, CKR_KEY_FUNCTION_NOT_PERMITTED,
+                     "%s: key '%s' version %u is %s: rotate the key to encrypt again", op->name,
+                     op->key.name, v.version, hf_state_name(v.state));
+        hf_key_version_clear(&v);
+        return rc;
+    }
     if (op->rv == CKR_OK) op->rv = hf_core_material(cli->core, &v, &m);
     if (op->rv == CKR_OK) op->rv = hf_random(iv, sizeof(iv));
     if (op->rv == CKR_OK && uuid_parse(op->key.uuid, raw) != 0) op->rv = CKR_GENERAL_ERROR;

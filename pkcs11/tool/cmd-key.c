@@ -540,6 +540,8 @@ static const struct hf_cli_command key_commands[] = {
      NULL},
     {"destroy", cmd_destroy, "REF --yes", "erase the key's material for good (needs --yes)", NULL},
     {"label", cmd_label, "set REF K=V | rm REF K", "set or remove a label", NULL},
+    {"version", hf_cmd_key_version, "deactivate|compromise|destroy REF VERSION",
+     "change one version's state (see `key version --help`)", NULL},
 };
 
 int hf_cmd_key(struct hf_cli *cli, int argc, char **argv)

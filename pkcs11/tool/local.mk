@@ -6,6 +6,7 @@ pkcs11_tool_holdfast_SOURCES = \
 	pkcs11/tool/output.c \
 	pkcs11/tool/cmd-init.c \
 	pkcs11/tool/cmd-key.c \
+	pkcs11/tool/cmd-key-version.c \
 	pkcs11/tool/cmd-link.c \
 	pkcs11/tool/cmd-link-type.c \
 	pkcs11/tool/cmd-audit.c \

@@ -25,7 +25,8 @@ static const struct hf_cli_command commands[] = {
      "  --reset-pins  set every PIN anew, even if set: as given, or generated\n"
      "A PIN given nowhere is kept if set, else generated and written (0600) to\n"
      "STATE_DIR/token-so.pin, token-user.pin or token-gateway.pin. PINs are never printed.\n"},
-    {"key", hf_cmd_key, "create|list|show|rotate|activate|deactivate|compromise|destroy|label ...",
+    {"key", hf_cmd_key,
+     "create|list|show|rotate|activate|deactivate|compromise|destroy|label|version ...",
      "manage keys, their versions, states and labels", NULL},
     {"link", hf_cmd_link, "add|block|unblock|list|types|type ...",
      "map cloud identities to keys; block a link to cut its access (the HYOK kill switch)", NULL},

@@ -161,6 +161,28 @@ echo "not an envelope" >"$HF_TMP/garbage"
 hf_expect_exit 1 hf decrypt --in "$HF_TMP/garbage"
 expect_err "not a Holdfast envelope"
 
+# ---- one version's state: v1 of payroll retired, v2 (current) marked compromised ----
+hf_expect_exit 2 hf key version deactivate payroll zero
+hf_expect_exit 3 hf key version deactivate payroll 9
+hf_expect_exit 1 hf key version deactivate payroll 2
+expect_err "holdfast key rotate payroll"
+hf_expect_exit 2 hf key version destroy payroll 1 # without --yes
+hf_expect_exit 0 hf --json key version deactivate payroll 1
+check "$(json 'd["state"]' <"$HF_OUT")" "deactivated" "key version deactivate --json"
+check "$(hf decrypt <"$HF_TMP/blob1")" "line one" "decrypt under a deactivated version"
+hf_expect_exit 0 hf key version compromise payroll 2
+hf_expect_exit 1 hf encrypt --key payroll --in "$HF_TMP/plain2"
+expect_err "version 2 is compromised"
+check "$(hf decrypt <"$HF_TMP/blob2")" "line two" "decrypt under a compromised version"
+hf key show payroll | grep -Eq '^ +1 +deactivated ' || hf_fail "key show: v1 not deactivated"
+hf key show payroll | grep -Eq '^ +2 \* +compromised ' || hf_fail "key show: v2 not compromised"
+# --rotate: the current version retired in one command, a new one taking over.
+hf_expect_exit 0 hf key create ledger
+hf_expect_exit 0 hf key version deactivate ledger 1 --rotate
+hf key show ledger | grep -Eq '^ +1 +deactivated ' || hf_fail "--rotate: v1 not deactivated"
+hf key show ledger | grep -Eq '^ +2 \* +active ' || hf_fail "--rotate: no active v2"
+hf_expect_exit 0 hf encrypt --key ledger --in "$HF_TMP/plain2"
+
 # ---- states: deactivated keys still decrypt; destroyed keys do not ----
 hf_expect_exit 0 hf key deactivate payroll
 hf_expect_exit 1 hf encrypt --key payroll --in "$HF_TMP/plain2"

@@ -16,7 +16,9 @@
 # another key here: its exact bytes are test-oci-blob's); 413 from Content-Length; 429 over a
 # vault's rate; a rotated key decrypting its old ciphertexts by version UUID; opc-request-id
 # echoed as "<caller>/<holdfast>" (on a 401 too) and in the audit record; SIGHUP taking a new
-# random_status and a re-enabled vault; a store outage (503, never 403).
+# random_status and a re-enabled vault; a store outage (503, never 403); one version
+# deactivated, compromised, destroyed (holdfast key version): its ciphertexts still decrypt
+# (then 404), encrypt naming it is 403.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/oci-lib.sh"
 
@@ -408,6 +410,37 @@ oci_expect 200
 check "$(oci_json keyVersionId)" "$ROT_V1" "encrypt with the named version"
 python3 -c 'import base64,sys; sys.exit(0 if base64.b64decode(sys.argv[1])[:5] == b"\x01\0\0\0\x01" else 1)' "$(oci_json ciphertext)" ||
     hf_fail "encrypt with keyVersionId v1 did not seal under version 1"
+
+# ---- one version's own state (holdfast key version): v1 retired while the key lives on ----
+hf_expect_exit 1 "$HF_CLI" key version deactivate oci-rot 2
+grep -q 'holdfast key rotate oci-rot' "$HF_ERR" || hf_fail "deactivating the current version: $(cat "$HF_ERR")"
+hf_expect_exit 1 "$HF_CLI" key version destroy oci-rot 1 --yes # active: deactivate it first
+hf key version deactivate oci-rot 1
+settle
+oci_call POST "$P/keys/$KROT/decrypt" "{\"ciphertext\":\"$ROT_CT1\",\"keyVersionId\":\"$ROT_V1\"}"
+oci_expect 200
+check "$(oci_json plaintext)" "$PT" "a deactivated version's ciphertext"
+oci_call POST "$P/keys/$KROT/encrypt" "{\"plaintext\":\"$PT\",\"keyVersionId\":\"$ROT_V1\"}"
+oci_expect 403 "key disabled"
+oci_call POST "$P/keys/$KROT/encrypt" "{\"plaintext\":\"$PT\"}"
+oci_expect 200
+check "$(oci_json keyVersionId)" "$ROT_V2" "encrypt beside a deactivated version"
+hf key version compromise oci-rot 1
+settle
+oci_call POST "$P/keys/$KROT/decrypt" "{\"ciphertext\":\"$ROT_CT1\",\"keyVersionId\":\"$ROT_V1\"}"
+oci_expect 200
+oci_call POST "$P/keys/$KROT/encrypt" "{\"plaintext\":\"$PT\",\"keyVersionId\":\"$ROT_V1\"}"
+oci_expect 403 "key disabled"
+hf_expect_exit 1 "$HF_CLI" key version deactivate oci-rot 1 # never back
+hf key version destroy oci-rot 1 --yes
+settle
+oci_call POST "$P/keys/$KROT/decrypt" "{\"ciphertext\":\"$ROT_CT1\",\"keyVersionId\":\"$ROT_V1\"}"
+oci_expect 404
+oci_call POST "$P/keys/$KROT/decrypt" "{\"ciphertext\":\"$ROT_CT2\"}"
+oci_expect 200
+"$HF_CLI" key show oci-rot | grep -Eq '^ +1 +destroyed ' || hf_fail "key show: $("$HF_CLI" key show oci-rot)"
+"$HF_CLI" --json key show oci-rot | python3 -c 'import json,sys; v=json.load(sys.stdin)["versions"][0]; sys.exit(v["state"] != "destroyed" or "wrapped" in v)' ||
+    hf_fail "v1 not shown destroyed"
 
 # ---- a destroyed key and its versions: 404 ----
 oci_call POST "$P/keys/$KDES/encrypt" "{\"plaintext\":\"$PT\"}"

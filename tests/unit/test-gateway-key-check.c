@@ -56,8 +56,8 @@ static void test_every_state_and_op(void)
     }
 }
 
-/* An old version's state, passed in: decrypt and verify follow it, encrypt and sign only ever
- * use the current version's. */
+/* An old version's state, passed in: decrypt and verify follow it; encrypt and sign need the
+ * current version's state, and the named version's as well. */
 static void test_version_state_counts_for_decrypt_only(void)
 {
     struct hf_key_ref active = key_in(HF_STATE_ACTIVE, USAGE_ALL, false);
@@ -72,7 +72,12 @@ static void test_version_state_counts_for_decrypt_only(void)
     /* A current version that may not encrypt is not rescued by another version's state. */
     CU_ASSERT_EQUAL(hf_key_may(&deact, HF_KEY_OP_ENCRYPT, HF_STATE_ACTIVE), DIS);
     CU_ASSERT_EQUAL(hf_key_may(&deact, HF_KEY_OP_SIGN, HF_STATE_ACTIVE), DIS);
-    CU_ASSERT_EQUAL(hf_key_may(&active, HF_KEY_OP_ENCRYPT, HF_STATE_DESTROYED), OK);
+    /* A version an API names for new data (OCI's keyVersionId) must allow it too: a
+     * deactivated or compromised version of an active key protects nothing new. */
+    CU_ASSERT_EQUAL(hf_key_may(&active, HF_KEY_OP_ENCRYPT, HF_STATE_DESTROYED), DIS);
+    CU_ASSERT_EQUAL(hf_key_may(&active, HF_KEY_OP_ENCRYPT, HF_STATE_DEACTIVATED), DIS);
+    CU_ASSERT_EQUAL(hf_key_may(&active, HF_KEY_OP_SIGN, HF_STATE_COMPROMISED), DIS);
+    CU_ASSERT_EQUAL(hf_key_may(&active, HF_KEY_OP_ENCRYPT, HF_STATE_ACTIVE), OK);
 }
 
 static void test_blocked_link_refuses_everything(void)
@@ -152,7 +157,7 @@ static void test_decrypt_version_maps_lookup_and_state(void)
 
 static CU_TestInfo key_check_tests[] = {
     {"every state against every operation follows KMIP", test_every_state_and_op},
-    {"decrypt and verify take the version's state, encrypt and sign the current one",
+    {"decrypt and verify take the version's state, encrypt and sign the current one and it",
      test_version_state_counts_for_decrypt_only},
     {"a blocked link refuses every operation, metadata included",
      test_blocked_link_refuses_everything},

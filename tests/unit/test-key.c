@@ -74,6 +74,55 @@ static void test_state_transitions_only_move_forward(void)
     CU_ASSERT_FALSE(hf_key_state_can_move(HF_STATE_ACTIVE, 6));
 }
 
+static void test_version_state_moves_are_kmips_without_destroying_an_active_one(void)
+{
+    static const bool expect[N_STATES][N_STATES] = {
+        {0, 0, 0, 0, 0}, /* a version is never pre-active */
+        {0, 0, 1, 1, 0}, /* active -> deactivated|compromised (revoked before destroyed) */
+        {0, 0, 0, 1, 1}, /* deactivated -> compromised|destroyed */
+        {0, 0, 0, 0, 1}, /* compromised -> destroyed */
+        {0, 0, 0, 0, 0}, /* destroyed is final */
+    };
+    for (size_t f = 0; f < N_STATES; f++)
+        for (size_t t = 0; t < N_STATES; t++)
+            CU_ASSERT_EQUAL(hf_version_state_can_move(all_states[f], all_states[t]), expect[f][t]);
+}
+
+static void test_a_version_state_narrows_its_keys_never_widens(void)
+{
+    struct hf_key key = {.usage = HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT, .state = HF_STATE_ACTIVE};
+    struct hf_key_version v = {.state = HF_STATE_DEACTIVATED};
+
+    /* A deactivated version of an active key: decrypts old data, protects nothing new. */
+    CU_ASSERT_EQUAL(hf_key_version_state(&key, &v), HF_STATE_DEACTIVATED);
+    CU_ASSERT_FALSE(hf_key_version_is_usable_for(&key, &v, HF_USAGE_ENCRYPT));
+    CU_ASSERT(hf_key_version_is_usable_for(&key, &v, HF_USAGE_DECRYPT));
+    /* Compromised: the key's own compromised rule, per version (decrypt still allowed). */
+    v.state = HF_STATE_COMPROMISED;
+    CU_ASSERT_FALSE(hf_key_version_is_usable_for(&key, &v, HF_USAGE_ENCRYPT));
+    CU_ASSERT(hf_key_version_is_usable_for(&key, &v, HF_USAGE_DECRYPT));
+    CU_ASSERT_EQUAL(hf_key_version_is_usable_for(&key, &v, HF_USAGE_DECRYPT),
+                    hf_key_state_allows(HF_STATE_COMPROMISED, HF_USAGE_DECRYPT));
+    v.state = HF_STATE_DESTROYED;
+    CU_ASSERT_FALSE(hf_key_version_is_usable_for(&key, &v, HF_USAGE_DECRYPT));
+    /* An active version follows its key: the key's state when that is further along. */
+    v.state = HF_STATE_ACTIVE;
+    CU_ASSERT(hf_key_version_is_usable_for(&key, &v, HF_USAGE_ENCRYPT));
+    key.state = HF_STATE_COMPROMISED;
+    CU_ASSERT_EQUAL(hf_key_version_state(&key, &v), HF_STATE_COMPROMISED);
+    CU_ASSERT_FALSE(hf_key_version_is_usable_for(&key, &v, HF_USAGE_ENCRYPT));
+    /* A pre-active key does nothing, whatever its versions say. */
+    key.state = HF_STATE_PRE_ACTIVE;
+    v.state = HF_STATE_DEACTIVATED;
+    CU_ASSERT_EQUAL(hf_key_version_state(&key, &v), HF_STATE_PRE_ACTIVE);
+    CU_ASSERT_FALSE(hf_key_version_is_usable_for(&key, &v, HF_USAGE_DECRYPT));
+    /* No version state (a session object): the key's; the mask still applies. */
+    key.state = HF_STATE_ACTIVE;
+    v.state = 0;
+    CU_ASSERT_EQUAL(hf_key_version_state(&key, &v), HF_STATE_ACTIVE);
+    CU_ASSERT_FALSE(hf_key_version_is_usable_for(&key, &v, HF_USAGE_SIGN));
+}
+
 static void test_state_names_round_trip(void)
 {
     unsigned long st = 0;
@@ -416,6 +465,10 @@ static CU_TestInfo state_tests[] = {
     {"key usable needs both mask and state", test_key_usable_needs_both_mask_and_state},
     {"state transitions only move forward", test_state_transitions_only_move_forward},
     {"state names round trip", test_state_names_round_trip},
+    {"version state moves are KMIP's, without destroying an active one",
+     test_version_state_moves_are_kmips_without_destroying_an_active_one},
+    {"a version state narrows its key's, never widens it",
+     test_a_version_state_narrows_its_keys_never_widens},
     CU_TEST_INFO_NULL,
 };
 

@@ -981,6 +981,119 @@ static void test_store_change_behind_the_module_shows_up(void)
     free(uuid);
 }
 
+/* One GCM pass under h (encrypt or decrypt); CK_RV of the Init, then of the call. */
+static CK_RV gcm_run(bool encrypt, CK_OBJECT_HANDLE h, const unsigned char *in, CK_ULONG in_len,
+                     unsigned char *out, CK_ULONG *out_len)
+{
+    unsigned char iv[12] = {7};
+    CK_GCM_PARAMS gcm = {iv, sizeof(iv), 96, NULL, 0, 128};
+    CK_MECHANISM mech = {CKM_AES_GCM, &gcm, sizeof(gcm)};
+    CK_RV rv = encrypt ? p11->C_EncryptInit(sess, &mech, h) : p11->C_DecryptInit(sess, &mech, h);
+
+    if (rv != CKR_OK) return rv;
+    return encrypt ? p11->C_Encrypt(sess, (CK_BYTE_PTR)in, in_len, out, out_len)
+                   : p11->C_Decrypt(sess, (CK_BYTE_PTR)in, in_len, out, out_len);
+}
+
+/* `holdfast key version ...` in another process: version 1's objects follow its own state. */
+static void version_state_elsewhere(const char *key_uuid, unsigned long state)
+{
+    struct hf_core *core = NULL;
+
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&env.cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key_uuid, 1, state, NULL), CKR_OK);
+    hf_core_close(core);
+    usleep(REVALIDATE_WAIT_US);
+}
+
+static void test_a_version_state_shows_on_its_objects_and_rules_them(void)
+{
+    static const unsigned char pt[] = "sealed under version 1";
+    unsigned char ct[64], back[64];
+    CK_ULONG ct_len = sizeof(ct), back_len = sizeof(back), len = 0;
+    CK_OBJECT_HANDLE v1, found[MAX_FOUND];
+    unsigned char *uuid;
+
+    CU_ASSERT_EQUAL_FATAL(aes_gen(sess, "aes-vstate", 32, false, &v1), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(gcm_run(true, v1, pt, sizeof(pt), ct, &ct_len), CKR_OK);
+    uuid = get_bytes(v1, CKA_HF_KEY_UUID, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(uuid);
+    store_rotate((char *)uuid);
+    version_state_elsewhere((char *)uuid, HF_STATE_DEACTIVATED);
+
+    CU_ASSERT_EQUAL(get_ulong(v1, CKA_HF_STATE), HF_STATE_DEACTIVATED);
+    CU_ASSERT_FALSE(get_bool(v1, CKA_ENCRYPT));
+    CU_ASSERT(get_bool(v1, CKA_DECRYPT));
+    CU_ASSERT_EQUAL(gcm_run(true, v1, pt, sizeof(pt), back, &back_len),
+                    CKR_KEY_FUNCTION_NOT_PERMITTED);
+    back_len = sizeof(back);
+    CU_ASSERT_EQUAL(gcm_run(false, v1, ct, ct_len, back, &back_len), CKR_OK);
+    CU_ASSERT(back_len == sizeof(pt) && memcmp(back, pt, sizeof(pt)) == 0);
+    /* The key and its current version are untouched. */
+    CU_ASSERT_EQUAL_FATAL(find_label("aes-vstate", CKO_SECRET_KEY, found), 1);
+    CU_ASSERT_EQUAL(get_ulong(found[0], CKA_HF_STATE), HF_STATE_ACTIVE);
+    CU_ASSERT(get_bool(found[0], CKA_ENCRYPT));
+
+    version_state_elsewhere((char *)uuid, HF_STATE_COMPROMISED);
+    CU_ASSERT_EQUAL(get_ulong(v1, CKA_HF_STATE), HF_STATE_COMPROMISED);
+    back_len = sizeof(back);
+    CU_ASSERT_EQUAL(gcm_run(false, v1, ct, ct_len, back, &back_len), CKR_OK);
+    CU_ASSERT_EQUAL(gcm_run(true, v1, pt, sizeof(pt), back, &back_len),
+                    CKR_KEY_FUNCTION_NOT_PERMITTED);
+
+    version_state_elsewhere((char *)uuid, HF_STATE_DESTROYED);
+    back_len = sizeof(back);
+    /* Destroyed: the object is gone (a crypto Init names it a key handle). */
+    CU_ASSERT_EQUAL(gcm_run(false, v1, ct, ct_len, back, &back_len), CKR_KEY_HANDLE_INVALID);
+    {
+        CK_ULONG st = 0;
+        CK_ATTRIBUTE a = {CKA_HF_STATE, &st, sizeof(st)};
+        CU_ASSERT_EQUAL(p11->C_GetAttributeValue(sess, v1, &a, 1), CKR_OBJECT_HANDLE_INVALID);
+    }
+    CU_ASSERT_EQUAL(get_ulong(found[0], CKA_HF_STATE), HF_STATE_ACTIVE);
+    free(uuid);
+}
+
+/* Policy (README, Mechanisms): RSA below 2048 bits, DES, 3DES and MD5 are never offered. */
+static void test_weak_algorithms_are_refused_by_policy(void)
+{
+    static const CK_MECHANISM_TYPE weak[] = {
+        CKM_DES_KEY_GEN,  CKM_DES2_KEY_GEN, CKM_DES3_KEY_GEN, CKM_DES_ECB,
+        CKM_DES_CBC,      CKM_DES_CBC_PAD,  CKM_DES3_ECB,     CKM_DES3_CBC,
+        CKM_DES3_CBC_PAD, CKM_MD5,          CKM_MD5_HMAC,     CKM_MD5_RSA_PKCS,
+    };
+    static const CK_BYTE f4[] = {1, 0, 1};
+    CK_MECHANISM_INFO info;
+    CK_OBJECT_HANDLE aes, h, pub, priv;
+    CK_ULONG bits = 1024;
+    CK_ATTRIBUTE pt[] = {{CKA_MODULUS_BITS, &bits, sizeof(bits)},
+                         {CKA_PUBLIC_EXPONENT, (void *)f4, sizeof(f4)},
+                         {CKA_TOKEN, &no, 1}};
+    CK_MECHANISM rsa = {CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0};
+    CK_ULONG len = 24;
+    CK_ATTRIBUTE des[] = {{CKA_VALUE_LEN, &len, sizeof(len)}};
+
+    for (size_t i = 0; i < N(weak); i++) {
+        CK_MECHANISM m = {weak[i], NULL, 0};
+        CU_ASSERT_EQUAL(p11->C_GetMechanismInfo(SLOT, weak[i], &info), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_GenerateKey(sess, &m, des, N(des), &h), CKR_MECHANISM_INVALID);
+    }
+    CU_ASSERT_EQUAL_FATAL(aes_gen(sess, "aes-weak-mechs", 32, false, &aes), CKR_OK);
+    {
+        CK_BYTE iv[8] = {0};
+        CK_MECHANISM md5 = {CKM_MD5, NULL, 0}, cbc = {CKM_DES3_CBC, iv, sizeof(iv)};
+        CK_MECHANISM hmac = {CKM_MD5_HMAC, NULL, 0}, rsa_md5 = {CKM_MD5_RSA_PKCS, NULL, 0};
+        CU_ASSERT_EQUAL(p11->C_DigestInit(sess, &md5), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_EncryptInit(sess, &cbc, aes), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_SignInit(sess, &hmac, aes), CKR_MECHANISM_INVALID);
+        CU_ASSERT_EQUAL(p11->C_SignInit(sess, &rsa_md5, rsa_priv), CKR_MECHANISM_INVALID);
+    }
+    /* A 1024-bit modulus is a template value the token refuses, token key or session key. */
+    CU_ASSERT_EQUAL(rsa_gen(1024, f4, sizeof(f4), &pub, &priv), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_GenerateKeyPair(sess, &rsa, pt, N(pt), NULL, 0, &pub, &priv),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+}
+
 static CU_TestInfo object_tests[] = {
     {"an AES key shows its attributes", test_aes_key_shows_its_attributes},
     {"key generation template errors", test_keygen_template_errors},
@@ -1009,6 +1122,10 @@ static CU_TestInfo object_tests[] = {
     {"C_CreateObject errors", test_create_object_errors},
     {"handles survive C_Finalize and C_Initialize", test_handles_survive_finalize_and_initialize},
     {"a store change behind the module shows up", test_store_change_behind_the_module_shows_up},
+    {"RSA below 2048 bits, DES, 3DES and MD5 are refused by policy",
+     test_weak_algorithms_are_refused_by_policy},
+    {"a version's state shows on its objects and rules them",
+     test_a_version_state_shows_on_its_objects_and_rules_them},
     CU_TEST_INFO_NULL,
 };
 

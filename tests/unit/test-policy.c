@@ -277,6 +277,89 @@ static void test_version_rows_moved_or_edited_are_refused(void)
     hf_key_clear(&b);
 }
 
+static void test_version_state_changes_are_ruled_audited_and_erase_on_destroy(void)
+{
+    struct hf_store *store = hf_core_store(core);
+    struct hf_key key = {0};
+    struct hf_key_version v = {0};
+    struct hf_material *m = NULL;
+    json_object *rec;
+    char q[256];
+
+    key_made("vstate-rules", false, 0, &key, NULL);
+    /* The current version of an active key keeps serving new data: rotate first. */
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key.uuid, 1, HF_STATE_DEACTIVATED, &cli),
+                    CKR_KEY_FUNCTION_NOT_PERMITTED);
+    rec = hf_test_audit_find_last(audit_path, "key.version_state");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "ok"), "false");
+    json_object_put(rec);
+    CU_ASSERT_EQUAL_FATAL(hf_core_key_rotate(core, key.uuid, &cli, NULL), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key.uuid, 3, HF_STATE_DEACTIVATED, &cli),
+                    CKR_KEY_HANDLE_INVALID);
+    /* An active version is revoked before it is destroyed. */
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key.uuid, 1, HF_STATE_DESTROYED, &cli),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key.uuid, 1, HF_STATE_DEACTIVATED, &cli),
+                    CKR_OK);
+    rec = hf_test_audit_find_last(audit_path, "key.version_state");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "ok"), "true");
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "key"), key.uuid);
+    CU_ASSERT_STRING_EQUAL(hf_test_json_str(rec, "detail"),
+                           "version=1 state=deactivated (was active)");
+    json_object_put(rec);
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key.uuid, 1, HF_STATE_ACTIVE, &cli),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL_FATAL(hf_store_version_find(store, key.uuid, 1, &v), CKR_OK);
+    CU_ASSERT_EQUAL(v.state, HF_STATE_DEACTIVATED);
+    hf_key_version_clear(&v);
+    /* The current version may be marked compromised at once (it stops new data). */
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key.uuid, 2, HF_STATE_COMPROMISED, &cli),
+                    CKR_OK);
+    /* Destroyed: the material is gone from the row, and from the core. */
+    CU_ASSERT_EQUAL(hf_core_version_set_state(core, key.uuid, 1, HF_STATE_DESTROYED, &cli), CKR_OK);
+    snprintf(q, sizeof(q),
+             "SELECT COUNT(*) FROM key_versions WHERE key_uuid = '%s' AND version = 1 AND "
+             "state = 5 AND wrapped IS NULL",
+             key.uuid);
+    CU_ASSERT_EQUAL(sql_int(db_path, q), 1);
+    CU_ASSERT_EQUAL_FATAL(hf_store_version_find(store, key.uuid, 1, &v), CKR_OK);
+    CU_ASSERT_EQUAL(v.state, HF_STATE_DESTROYED);
+    CU_ASSERT_PTR_NULL(v.wrapped);
+    CU_ASSERT_NOT_EQUAL(hf_core_material(core, &v, &m), CKR_OK);
+    hf_material_unref(m);
+    hf_key_version_clear(&v);
+    hf_key_clear(&key);
+}
+
+static void test_a_version_state_edited_in_the_store_is_refused(void)
+{
+    struct hf_store *store = hf_core_store(core);
+    struct hf_key key = {0};
+    struct hf_key_version v = {0};
+
+    key_made("vstate-edit", false, 0, &key, NULL);
+    CU_ASSERT_EQUAL_FATAL(hf_core_key_rotate(core, key.uuid, &cli, NULL), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_version_set_state(core, key.uuid, 1, HF_STATE_DEACTIVATED, &cli),
+                          CKR_OK);
+    /* Revived behind the core's back: the row fails its MAC, audited. */
+    sql(db_path, "UPDATE key_versions SET state = 2 WHERE key_uuid = '%s' AND version = 1",
+        key.uuid);
+    CU_ASSERT_EQUAL(hf_store_version_find(store, key.uuid, 1, &v), CKR_HF_POLICY_INVALID);
+    audited(audit_path, key.uuid, CKR_HF_POLICY_INVALID);
+    /* Put back, it passes again: the MAC covers the state the core wrote. */
+    sql(db_path, "UPDATE key_versions SET state = 3 WHERE key_uuid = '%s' AND version = 1",
+        key.uuid);
+    CU_ASSERT_EQUAL(hf_store_version_find(store, key.uuid, 1, &v), CKR_OK);
+    hf_key_version_clear(&v);
+    /* Written as destroyed with its material and MAC still there: refused too. */
+    sql(db_path, "UPDATE key_versions SET state = 5 WHERE key_uuid = '%s' AND version = 1",
+        key.uuid);
+    CU_ASSERT_EQUAL(hf_store_version_find(store, key.uuid, 1, &v), CKR_HF_POLICY_INVALID);
+    hf_key_clear(&key);
+}
+
 static void test_a_link_unblocked_in_the_store_stays_unusable(void)
 {
     struct hf_store *store = hf_core_store(core);
@@ -557,6 +640,10 @@ static CU_TestInfo edit_tests[] = {
     {"usage, state and current_version edits are refused",
      test_usage_state_and_current_version_edits_are_refused},
     {"version rows moved or edited are refused", test_version_rows_moved_or_edited_are_refused},
+    {"version state changes are ruled, audited, and erase on destroy",
+     test_version_state_changes_are_ruled_audited_and_erase_on_destroy},
+    {"a version state edited in the store is refused",
+     test_a_version_state_edited_in_the_store_is_refused},
     {"a link unblocked in the store stays unusable",
      test_a_link_unblocked_in_the_store_stays_unusable},
     {"a cleared MAC is refused, not remade", test_a_cleared_mac_is_refused_not_remade},
