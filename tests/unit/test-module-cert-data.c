@@ -44,9 +44,9 @@ static CK_SESSION_HANDLE open_session(CK_FLAGS flags)
 
 static void ensure_login(CK_SESSION_HANDLE s, bool in)
 {
-    CK_RV rv = in ? p11->C_Login(s, CKU_USER, (CK_UTF8CHAR_PTR)HF_TEST_USER_PIN,
-                                 strlen(HF_TEST_USER_PIN))
-                  : p11->C_Logout(s);
+    CK_RV rv =
+        in ? p11->C_Login(s, CKU_USER, (CK_UTF8CHAR_PTR)HF_TEST_USER_PIN, strlen(HF_TEST_USER_PIN))
+           : p11->C_Logout(s);
 
     CU_ASSERT(rv == CKR_OK || rv == (in ? CKR_USER_ALREADY_LOGGED_IN : CKR_USER_NOT_LOGGED_IN));
 }
@@ -176,8 +176,8 @@ static void test_token_certificate_attributes_and_persistence(void)
     by_issuer_serial[1] = (CK_ATTRIBUTE){CKA_SERIAL_NUMBER, serial_der, (CK_ULONG)serial_len};
     by_value[0] = (CK_ATTRIBUTE){CKA_VALUE, cert_der, (CK_ULONG)cert_len};
     ensure_login(rw, true);
-    CU_ASSERT_EQUAL_FATAL(
-        p11->C_CreateObject(rw, t, cert_template(t, NULL, "TLS server cert"), &h), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(rw, t, cert_template(t, NULL, "TLS server cert"), &h),
+                          CKR_OK);
     CU_ASSERT_TRUE(attr_is(rw, h, CKA_SUBJECT, subj_der, (CK_ULONG)subj_len));
     CU_ASSERT_TRUE(attr_is(rw, h, CKA_ISSUER, iss_der, (CK_ULONG)iss_len));
     CU_ASSERT_TRUE(attr_is(rw, h, CKA_SERIAL_NUMBER, serial_der, (CK_ULONG)serial_len));
@@ -213,13 +213,11 @@ static void test_token_certificate_attributes_and_persistence(void)
     CK_ATTRIBUTE retype[] = {{CKA_KEY_TYPE, &x509, sizeof(x509)}};
     CU_ASSERT_EQUAL(p11->C_SetAttributeValue(ro, h, relabel, N(relabel)), CKR_SESSION_READ_ONLY);
     rw = open_session(RW);
-    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(rw, h, relabel, N(relabel)),
-                    CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(rw, h, relabel, N(relabel)), CKR_USER_NOT_LOGGED_IN);
     ensure_login(rw, true);
     CU_ASSERT_EQUAL(p11->C_SetAttributeValue(rw, h, relabel, N(relabel)), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_SetAttributeValue(rw, h, revalue, N(revalue)), CKR_ATTRIBUTE_READ_ONLY);
-    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(rw, h, retype, N(retype)),
-                    CKR_ATTRIBUTE_TYPE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(rw, h, retype, N(retype)), CKR_ATTRIBUTE_TYPE_INVALID);
     CU_ASSERT_TRUE(attr_is(ro, h, CKA_LABEL, "renamed cert", 12));
     CU_ASSERT_TRUE(attr_is(ro, h, CKA_ID, "\x43", 1));
 
@@ -257,9 +255,8 @@ static void test_session_objects_in_any_session(void)
                            {CKA_TOKEN, &no, 1},
                            {CKA_VALUE, "secret note", 11},
                            {CKA_APPLICATION, "holdfast test", 13}};
-    CK_ATTRIBUTE public_data[] = {{CKA_CLASS, &data_cls, sizeof(data_cls)},
-                                  {CKA_TOKEN, &no, 1},
-                                  {CKA_PRIVATE, &no, 1}};
+    CK_ATTRIBUTE public_data[] = {
+        {CKA_CLASS, &data_cls, sizeof(data_cls)}, {CKA_TOKEN, &no, 1}, {CKA_PRIVATE, &no, 1}};
     CK_ATTRIBUTE data_cls_only[] = {{CKA_CLASS, &data_cls, sizeof(data_cls)}};
     CK_OBJECT_HANDLE h = 0, d = 0, p = 0, found[MAX_FOUND];
 
