@@ -3,7 +3,9 @@
 # pkcs11-tool makes an EC key with --id 42, OpenSSL (through the holdfast provider) makes a
 # self-signed certificate for it, pkcs11-tool writes the certificate with the same id and a label
 # and reads back the same bytes, GnuTLS's p11tool lists it with its label, a data object goes in
-# and comes back, and `holdfast object list` shows both (and `object delete` removes one).
+# and comes back, and `holdfast object list` shows both (and `object delete` removes one). Then
+# the provider: openssl storeutl -certs by label and by id, and s_server loading its key and its
+# certificate by pkcs11: URI, which s_client verifies in a TLS 1.3 handshake carrying a line.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (opensc) not installed"
 command -v openssl >/dev/null || hf_skip "openssl CLI not installed"
@@ -79,6 +81,43 @@ hf_expect_exit 0 "$HF_CLI" object delete "$num" --yes
 hf_expect_exit 3 "$HF_CLI" object delete "$num" --yes
 p11 --login --pin "$HF_USER_PIN" --read-object --type data --label "app data" -o "$T/gone" \
     >/dev/null 2>&1 && hf_fail "the deleted data object is still read"
+
+# ---- the provider's store: certificates by URI -------------------------------------------------
+store_cert() { # URI: exactly one certificate, the one written
+    hf_expect_exit 0 hf_ext openssl storeutl $P -certs "$1"
+    grep -q "Total found: 1" "$HF_OUT" || { cat "$HF_OUT" "$HF_ERR"; hf_fail "storeutl -certs $1: not one"; }
+    openssl x509 -in "$HF_OUT" -outform DER | cmp -s - "$T/cert.der" ||
+        hf_fail "storeutl -certs $1: not the certificate written"
+}
+store_cert 'pkcs11:object=TLS%20cert;type=cert'
+# By id: the key pair shares it, -certs keeps only the certificate.
+store_cert 'pkcs11:id=%42'
+store_cert 'pkcs11:id=%42;type=cert'
+
+# ---- s_server: key and certificate both by pkcs11: URI; s_client verifies, a line goes over ----
+port=$(hf_free_port)
+hf_ext openssl s_server $P -accept "127.0.0.1:$port" -key "$KEY" -pass "$PIN" \
+    -cert 'pkcs11:object=TLS%20cert;type=cert' -tls1_3 -naccept 1 -rev >"$T/server.log" 2>&1 </dev/null &
+spid=$!
+# Stopped however the script ends.
+hf_on_exit "kill $spid 2>/dev/null"
+i=0
+while ! grep -q ACCEPT "$T/server.log" 2>/dev/null; do
+    i=$((i + 1))
+    [ "$i" -lt 150 ] || { cat "$T/server.log"; hf_fail "s_server did not start"; }
+    kill -0 "$spid" 2>/dev/null || { cat "$T/server.log"; hf_fail "s_server died"; }
+    sleep 0.1
+done
+(printf 'hello over a token key\n'; sleep 1) | timeout 20 openssl s_client -connect "127.0.0.1:$port" \
+    -tls1_3 -CAfile "$T/cert.pem" -verify_return_error -verify_hostname certs.test \
+    -servername certs.test >"$T/client.log" 2>&1 ||
+    { cat "$T/client.log" "$T/server.log"; hf_fail "TLS 1.3 handshake with key and cert by URI"; }
+grep -q "Verify return code: 0 (ok)" "$T/client.log" || { cat "$T/client.log"; hf_fail "certificate not verified"; }
+grep -q "TLSv1.3" "$T/client.log" || hf_fail "not TLS 1.3"
+# -rev: the server sends each line back reversed, so the line went both ways.
+grep -q "yek nekot a revo olleh" "$T/client.log" || { cat "$T/client.log" "$T/server.log"; hf_fail "the line did not come back"; }
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null || true
 
 "$HF_CLI" audit verify >/dev/null || hf_fail "audit log does not verify"
 grep -q '"op":"object.create"' "$HOLDFAST_STATE_DIR"/audit*.log 2>/dev/null ||
