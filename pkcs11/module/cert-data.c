@@ -340,29 +340,29 @@ static CK_RV cert_derived(struct dobj *d, CK_ATTRIBUTE_TYPE type, const unsigned
 static CK_RV cert_complete(struct dobj *d)
 {
     const CK_ATTRIBUTE *v = bag_find(d, CKA_VALUE);
-    const unsigned char *p;
+    /* The value's bytes, not v: bag_set below may move the attribute array. */
+    const unsigned char *der = v ? v->pValue : NULL, *p = der;
+    size_t der_len = v ? v->ulValueLen : 0;
     unsigned char *subj = NULL, *iss = NULL, *ser = NULL, md[EVP_MAX_MD_SIZE];
     int subj_len, iss_len, ser_len;
     unsigned md_len = 0;
     X509 *x = NULL;
     CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
 
-    if (!bag_find(d, CKA_CERTIFICATE_TYPE) || !v || v->ulValueLen == 0)
-        return CKR_TEMPLATE_INCOMPLETE;
+    if (!bag_find(d, CKA_CERTIFICATE_TYPE) || der_len == 0) return CKR_TEMPLATE_INCOMPLETE;
     if (bag_ulong_of(d, CKA_CERTIFICATE_TYPE) != CKC_X_509) return CKR_ATTRIBUTE_VALUE_INVALID;
     if (bag_ulong_of(d, CKA_CERTIFICATE_CATEGORY) > 3) return CKR_ATTRIBUTE_VALUE_INVALID;
     /* Only the SO may vouch for a certificate (section 4.6.2); there is no SO use for it here. */
     if (bag_is_true(d, CKA_TRUSTED)) return CKR_ATTRIBUTE_READ_ONLY;
-    p = v->pValue;
-    x = d2i_X509(NULL, &p, (long)v->ulValueLen);
-    if (!x || p != (const unsigned char *)v->pValue + v->ulValueLen) goto done;
+    x = d2i_X509(NULL, &p, (long)der_len);
+    if (!x || p != der + der_len) goto done;
     subj_len = i2d_X509_NAME(X509_get_subject_name(x), &subj);
     iss_len = i2d_X509_NAME(X509_get_issuer_name(x), &iss);
     ser_len = i2d_ASN1_INTEGER(X509_get0_serialNumber(x), &ser);
     rv = cert_derived(d, CKA_SUBJECT, subj, subj_len);
     if (rv == CKR_OK) rv = cert_derived(d, CKA_ISSUER, iss, iss_len);
     if (rv == CKR_OK) rv = cert_derived(d, CKA_SERIAL_NUMBER, ser, ser_len);
-    if (rv == CKR_OK && !EVP_Digest(v->pValue, v->ulValueLen, md, &md_len, EVP_sha1(), NULL))
+    if (rv == CKR_OK && !EVP_Digest(der, der_len, md, &md_len, EVP_sha1(), NULL))
         rv = CKR_GENERAL_ERROR;
     if (rv == CKR_OK) rv = cert_derived(d, CKA_CHECK_VALUE, md, 3);
     if (rv == CKR_OK && !bag_find(d, CKA_TRUSTED)) rv = bag_bool(d, CKA_TRUSTED, false);
