@@ -231,31 +231,19 @@ static CK_RV to_row(const struct dobj *d, struct hf_store_object *row)
 
 /* ---- records ---------------------------------------------------------------------------- */
 
-/* As hf_module_audit_object's records of session keys, naming the object by handle and class. */
+/* As the records of session keys, naming the object by handle and class. */
 static CK_RV record(const HF_REQUEST_CONTEXT *ctx, const char *operation, const struct dobj *d,
                     const char *detail, CK_RV result)
 {
-    struct hf_audit_record rec = {0};
     char key[40];
     bool token = bag_is_true(d, CKA_TOKEN);
     bool cert = bag_ulong_of(d, CKA_CLASS) == CKO_CERTIFICATE;
-    CK_RV rv;
 
-    if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
     snprintf(key, sizeof(key), "%s:0x%lx", token ? "object" : "session", (unsigned long)d->handle);
-    rec.authenticated = atomic_load(&hf_mod.login) != HF_LOGIN_NONE;
-    rec.api = ctx && ctx->api ? ctx->api : "pkcs11";
-    rec.caller = ctx && ctx->caller ? ctx->caller : hf_mod.caller;
-    rec.request_id = ctx ? ctx->request_id : NULL;
-    rec.operation = operation;
-    rec.key_uuid = key;
-    rec.key_name = cert ? (token ? "token certificate" : "session certificate")
-                        : (token ? "token data" : "session data");
-    rec.detail = detail;
-    rec.result = result;
-    rv = hf_audit_append(hf_core_audit(hf_mod.core), &rec, NULL);
-    if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);
-    return rv;
+    return hf_module_audit_item(ctx, operation, key,
+                                cert ? (token ? "token certificate" : "session certificate")
+                                     : (token ? "token data" : "session data"),
+                                detail, result);
 }
 
 static CK_RV record_end(const struct dobj *d, const char *why)

@@ -83,6 +83,10 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
  * and the application's uid), which it leaves to the session's next key operation. */
 CK_RV hf_module_audit_object(const HF_REQUEST_CONTEXT *ctx, const char *operation,
                              const struct hf_object *obj, const char *detail, CK_RV result);
+/* The record of the creation or destruction of what is no key (a certificate or data object,
+ * cert-data.c), named item ("object:0x<handle>") and item_name, under ctx as above. */
+CK_RV hf_module_audit_item(const HF_REQUEST_CONTEXT *ctx, const char *operation, const char *item,
+                           const char *item_name, const char *detail, CK_RV result);
 /* The record of a gateway request that ended before any key operation (HF_AuditRequest), or
  * with preauth a summary of requests refused before authentication (HF_AuditSummary), which may
  * not use the audit log's free-space reserve. */
