@@ -40,7 +40,12 @@ cmp -s "$T/cert.der" "$T/back2.der" || hf_fail "the certificate read by label di
 p11 --list-objects --type cert >"$T/certs.out" 2>&1 || { cat "$T/certs.out"; hf_fail "--list-objects --type cert"; }
 grep -q "subject: *DN: CN=certs.test" "$T/certs.out" || { cat "$T/certs.out"; hf_fail "the listed certificate has no subject"; }
 
-if command -v p11tool >/dev/null; then
+# Not in a sanitizer build: GnuTLS loads p11-kit, whose p11-kit-trust constructor deadlocks in
+# glibc's locale lock under a preloaded ASan runtime (as p11-kit.sh says; seen here too: p11tool
+# printed the list and then hung until the timeout).
+if [ -n "$HF_SANITIZED" ]; then
+    echo "p11tool: not run in a sanitizer build"
+elif command -v p11tool >/dev/null; then
     hf_ext p11tool --provider "$HF_MODULE" --list-all-certs >"$T/p11tool.out" 2>&1 ||
         { cat "$T/p11tool.out"; hf_fail "p11tool --list-all-certs failed"; }
     grep -q "Label: TLS cert" "$T/p11tool.out" || { cat "$T/p11tool.out"; hf_fail "p11tool does not list 'TLS cert'"; }
