@@ -667,13 +667,11 @@ CK_RV hf_dobj_attrs_set(struct hf_session *s, CK_OBJECT_HANDLE h, const CK_ATTRI
 CK_RV hf_dobj_destroy(struct hf_session *s, CK_OBJECT_HANDLE h)
 {
     struct dobj *d = NULL, *gone = NULL;
-    char detail[128];
     CK_RV rv = dobj_get(h, &d);
 
     if (rv == CKR_OK && bag_is_true(d, CKA_TOKEN)) rv = hf_session_check_write(s);
     if (rv != CKR_OK) goto done;
     rv = dobj_remove(h, &gone);
-    detail_of(d, detail, sizeof(detail));
     if (rv == CKR_OK && s->has_ctx)
         rv = record(&s->ctx, "object.destroy", d, "C_DestroyObject", CKR_OK);
     else if (rv == CKR_OK && gone)
