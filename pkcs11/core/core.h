@@ -97,6 +97,9 @@ unsigned hf_core_pin_attempts(struct hf_core *core);
 /* Clears the count: C_InitPIN by the SO for the user (who NULL: its caller records it), or
  * `holdfast token unlock` (who given: one "pin.unlock" audit record, failed or not). */
 CK_RV hf_core_pin_unlock(struct hf_core *core, enum hf_user user, const struct hf_actor *who);
+/* Removes a certificate or data object (store.h) by its row id, with one "object.destroy"
+ * record: CKR_KEY_HANDLE_INVALID when there is none (core-object.c). */
+CK_RV hf_core_object_delete(struct hf_core *core, int64_t id, const struct hf_actor *who);
 
 /* Key management. out/vout may be NULL; who may be NULL (recorded as api "core"). Every call,
  * failed ones included, writes one audit record; a change is recorded after it is committed.

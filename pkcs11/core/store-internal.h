@@ -57,6 +57,11 @@ struct hf_store_ops {
     CK_RV (*meta_count_add)(struct hf_store *store, const char *name, uint64_t *count);
     CK_RV (*policy_migrate)(struct hf_store *store, const struct hf_store_migration *m,
                             size_t *n);
+    CK_RV (*object_insert)(struct hf_store *store, struct hf_store_object *obj);
+    CK_RV (*object_get)(struct hf_store *store, int64_t id, struct hf_store_object *out);
+    CK_RV (*object_update)(struct hf_store *store, const struct hf_store_object *obj);
+    CK_RV (*object_delete)(struct hf_store *store, int64_t id);
+    CK_RV (*object_list)(struct hf_store *store, struct hf_store_object **objs, size_t *n);
 };
 /* clang-format on */
 

@@ -77,6 +77,16 @@ static const char *const migrations[] = {
     "  created INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO link_types (name, created) VALUES ('aws-xks', 0), ('gcp-ekm', 0),"
     "  ('gws-cse', 0), ('oci', 0), ('sap', 0), ('dke', 0);",
+    /* v4: certificate and data objects (store.h). AUTOINCREMENT as for versions: handles. */
+    "CREATE TABLE objects ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  class INTEGER NOT NULL,"
+    "  private INTEGER NOT NULL,"
+    "  label BLOB,"
+    "  ckaid BLOB,"
+    "  value BLOB,"
+    "  attrs BLOB,"
+    "  created INTEGER NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -93,6 +103,7 @@ int hf_store_schema_version_current(void)
 #define VERSION_COLS                                                                               \
     "id, uuid, key_uuid, version, state, created, kek_label, wrapped, public_der, mac"
 #define LINK_COLS "id, type, ext_id, key_uuid, blocked, created, updated, mac"
+#define OBJECT_COLS "id, class, private, label, ckaid, value, attrs, created"
 /* A destroyed version without material needs no MAC (policy.h). */
 #define VERSION_NEEDS_MAC "NOT (state = 5 AND wrapped IS NULL)"
 
@@ -133,6 +144,11 @@ enum stmt_id {
     ST_META_GET,
     ST_META_SET,
     ST_META_COUNT,
+    ST_OBJECT_INSERT,
+    ST_OBJECT_GET,
+    ST_OBJECT_UPDATE,
+    ST_OBJECT_DELETE,
+    ST_OBJECTS_ALL,
     ST_KEYS_UNMACED,
     ST_KEY_SET_MAC,
     ST_VERSIONS_UNMACED,
@@ -195,6 +211,13 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_META_COUNT] = "INSERT INTO meta (name, value) VALUES (?, '1') "
                       "ON CONFLICT (name) DO UPDATE SET value = CAST(value AS INTEGER) + 1 "
                       "RETURNING CAST(value AS INTEGER)",
+    [ST_OBJECT_INSERT] =
+        "INSERT INTO objects (class, private, label, ckaid, value, attrs, created) "
+        "VALUES (?,?,?,?,?,?,?)",
+    [ST_OBJECT_GET] = "SELECT " OBJECT_COLS " FROM objects WHERE id = ?",
+    [ST_OBJECT_UPDATE] = "UPDATE objects SET label = ?, ckaid = ? WHERE id = ?",
+    [ST_OBJECT_DELETE] = "DELETE FROM objects WHERE id = ?",
+    [ST_OBJECTS_ALL] = "SELECT " OBJECT_COLS " FROM objects ORDER BY id",
     [ST_KEYS_UNMACED] = "SELECT " KEY_COLS " FROM keys WHERE mac IS NULL",
     [ST_KEY_SET_MAC] = "UPDATE keys SET mac = ? WHERE uuid = ? AND mac IS NULL",
     [ST_VERSIONS_UNMACED] =
@@ -1362,6 +1385,140 @@ static CK_RV sq_policy_migrate(struct hf_store *store, const struct hf_store_mig
     return rv;
 }
 
+/* ---- certificate and data objects ---- */
+
+static CK_RV object_row(sqlite3_stmt *st, void *elem)
+{
+    struct hf_store_object *o = elem;
+
+    memset(o, 0, sizeof(*o));
+    o->id = sqlite3_column_int64(st, 0);
+    o->cls = (unsigned long)sqlite3_column_int64(st, 1);
+    o->is_private = sqlite3_column_int(st, 2) != 0;
+    o->created = sqlite3_column_int64(st, 7);
+    if (!col_blob(st, 3, &o->label, &o->label_len) || !col_blob(st, 4, &o->ckaid, &o->ckaid_len) ||
+        !col_blob(st, 5, &o->value, &o->value_len) || !col_blob(st, 6, &o->attrs, &o->attrs_len)) {
+        hf_store_object_clear(o);
+        return CKR_HOST_MEMORY;
+    }
+    return CKR_OK;
+}
+
+/* An empty attribute is stored as an empty blob, never NULL: the column says "given, empty". */
+static int bind_bytes(sqlite3_stmt *st, int i, const unsigned char *v, size_t len)
+{
+    return sqlite3_bind_blob64(st, i, v ? (const void *)v : "", len, SQLITE_STATIC);
+}
+
+static CK_RV sq_object_insert(struct hf_store *store, struct hf_store_object *obj)
+{
+    struct sqlite_store *s = store_lock(store);
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_OBJECT_INSERT, &st)) != CKR_OK) goto done;
+    if (sqlite3_bind_int64(st, 1, (sqlite3_int64)obj->cls) ||
+        sqlite3_bind_int(st, 2, obj->is_private) || bind_bytes(st, 3, obj->label, obj->label_len) ||
+        bind_bytes(st, 4, obj->ckaid, obj->ckaid_len) ||
+        bind_bytes(st, 5, obj->value, obj->value_len) ||
+        bind_bytes(st, 6, obj->attrs, obj->attrs_len) || sqlite3_bind_int64(st, 7, obj->created)) {
+        rv = bind_fail(s, "insert object");
+        goto done;
+    }
+    if ((rv = tx_begin(s, true)) != CKR_OK) goto done;
+    rv = step_done(s, st, "insert object");
+    if (rv == CKR_OK) obj->id = sqlite3_last_insert_rowid(s->db);
+    rv = tx_end(s, rv, true);
+done:
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV sq_object_get(struct hf_store *store, int64_t id, struct hf_store_object *out)
+{
+    struct sqlite_store *s = store_lock(store);
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_OBJECT_GET, &st)) != CKR_OK) goto done;
+    if (sqlite3_bind_int64(st, 1, id)) {
+        rv = bind_fail(s, "read object");
+        goto done;
+    }
+    if ((rv = step_row(s, st, "read object")) != CKR_OK) goto done;
+    rv = object_row(st, out);
+    sqlite3_reset(st);
+done:
+    store_unlock(s);
+    return rv;
+}
+
+/* One statement whose change count says whether the row was there. */
+static CK_RV object_change(struct sqlite_store *s, sqlite3_stmt *st, const char *what)
+{
+    CK_RV rv = tx_begin(s, true);
+
+    if (rv != CKR_OK) return rv;
+    rv = step_done(s, st, what);
+    if (rv == CKR_OK && sqlite3_changes(s->db) == 0) rv = CKR_KEY_HANDLE_INVALID;
+    return tx_end(s, rv, true);
+}
+
+static CK_RV sq_object_update(struct hf_store *store, const struct hf_store_object *obj)
+{
+    struct sqlite_store *s = store_lock(store);
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_OBJECT_UPDATE, &st)) == CKR_OK) {
+        if (bind_bytes(st, 1, obj->label, obj->label_len) ||
+            bind_bytes(st, 2, obj->ckaid, obj->ckaid_len) || sqlite3_bind_int64(st, 3, obj->id))
+            rv = bind_fail(s, "update object");
+        else
+            rv = object_change(s, st, "update object");
+    }
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV sq_object_delete(struct hf_store *store, int64_t id)
+{
+    struct sqlite_store *s = store_lock(store);
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_OBJECT_DELETE, &st)) == CKR_OK) {
+        if (sqlite3_bind_int64(st, 1, id))
+            rv = bind_fail(s, "delete object");
+        else
+            rv = object_change(s, st, "delete object");
+    }
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV sq_object_list(struct hf_store *store, struct hf_store_object **objs, size_t *n)
+{
+    struct sqlite_store *s = store_lock(store);
+    struct hf_store_object *list = NULL;
+    size_t count = 0;
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_OBJECTS_ALL, &st)) == CKR_OK)
+        rv = rows_read(s, st, object_row, sizeof(*list), (void **)&list, &count);
+    store_unlock(s);
+    if (rv != CKR_OK) {
+        for (size_t i = 0; i < count; i++)
+            hf_store_object_clear(&list[i]);
+        free(list);
+        return rv;
+    }
+    *objs = list;
+    *n = count;
+    return CKR_OK;
+}
+
 /* ---- versions of schema and data ---- */
 
 static CK_RV schema_read(struct sqlite_store *s, int *version)
@@ -1560,4 +1717,9 @@ static const struct hf_store_ops sqlite_ops = {
     .meta_set = sq_meta_set,
     .meta_count_add = sq_meta_count_add,
     .policy_migrate = sq_policy_migrate,
+    .object_insert = sq_object_insert,
+    .object_get = sq_object_get,
+    .object_update = sq_object_update,
+    .object_delete = sq_object_delete,
+    .object_list = sq_object_list,
 };

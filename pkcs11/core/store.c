@@ -595,3 +595,46 @@ CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *va
     return_val_if_fail(*name, CKR_ATTRIBUTE_VALUE_INVALID);
     return store->ops->meta_set(store, name, value);
 }
+
+void hf_store_object_clear(struct hf_store_object *obj)
+{
+    if (!obj) return;
+    free(obj->label);
+    free(obj->ckaid);
+    free(obj->value);
+    free(obj->attrs);
+    memset(obj, 0, sizeof(*obj));
+}
+
+CK_RV hf_store_object_insert(struct hf_store *store, struct hf_store_object *obj)
+{
+    return_val_if_fail(store && obj, CKR_ARGUMENTS_BAD);
+    return store->ops->object_insert(store, obj);
+}
+
+CK_RV hf_store_object_get(struct hf_store *store, int64_t id, struct hf_store_object *out)
+{
+    return_val_if_fail(store && out, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(id > 0, CKR_KEY_HANDLE_INVALID);
+    return store->ops->object_get(store, id, out);
+}
+
+CK_RV hf_store_object_update(struct hf_store *store, const struct hf_store_object *obj)
+{
+    return_val_if_fail(store && obj, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(obj->id > 0, CKR_KEY_HANDLE_INVALID);
+    return store->ops->object_update(store, obj);
+}
+
+CK_RV hf_store_object_delete(struct hf_store *store, int64_t id)
+{
+    return_val_if_fail(store, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(id > 0, CKR_KEY_HANDLE_INVALID);
+    return store->ops->object_delete(store, id);
+}
+
+CK_RV hf_store_object_list(struct hf_store *store, struct hf_store_object **objs, size_t *n)
+{
+    return_val_if_fail(store && objs && n, CKR_ARGUMENTS_BAD);
+    return store->ops->object_list(store, objs, n);
+}

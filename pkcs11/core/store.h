@@ -154,4 +154,27 @@ CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *va
  * and gives the new count. hf_store_meta_set(name, "0") resets it. */
 CK_RV hf_store_meta_count_add(struct hf_store *store, const char *name, uint64_t *count);
 
+/* ---- certificate and data objects ----
+ * PKCS#11 CKO_CERTIFICATE and CKO_DATA token objects, kept beside the keys. They hold no key
+ * material, so their rows carry no policy MAC: an edited row can change what a certificate
+ * says, never what a key may do. cls is the CKO_ value; label and ckaid the caller's CKA_LABEL
+ * and CKA_ID; value the CKA_VALUE; attrs the module's encoding of the object's other attributes
+ * (opaque to the store). CKR_KEY_HANDLE_INVALID when the id has no row. */
+struct hf_store_object {
+    int64_t id; /* filled in by insert; never reused (the module's handles derive from it) */
+    unsigned long cls;
+    bool is_private;
+    unsigned char *label, *ckaid, *value, *attrs; /* owned; NULL when empty */
+    size_t label_len, ckaid_len, value_len, attrs_len;
+    int64_t created;
+};
+void hf_store_object_clear(struct hf_store_object *obj);
+CK_RV hf_store_object_insert(struct hf_store *store, struct hf_store_object *obj);
+CK_RV hf_store_object_get(struct hf_store *store, int64_t id, struct hf_store_object *out);
+/* Writes obj->id's label and ckaid (the only attributes PKCS#11 lets a caller change here). */
+CK_RV hf_store_object_update(struct hf_store *store, const struct hf_store_object *obj);
+CK_RV hf_store_object_delete(struct hf_store *store, int64_t id);
+/* Every object, in id order: free each with hf_store_object_clear, then the array. */
+CK_RV hf_store_object_list(struct hf_store *store, struct hf_store_object **objs, size_t *n);
+
 #endif

@@ -715,9 +715,12 @@ HF_EXPORT CK_RV C_GetAttributeValue(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE
     if (rv != CKR_OK) return rv;
     if (!pTemplate && ulCount)
         rv = CKR_ARGUMENTS_BAD;
+    else if (hf_dobj_is_handle(hObject))
+        rv = hf_module_check() == CKR_OK ? hf_dobj_attrs_get(hObject, pTemplate, ulCount)
+                                         : CKR_CRYPTOKI_NOT_INITIALIZED;
     else
         rv = hf_object_get(s, hObject, &obj);
-    if (rv == CKR_OK) rv = attrs_get(s, obj, pTemplate, ulCount, started);
+    if (rv == CKR_OK && obj) rv = attrs_get(s, obj, pTemplate, ulCount, started);
     hf_object_unref(obj);
     hf_session_put(s);
     return rv;
@@ -877,6 +880,10 @@ HF_EXPORT CK_RV C_SetAttributeValue(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE
 
     if (rv != CKR_OK) return rv;
     if ((rv = hf_tmpl_check(pTemplate, ulCount)) != CKR_OK) goto done;
+    if (hf_dobj_is_handle(hObject)) {
+        rv = hf_dobj_attrs_set(s, hObject, pTemplate, ulCount);
+        goto done;
+    }
     if ((rv = hf_object_get(s, hObject, &obj)) != CKR_OK) goto done;
     if (obj->sobj) {
         /* Session objects change in any session (PKCS#11 2.40 section 4.4's table). */

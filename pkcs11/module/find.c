@@ -77,6 +77,12 @@ static CK_RV session_visit(const struct hf_object *obj, void *arg)
     return hf_object_matches(obj, f->tmpl, f->n) ? found_push(f, obj->handle) : CKR_OK;
 }
 
+/* Certificates and data (cert-data.c), after the keys. */
+static CK_RV dobj_push(void *arg, CK_OBJECT_HANDLE h)
+{
+    return found_push(arg, h);
+}
+
 /* Token objects (the store's, in version order), then session objects (in creation order);
  * CKA_TOKEN in the template spares the walk that cannot match. */
 static CK_RV find_all(struct find_ctx *f)
@@ -87,6 +93,8 @@ static CK_RV find_all(struct find_ctx *f)
     if (rv != CKR_OK) return rv == CKR_ATTRIBUTE_VALUE_INVALID ? CKR_OK : rv;
     if (!present || token) rv = hf_store_version_each(hf_core_store(hf_mod.core), version_visit, f);
     if (rv == CKR_OK && (!present || !token)) rv = hf_session_objects_each(session_visit, f);
+    if (rv == CKR_OK)
+        rv = hf_dobj_find(f->tmpl, f->n, !present || token, !present || !token, dobj_push, f);
     return rv;
 }
 

@@ -83,6 +83,10 @@ CK_RV hf_module_audit(struct hf_session *s, const char *operation, const struct 
  * and the application's uid), which it leaves to the session's next key operation. */
 CK_RV hf_module_audit_object(const HF_REQUEST_CONTEXT *ctx, const char *operation,
                              const struct hf_object *obj, const char *detail, CK_RV result);
+/* The record of the creation or destruction of what is no key (a certificate or data object,
+ * cert-data.c), named item ("object:0x<handle>") and item_name, under ctx as above. */
+CK_RV hf_module_audit_item(const HF_REQUEST_CONTEXT *ctx, const char *operation, const char *item,
+                           const char *item_name, const char *detail, CK_RV result);
 /* The record of a gateway request that ended before any key operation (HF_AuditRequest), or
  * with preauth a summary of requests refused before authentication (HF_AuditSummary), which may
  * not use the audit log's free-space reserve. */
@@ -233,6 +237,32 @@ CK_RV hf_tmpl_public_der(CK_KEY_TYPE type, const CK_ATTRIBUTE *t, CK_ULONG n, un
 /* The template asks for a session object: CKA_TOKEN FALSE (absent means a token object here: a
  * Holdfast key is persistent unless asked otherwise). */
 CK_RV hf_tmpl_is_session(const CK_ATTRIBUTE *tmpl, CK_ULONG n, bool *session);
+
+/* ---- certificate and data objects (cert-data.c) ------------------------------------------ */
+
+/* Past this a CKA_VALUE (or any attribute) of a certificate or data object is
+ * CKR_ATTRIBUTE_VALUE_INVALID: a certificate chain fits many times over. */
+#define HF_DOBJ_VALUE_MAX (64UL * 1024)
+/* Handles of kind 0 (no key face has it), and templates of CKO_CERTIFICATE or CKO_DATA. */
+bool hf_dobj_is_handle(CK_OBJECT_HANDLE h);
+bool hf_dobj_is_template(const CK_ATTRIBUTE *tmpl, CK_ULONG n);
+/* The entry points' work for such objects: C_CreateObject, C_GetAttributeValue,
+ * C_SetAttributeValue, C_GetObjectSize, C_DestroyObject, and the objects that match tmpl for
+ * C_FindObjectsInit (token and/or session ones, pushed in store then creation order). */
+CK_RV hf_dobj_create(struct hf_session *s, const CK_ATTRIBUTE *tmpl, CK_ULONG n,
+                     CK_OBJECT_HANDLE *out);
+CK_RV hf_dobj_attrs_get(CK_OBJECT_HANDLE h, CK_ATTRIBUTE *tmpl, CK_ULONG n);
+CK_RV hf_dobj_attrs_set(struct hf_session *s, CK_OBJECT_HANDLE h, const CK_ATTRIBUTE *tmpl,
+                        CK_ULONG n);
+CK_RV hf_dobj_size(CK_OBJECT_HANDLE h, CK_ULONG *size);
+CK_RV hf_dobj_destroy(struct hf_session *s, CK_OBJECT_HANDLE h);
+CK_RV hf_dobj_find(const CK_ATTRIBUTE *tmpl, CK_ULONG n, bool token, bool session,
+                   CK_RV (*push)(void *arg, CK_OBJECT_HANDLE h), void *arg);
+/* The ends of session ones, as hf_session_objects_close & co. (which call these). */
+void hf_dobjs_close(CK_SESSION_HANDLE owner);
+void hf_dobjs_logout(void);
+void hf_dobjs_flush(const char *why);
+void hf_dobjs_atfork(void);
 
 /* ---- attributes and templates (attr.c) -------------------------------------------------- */
 

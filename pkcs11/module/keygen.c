@@ -638,6 +638,12 @@ HF_EXPORT CK_RV C_CreateObject(CK_SESSION_HANDLE hSession, CK_ATTRIBUTE_PTR pTem
     if (rv != CKR_OK) return rv;
     if (!pTemplate || !phObject) rv = CKR_ARGUMENTS_BAD;
     if (rv == CKR_OK) rv = hf_tmpl_check(pTemplate, ulCount);
+    if (rv == CKR_OK && hf_dobj_is_template(pTemplate, ulCount)) {
+        /* Certificates and data (cert-data.c) keep their own session and login rules. */
+        rv = hf_dobj_create(s, pTemplate, ulCount, phObject);
+        hf_session_put(s);
+        return rv;
+    }
     if (rv == CKR_OK) rv = hf_tmpl_is_session(pTemplate, ulCount, &session);
     if (rv == CKR_OK && !session) rv = hf_session_check_write(s);
     if (rv == CKR_OK) rv = object_create(s, pTemplate, ulCount, phObject);

@@ -13,6 +13,7 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/find.c \
 	pkcs11/module/keygen.c \
 	pkcs11/module/session-objects.c \
+	pkcs11/module/cert-data.c pkcs11/module/cert-data-attrs.c pkcs11/module/cert-data.h \
 	pkcs11/module/session-keys.c \
 	pkcs11/module/crypt.c \
 	pkcs11/module/sign.c \

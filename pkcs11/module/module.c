@@ -55,9 +55,18 @@ CK_VERSION hf_module_version(void)
 
 /* ---- the audit record of a key operation ------------------------------------------------- */
 
-/* The one writer of module audit records: ctx (may be NULL) is the gateway's request. A record
- * is authenticated (may use the audit log's free-space reserve) when the application is logged
- * in and the record is not a summary of requests its caller refused before authentication. */
+/* Who a record is for: ctx (may be NULL) is the gateway's request. A record is authenticated
+ * (may use the audit log's free-space reserve) when the application is logged in and the record
+ * is not a summary of requests its caller refused before authentication. */
+static void audit_who(struct hf_audit_record *rec, const HF_REQUEST_CONTEXT *ctx, bool preauth)
+{
+    rec->authenticated = !preauth && atomic_load(&hf_mod.login) != HF_LOGIN_NONE;
+    rec->api = ctx && ctx->api ? ctx->api : "pkcs11";
+    rec->caller = ctx && ctx->caller ? ctx->caller : hf_mod.caller;
+    rec->request_id = ctx ? ctx->request_id : NULL;
+}
+
+/* The one writer of module audit records of key operations. */
 static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_FLAGS flags,
                          const char *operation, const struct hf_object *obj, const char *detail,
                          CK_RV result, uint64_t started_us, bool preauth, uint64_t *seq)
@@ -66,10 +75,7 @@ static CK_RV audit_write(const HF_REQUEST_CONTEXT *ctx, const char *fields, CK_F
     char detail_buf[512];
 
     if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
-    rec.authenticated = !preauth && atomic_load(&hf_mod.login) != HF_LOGIN_NONE;
-    rec.api = ctx && ctx->api ? ctx->api : "pkcs11";
-    rec.caller = ctx && ctx->caller ? ctx->caller : hf_mod.caller;
-    rec.request_id = ctx ? ctx->request_id : NULL;
+    audit_who(&rec, ctx, preauth);
     rec.operation = operation;
     rec.detail = detail;
     rec.fields = fields;
@@ -131,6 +137,24 @@ CK_RV hf_module_audit_object(const HF_REQUEST_CONTEXT *ctx, const char *operatio
         who.request_id = ctx->request_id;
     }
     rv = audit_write(&who, NULL, 0, operation, obj, detail, result, 0, false, &seq);
+    if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);
+    return rv;
+}
+
+CK_RV hf_module_audit_item(const HF_REQUEST_CONTEXT *ctx, const char *operation, const char *item,
+                           const char *item_name, const char *detail, CK_RV result)
+{
+    struct hf_audit_record rec = {0};
+    CK_RV rv;
+
+    if (hf_module_check() != CKR_OK || !hf_mod.core) return CKR_CRYPTOKI_NOT_INITIALIZED;
+    audit_who(&rec, ctx, false);
+    rec.operation = operation;
+    rec.key_uuid = item;
+    rec.key_name = item_name;
+    rec.detail = detail;
+    rec.result = result;
+    rv = hf_audit_append(hf_core_audit(hf_mod.core), &rec, NULL);
     if (rv != CKR_OK) hf_log_error("audit: cannot record %s: 0x%lx", operation, (unsigned long)rv);
     return rv;
 }

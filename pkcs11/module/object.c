@@ -386,6 +386,10 @@ HF_EXPORT CK_RV C_DestroyObject(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hOb
     CK_RV rv = hf_session_get(hSession, &s);
 
     if (rv != CKR_OK) return rv;
+    if (hf_dobj_is_handle(hObject)) {
+        rv = hf_dobj_destroy(s, hObject);
+        goto done;
+    }
     if (HF_HANDLE_IS_SESSION(hObject)) {
         /* Visible to the caller first (a private one needs the login its use would), but no
          * link check: a request refused at a blocked link still cleans up after itself. */
@@ -422,9 +426,11 @@ HF_EXPORT CK_RV C_GetObjectSize(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hOb
     if (rv != CKR_OK) return rv;
     if (!pulSize)
         rv = CKR_ARGUMENTS_BAD;
+    else if (hf_dobj_is_handle(hObject))
+        rv = hf_dobj_size(hObject, pulSize);
     else
         rv = hf_object_get(s, hObject, &obj);
-    if (rv == CKR_OK) *pulSize = CK_UNAVAILABLE_INFORMATION;
+    if (rv == CKR_OK && obj) *pulSize = CK_UNAVAILABLE_INFORMATION;
     hf_object_unref(obj);
     hf_session_put(s);
     return rv;

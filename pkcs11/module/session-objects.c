@@ -344,16 +344,19 @@ static bool is_any(const struct hf_object *obj, CK_SESSION_HANDLE owner)
 
 void hf_session_objects_close(struct hf_session *s)
 {
+    hf_dobjs_close(s->handle);
     table_take(is_owned_by, s->handle, "session closed");
 }
 
 void hf_session_objects_logout(void)
 {
+    hf_dobjs_logout();
     table_take(is_private, 0, "logout");
 }
 
 void hf_session_objects_flush(const char *why)
 {
+    hf_dobjs_flush(why);
     table_take(is_any, 0, why);
     pthread_rwlock_wrlock(&table.lock);
     free(table.objs);
@@ -368,6 +371,7 @@ static struct hf_object **volatile abandoned;
 
 void hf_session_objects_atfork(void)
 {
+    hf_dobjs_atfork();
     pthread_rwlock_init(&table.lock, NULL);
     if (table.objs) abandoned = table.objs;
     table.objs = NULL;

@@ -136,5 +136,6 @@ int hf_cmd_decrypt(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_store(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_uuid(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_token(struct hf_cli *cli, int argc, char **argv);
+int hf_cmd_object(struct hf_cli *cli, int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ INTEGRATION_TESTS = \
 	tests/integration/pkcs11-tool.sh \
 	tests/integration/pkcs11-session.sh \
 	tests/integration/pkcs11-derive.sh \
+	tests/integration/pkcs11-certs.sh \
 	tests/integration/p11-kit.sh \
 	tests/integration/nss.sh \
 	tests/integration/concurrency.sh \

@@ -20,6 +20,7 @@ UNIT_TESTS = \
 	tests/unit/test-module-opstate \
 	tests/unit/test-module-objects \
 	tests/unit/test-module-session-objects \
+	tests/unit/test-module-cert-data \
 	tests/unit/test-module-crypto \
 	tests/unit/test-module-symmetric \
 	tests/unit/test-module-derive \
@@ -74,6 +75,10 @@ tests_unit_test_module_session_objects_SOURCES = tests/unit/test-module-session-
 	tests/unit/module-loader.h
 tests_unit_test_module_session_objects_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_session_objects_LDADD = $(UNIT_LDADD)
+tests_unit_test_module_cert_data_SOURCES = tests/unit/test-module-cert-data.c \
+	tests/unit/module-loader.h
+tests_unit_test_module_cert_data_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_module_cert_data_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_crypto_SOURCES = tests/unit/test-module-crypto.c tests/unit/module-loader.h
 tests_unit_test_module_crypto_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_crypto_LDADD = $(UNIT_LDADD)

@@ -1214,12 +1214,87 @@ static CU_TestInfo version_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+/* ---- certificate and data objects ---- */
+
+static bool bytes_are(const unsigned char *p, size_t len, const char *want)
+{
+    return len == strlen(want) && (len == 0 || memcmp(p, want, len) == 0);
+}
+
+static void test_objects_insert_get_update_delete(void)
+{
+    struct hf_store_object o = {.cls = 1, .is_private = false, .created = 1700000000};
+    struct hf_store_object got = {0}, *list = NULL;
+    size_t n = 0;
+    int64_t first;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    o.label = (unsigned char *)"a cert";
+    o.label_len = 6;
+    o.ckaid = (unsigned char *)"\x42";
+    o.ckaid_len = 1;
+    o.value = (unsigned char *)"\x30\x00 DER";
+    o.value_len = 6;
+    o.attrs = (unsigned char *)"opaque";
+    o.attrs_len = 6;
+    CU_ASSERT_EQUAL_FATAL(hf_store_object_insert(store, &o), CKR_OK);
+    CU_ASSERT_TRUE(o.id > 0);
+    first = o.id;
+    CU_ASSERT_EQUAL_FATAL(hf_store_object_get(store, first, &got), CKR_OK);
+    CU_ASSERT_EQUAL(got.cls, 1);
+    CU_ASSERT_FALSE(got.is_private);
+    CU_ASSERT_TRUE(bytes_are(got.label, got.label_len, "a cert"));
+    CU_ASSERT_TRUE(bytes_are(got.ckaid, got.ckaid_len, "\x42"));
+    CU_ASSERT_EQUAL(got.value_len, 6);
+    CU_ASSERT_TRUE(bytes_are(got.attrs, got.attrs_len, "opaque"));
+    CU_ASSERT_EQUAL(got.created, 1700000000);
+    hf_store_object_clear(&got);
+
+    /* An empty data object: every column given, empty. */
+    struct hf_store_object d = {.cls = 0, .is_private = true, .created = 1};
+    CU_ASSERT_EQUAL_FATAL(hf_store_object_insert(store, &d), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_object_list(store, &list, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_EQUAL(list[0].id, first);
+    CU_ASSERT_EQUAL(list[1].id, d.id);
+    CU_ASSERT_TRUE(list[1].is_private);
+    CU_ASSERT_EQUAL(list[1].value_len, 0);
+    for (size_t i = 0; i < n; i++)
+        hf_store_object_clear(&list[i]);
+    free(list);
+
+    /* Only label and id change. */
+    o.label = (unsigned char *)"renamed";
+    o.label_len = 7;
+    o.ckaid_len = 0;
+    o.value_len = 1;
+    CU_ASSERT_EQUAL(hf_store_object_update(store, &o), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_object_get(store, first, &got), CKR_OK);
+    CU_ASSERT_TRUE(bytes_are(got.label, got.label_len, "renamed"));
+    CU_ASSERT_EQUAL(got.ckaid_len, 0);
+    CU_ASSERT_EQUAL(got.value_len, 6);
+    hf_store_object_clear(&got);
+
+    CU_ASSERT_EQUAL(hf_store_object_delete(store, first), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_object_get(store, first, &got), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_object_delete(store, first), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_object_update(store, &o), CKR_KEY_HANDLE_INVALID);
+    /* Ids are never reused: the module's handles derive from them. */
+    CU_ASSERT_EQUAL(hf_store_object_delete(store, d.id), CKR_OK);
+    o.id = 0;
+    CU_ASSERT_EQUAL(hf_store_object_insert(store, &o), CKR_OK);
+    CU_ASSERT_TRUE(o.id > d.id);
+    CU_ASSERT_EQUAL(hf_store_object_get(store, 0, &got), CKR_KEY_HANDLE_INVALID);
+}
+
 static CU_TestInfo link_meta_tests[] = {
     T("links insert, get, block, unblock, delete", test_links_insert_get_block_unblock_delete),
     T("links duplicate and unknown key rejected", test_links_duplicate_and_unknown_key_rejected),
     T("links list sorted and filtered by key", test_links_list_sorted_and_filtered_by_key),
     T("link types seeded, added idempotently, listed sorted", test_link_types_seeded_added_listed),
     T("meta set, get, overwrite", test_meta_set_get_overwrite),
+    T("objects insert, get, list, update label and id, delete, ids never reused",
+      test_objects_insert_get_update_delete),
     CU_TEST_INFO_NULL,
 };
 
