@@ -27,9 +27,8 @@ static atomic_ulong serial; /* never reset while loaded: a destroyed handle neve
 
 /* ---- records ---------------------------------------------------------------------------- */
 
-/* As the records of session keys, naming the object by handle and class. */
-static CK_RV record(const HF_REQUEST_CONTEXT *ctx, const char *operation, const struct hf_dobj *d,
-                    const char *detail, CK_RV result)
+CK_RV hf_dobj_record(const HF_REQUEST_CONTEXT *ctx, const char *operation, const struct hf_dobj *d,
+                     const char *detail, CK_RV result)
 {
     char key[40];
     bool token = hf_dobj_is_true(d, CKA_TOKEN);
@@ -45,7 +44,7 @@ static CK_RV record(const HF_REQUEST_CONTEXT *ctx, const char *operation, const 
 static CK_RV record_end(const struct hf_dobj *d, const char *why)
 {
     HF_REQUEST_CONTEXT maker = {.api = d->api, .caller = d->caller};
-    return record(&maker, "object.destroy", d, why, CKR_OK);
+    return hf_dobj_record(&maker, "object.destroy", d, why, CKR_OK);
 }
 
 /* ---- lookup --------------------------------------------------------------------------------- */
@@ -65,8 +64,7 @@ static size_t table_index(CK_OBJECT_HANDLE h, bool *found)
     return i;
 }
 
-/* A copy of the visible object behind h (the caller's to free). */
-static CK_RV dobj_get(CK_OBJECT_HANDLE h, struct hf_dobj **out)
+CK_RV hf_dobj_get(CK_OBJECT_HANDLE h, struct hf_dobj **out)
 {
     struct hf_store_object row = {0};
     struct hf_dobj *d = NULL;
@@ -183,24 +181,22 @@ static void detail_of(const struct hf_dobj *d, char *buf, size_t len)
              (unsigned long)hf_dobj_attr(d, CKA_VALUE)->ulValueLen);
 }
 
-CK_RV hf_dobj_create(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG n, CK_OBJECT_HANDLE *out)
+CK_RV hf_dobj_add(struct hf_session *s, struct hf_dobj *d, const char *why, CK_OBJECT_HANDLE *out)
 {
     const HF_REQUEST_CONTEXT *ctx = s->has_ctx ? &s->ctx : NULL;
-    CK_OBJECT_CLASS cls = CKO_DATA;
-    struct hf_dobj *d = NULL;
+    bool token = hf_dobj_is_true(d, CKA_TOKEN);
     char detail[128];
-    bool token;
-    CK_RV rv;
+    size_t len;
+    CK_RV rv = CKR_OK;
 
-    memcpy(&cls, hf_tmpl_find(t, n, CKA_CLASS)->pValue, sizeof(cls));
-    if ((rv = hf_dobj_from_template(cls, t, n, &d)) != CKR_OK) return rv;
-    token = hf_dobj_is_true(d, CKA_TOKEN);
     /* Token objects need a R/W session and the user; session ones any session (section 4.4),
      * the private ones the user. */
     if (token && (rv = hf_session_check_write(s)) != CKR_OK) goto done;
     rv = token ? token_add(d) : session_add(s, d);
     detail_of(d, detail, sizeof(detail));
-    if (record(ctx, "object.create", d, detail, rv) != CKR_OK && rv == CKR_OK) {
+    len = strlen(detail);
+    if (why) snprintf(detail + len, sizeof(detail) - len, " %s", why);
+    if (hf_dobj_record(ctx, "object.create", d, detail, rv) != CKR_OK && rv == CKR_OK) {
         /* Unrecorded, it must not stay. */
         dobj_remove(d->handle, NULL);
         d = token ? d : NULL;
@@ -216,12 +212,23 @@ done:
     return rv;
 }
 
+CK_RV hf_dobj_create(struct hf_session *s, const CK_ATTRIBUTE *t, CK_ULONG n, CK_OBJECT_HANDLE *out)
+{
+    CK_OBJECT_CLASS cls = CKO_DATA;
+    struct hf_dobj *d = NULL;
+    CK_RV rv;
+
+    memcpy(&cls, hf_tmpl_find(t, n, CKA_CLASS)->pValue, sizeof(cls));
+    if ((rv = hf_dobj_from_template(cls, t, n, &d)) != CKR_OK) return rv;
+    return hf_dobj_add(s, d, NULL, out);
+}
+
 /* ---- the entry points' work --------------------------------------------------------------- */
 
 CK_RV hf_dobj_attrs_get(CK_OBJECT_HANDLE h, CK_ATTRIBUTE *t, CK_ULONG n)
 {
     struct hf_dobj *d = NULL;
-    CK_RV rv = dobj_get(h, &d);
+    CK_RV rv = hf_dobj_get(h, &d);
 
     for (CK_ULONG i = 0; i < n && d; i++) {
         const CK_ATTRIBUTE *a = hf_dobj_attr(d, t[i].type);
@@ -243,7 +250,7 @@ CK_RV hf_dobj_attrs_get(CK_OBJECT_HANDLE h, CK_ATTRIBUTE *t, CK_ULONG n)
 CK_RV hf_dobj_size(CK_OBJECT_HANDLE h, CK_ULONG *size)
 {
     struct hf_dobj *d = NULL;
-    CK_RV rv = dobj_get(h, &d);
+    CK_RV rv = hf_dobj_get(h, &d);
 
     if (rv != CKR_OK) return rv;
     *size = 0;
@@ -288,7 +295,7 @@ CK_RV hf_dobj_attrs_set(struct hf_session *s, CK_OBJECT_HANDLE h, const CK_ATTRI
 {
     struct hf_store_object row = {0};
     struct hf_dobj *d = NULL;
-    CK_RV rv = dobj_get(h, &d);
+    CK_RV rv = hf_dobj_get(h, &d);
 
     if (rv == CKR_OK && hf_dobj_is_true(d, CKA_TOKEN)) rv = hf_session_check_write(s);
     if (rv == CKR_OK) rv = change_take(d, t, n);
@@ -308,17 +315,17 @@ CK_RV hf_dobj_attrs_set(struct hf_session *s, CK_OBJECT_HANDLE h, const CK_ATTRI
 CK_RV hf_dobj_destroy(struct hf_session *s, CK_OBJECT_HANDLE h)
 {
     struct hf_dobj *d = NULL, *gone = NULL;
-    CK_RV rv = dobj_get(h, &d);
+    CK_RV rv = hf_dobj_get(h, &d);
 
     if (rv == CKR_OK && hf_dobj_is_true(d, CKA_TOKEN)) rv = hf_session_check_write(s);
     if (rv != CKR_OK) goto done;
     rv = dobj_remove(h, &gone);
     if (rv == CKR_OK && s->has_ctx)
-        rv = record(&s->ctx, "object.destroy", d, "C_DestroyObject", CKR_OK);
+        rv = hf_dobj_record(&s->ctx, "object.destroy", d, "C_DestroyObject", CKR_OK);
     else if (rv == CKR_OK && gone)
         rv = record_end(gone, "C_DestroyObject");
     else if (rv == CKR_OK)
-        rv = record(NULL, "object.destroy", d, "C_DestroyObject", CKR_OK);
+        rv = hf_dobj_record(NULL, "object.destroy", d, "C_DestroyObject", CKR_OK);
 done:
     hf_dobj_free(gone);
     hf_dobj_free(d);

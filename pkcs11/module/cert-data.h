@@ -1,5 +1,6 @@
-/* Shared by cert-data.c and cert-data-attrs.c only: a certificate or data object as a bag of
- * attributes, how a creation template and a store row become one, and how one becomes a row. */
+/* Shared by cert-data.c, cert-data-attrs.c and cert-data-copy.c only: a certificate or data
+ * object as a bag of attributes, how a creation template and a store row become one, how one
+ * becomes a row, and the create path a copy takes too. */
 #ifndef HF_MODULE_CERT_DATA_H
 #define HF_MODULE_CERT_DATA_H
 
@@ -31,5 +32,14 @@ CK_RV hf_dobj_to_row(const struct hf_dobj *d, struct hf_store_object *row);
 /* The object a creation template of class cls describes, checked and completed. */
 CK_RV hf_dobj_from_template(CK_OBJECT_CLASS cls, const CK_ATTRIBUTE *t, CK_ULONG n,
                             struct hf_dobj **out);
+
+/* A copy of the visible object behind h (the caller's to free). */
+CK_RV hf_dobj_get(CK_OBJECT_HANDLE h, struct hf_dobj **out);
+/* As the records of session keys, naming the object by handle and class. */
+CK_RV hf_dobj_record(const HF_REQUEST_CONTEXT *ctx, const char *operation, const struct hf_dobj *d,
+                     const char *detail, CK_RV result);
+/* Makes d a token object (CKA_TOKEN TRUE: R/W session and user) or a session object of s, with
+ * its creation record (detail ending why, unless NULL). Takes d over, whatever the answer. */
+CK_RV hf_dobj_add(struct hf_session *s, struct hf_dobj *d, const char *why, CK_OBJECT_HANDLE *out);
 
 #endif

@@ -7,13 +7,14 @@ pkcs11_module_holdfast_pkcs11_la_SOURCES = \
 	pkcs11/module/slot.c \
 	pkcs11/module/session.c \
 	pkcs11/module/object.c \
-	pkcs11/module/object-copy.c \
+	pkcs11/module/object-copy.c pkcs11/module/object-copy.h \
 	pkcs11/module/attr.c \
 	pkcs11/module/label-id.c \
 	pkcs11/module/find.c \
 	pkcs11/module/keygen.c \
 	pkcs11/module/session-objects.c \
 	pkcs11/module/cert-data.c pkcs11/module/cert-data-attrs.c pkcs11/module/cert-data.h \
+	pkcs11/module/cert-data-copy.c \
 	pkcs11/module/session-keys.c \
 	pkcs11/module/crypt.c \
 	pkcs11/module/sign.c \

@@ -5,25 +5,18 @@
  * (else CKR_ATTRIBUTE_READ_ONLY). With CKA_TOKEN TRUE a session key's copy is a managed key of
  * the same material, made as an import is. A managed token key keeps one identity: a copy, token or
  * session, would escape its states, rotation, links and audit, so it is CKR_ACTION_PROHIBITED
- * (3.0). Each class copies through its own function (copy_key); certificate and data objects
- * plug in beside it in copy_session_object. */
+ * (3.0). Each class copies through its own function (copy_key here, hf_dobj_copy_object for
+ * certificate and data objects, token or session: they have no managed identity), the template
+ * read by one reader (hf_copy_change_read) with the class's rule for the rest. */
 #include "hf-build.h"
 
 #include "internal.h"
+#include "object-copy.h"
 
 #include <stdlib.h>
 
 #include "pkcs11/core/crypto.h"
 #include "pkcs11/core/secmem.h"
-
-/* What the template changes. */
-struct copy_change {
-    const CK_ATTRIBUTE *label, *id;
-    bool has_private, is_private;
-    bool has_fixed, is_fixed;
-    bool seal;     /* CKA_SENSITIVE TRUE or CKA_EXTRACTABLE FALSE */
-    bool to_token; /* CKA_TOKEN TRUE */
-};
 
 static CK_RV bool_of(const CK_ATTRIBUTE *a, bool *val)
 {
@@ -32,9 +25,45 @@ static CK_RV bool_of(const CK_ATTRIBUTE *a, bool *val)
     return CKR_OK;
 }
 
+static CK_RV change_one(const CK_ATTRIBUTE *a, hf_copy_other_fn other, const void *obj,
+                        struct hf_copy_change *c)
+{
+    bool val = false;
+    CK_RV rv = CKR_OK;
+
+    switch (a->type) {
+    case CKA_LABEL:
+    case CKA_ID:
+        if (a->ulValueLen > HF_P11_TEXT_MAX) return CKR_ATTRIBUTE_VALUE_INVALID;
+        *(a->type == CKA_LABEL ? &c->label : &c->id) = a;
+        return CKR_OK;
+    case CKA_TOKEN:
+        c->has_token = true;
+        return bool_of(a, &c->to_token);
+    case CKA_PRIVATE:
+        c->has_private = true;
+        return bool_of(a, &c->is_private);
+    case CKA_MODIFIABLE:
+        c->has_fixed = true;
+        if ((rv = bool_of(a, &val)) == CKR_OK) c->is_fixed = !val;
+        return rv;
+    }
+    return other(obj, a, c);
+}
+
+CK_RV hf_copy_change_read(const CK_ATTRIBUTE *t, CK_ULONG n, hf_copy_other_fn other,
+                          const void *obj, struct hf_copy_change *c)
+{
+    CK_RV rv = CKR_OK;
+
+    for (CK_ULONG i = 0; i < n && rv == CKR_OK; i++)
+        rv = change_one(&t[i], other, obj, c);
+    return rv;
+}
+
 /* CKA_SENSITIVE (sensitive TRUE) or CKA_EXTRACTABLE (sensitive FALSE): only toward sealed. */
 static CK_RV seal_read(const struct hf_object *obj, const CK_ATTRIBUTE *a, bool sensitive,
-                       struct copy_change *c)
+                       struct hf_copy_change *c)
 {
     bool val = false;
     CK_RV rv = bool_of(a, &val);
@@ -47,33 +76,13 @@ static CK_RV seal_read(const struct hf_object *obj, const CK_ATTRIBUTE *a, bool 
     return obj->key.exportable ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
 }
 
-static CK_RV change_one(const struct hf_object *obj, const CK_ATTRIBUTE *a, struct copy_change *c)
+static CK_RV key_other(const void *arg, const CK_ATTRIBUTE *a, struct hf_copy_change *c)
 {
-    bool val = false, key_face = obj->kind != HF_OBJ_PUBLIC;
-    CK_RV rv = CKR_OK;
+    const struct hf_object *obj = arg;
+    bool key_face = obj->kind != HF_OBJ_PUBLIC;
 
-    switch (a->type) {
-    case CKA_LABEL:
-    case CKA_ID:
-        if (a->ulValueLen > HF_P11_TEXT_MAX) return CKR_ATTRIBUTE_VALUE_INVALID;
-        *(a->type == CKA_LABEL ? &c->label : &c->id) = a;
-        return CKR_OK;
-    case CKA_TOKEN:
-        return bool_of(a, &c->to_token);
-    case CKA_PRIVATE:
-        c->has_private = true;
-        return bool_of(a, &c->is_private);
-    case CKA_MODIFIABLE:
-        c->has_fixed = true;
-        if ((rv = bool_of(a, &val)) == CKR_OK) c->is_fixed = !val;
-        return rv;
-    case CKA_SENSITIVE:
-        if (key_face) return seal_read(obj, a, true, c);
-        break;
-    case CKA_EXTRACTABLE:
-        if (key_face) return seal_read(obj, a, false, c);
-        break;
-    }
+    if (key_face && a->type == CKA_SENSITIVE) return seal_read(obj, a, true, c);
+    if (key_face && a->type == CKA_EXTRACTABLE) return seal_read(obj, a, false, c);
     return hf_object_matches(obj, a, 1) ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
 }
 
@@ -88,7 +97,7 @@ static void bytes_attr(CK_ATTRIBUTE *t, CK_ULONG *n, CK_ATTRIBUTE_TYPE type,
 /* The copy as a managed key: the session key's material imported with its label, id, usage
  * and sensitivity (a token key is always private and modifiable). */
 static CK_RV copy_to_token(struct hf_session *s, const struct hf_object *obj,
-                           const struct copy_change *c, CK_OBJECT_HANDLE *out)
+                           const struct hf_copy_change *c, CK_OBJECT_HANDLE *out)
 {
     static const struct {
         CK_ATTRIBUTE_TYPE type;
@@ -126,13 +135,11 @@ static CK_RV copy_to_token(struct hf_session *s, const struct hf_object *obj,
 static CK_RV copy_key(struct hf_session *s, const struct hf_object *obj, const CK_ATTRIBUTE *t,
                       CK_ULONG n, CK_OBJECT_HANDLE *out)
 {
-    struct copy_change c = {0};
+    struct hf_copy_change c = {0};
     struct hf_object *copy = NULL;
     struct hf_session_attrs *sa;
-    CK_RV rv = CKR_OK;
+    CK_RV rv = hf_copy_change_read(t, n, key_other, obj, &c);
 
-    for (CK_ULONG i = 0; i < n && rv == CKR_OK; i++)
-        rv = change_one(obj, &t[i], &c);
     if (rv == CKR_OK && c.to_token) {
         rv = copy_to_token(s, obj, &c, out);
         if (hf_module_audit_object(s->has_ctx ? &s->ctx : NULL, "object.create", obj,
@@ -189,6 +196,10 @@ HF_EXPORT CK_RV C_CopyObject(CK_SESSION_HANDLE hSession, CK_OBJECT_HANDLE hObjec
         goto done;
     }
     if ((rv = hf_tmpl_check(pTemplate, ulCount)) != CKR_OK) goto done;
+    if (hf_dobj_is_handle(hObject)) {
+        rv = hf_dobj_copy_object(s, hObject, pTemplate, ulCount, phNewObject);
+        goto done;
+    }
     if ((rv = hf_object_get(s, hObject, &obj)) != CKR_OK) goto done;
     if (obj->sobj) {
         rv = copy_session_object(s, obj, pTemplate, ulCount, phNewObject);

@@ -3,7 +3,8 @@
  * R/O, R/W and login rules; CKA_SUBJECT, CKA_ISSUER, CKA_SERIAL_NUMBER and CKA_CHECK_VALUE as
  * OpenSSL reads them from the certificate; found by class, label, id, subject, issuer and serial,
  * and value; label and id changed, nothing else; destroyed and audited; bad DER and contradicting
- * templates refused with the exact CKR_. */
+ * templates refused with the exact CKR_; C_CopyObject in each direction, token and session, the
+ * copy equal to the original but for what the template may change, refusals with the exact CKR_. */
 #include "hf-build.h"
 
 #include <stdio.h>
@@ -364,6 +365,195 @@ static void test_bad_certificates_are_refused(void)
     CU_ASSERT_EQUAL(p11->C_CloseAllSessions(SLOT), CKR_OK);
 }
 
+/* ---- C_CopyObject ------------------------------------------------------------------------ */
+
+static const CK_ATTRIBUTE_TYPE cert_types[] = {CKA_CLASS,         CKA_TOKEN,
+                                               CKA_PRIVATE,       CKA_MODIFIABLE,
+                                               CKA_LABEL,         CKA_ID,
+                                               CKA_VALUE,         CKA_CERTIFICATE_TYPE,
+                                               CKA_SUBJECT,       CKA_ISSUER,
+                                               CKA_SERIAL_NUMBER, CKA_CHECK_VALUE,
+                                               CKA_TRUSTED,       CKA_CERTIFICATE_CATEGORY,
+                                               CKA_START_DATE,    CKA_END_DATE};
+static const CK_ATTRIBUTE_TYPE data_types[] = {CKA_CLASS,       CKA_TOKEN,    CKA_PRIVATE,
+                                               CKA_MODIFIABLE,  CKA_LABEL,    CKA_VALUE,
+                                               CKA_APPLICATION, CKA_OBJECT_ID};
+
+/* Whether a and b have the same value of every type but the changed ones (at most 2). */
+static bool same_but(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE a, CK_OBJECT_HANDLE b,
+                     const CK_ATTRIBUTE_TYPE *types, size_t n, CK_ATTRIBUTE_TYPE changed1,
+                     CK_ATTRIBUTE_TYPE changed2)
+{
+    static unsigned char va[4096], vb[4096];
+
+    for (size_t i = 0; i < n; i++) {
+        CK_ATTRIBUTE x = {types[i], va, sizeof(va)}, y = {types[i], vb, sizeof(vb)};
+        if (types[i] == changed1 || types[i] == changed2) continue;
+        if (p11->C_GetAttributeValue(s, a, &x, 1) != CKR_OK ||
+            p11->C_GetAttributeValue(s, b, &y, 1) != CKR_OK || x.ulValueLen != y.ulValueLen ||
+            memcmp(va, vb, x.ulValueLen) != 0) {
+            fprintf(stderr, "copy differs in attribute 0x%lx\n", (unsigned long)types[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The copy's creation record: its handle, class and C_CopyObject. */
+static bool copy_recorded(CK_OBJECT_HANDLE h, bool token)
+{
+    char key[48];
+
+    snprintf(key, sizeof(key), "\"key\":\"%s:0x%lx\"", token ? "object" : "session",
+             (unsigned long)h);
+    return audit_has(key, "C_CopyObject\"");
+}
+
+static bool refusal_recorded(CK_RV rv)
+{
+    char want[40];
+
+    snprintf(want, sizeof(want), "\"result\":\"0x%lx\"", (unsigned long)rv);
+    return audit_has("C_CopyObject", want);
+}
+
+static void test_copy_certificate_every_direction(void)
+{
+    CK_SESSION_HANDLE rw = open_session(RW), ro = open_session(RO);
+    CK_ATTRIBUTE t[6], to_session[] = {{CKA_TOKEN, &no, 1}};
+    CK_ATTRIBUTE relabel[] = {{CKA_LABEL, "copied cert", 11}};
+    CK_ATTRIBUTE to_token_id[] = {{CKA_TOKEN, &yes, 1}, {CKA_ID, "\x43", 1}};
+    CK_ATTRIBUTE token_fixed[] = {{CKA_LABEL, "fixed copy", 10}, {CKA_MODIFIABLE, &no, 1}};
+    CK_OBJECT_HANDLE sess = 0, tok = 0, ss = 0, st = 0, ts = 0, tt = 0;
+
+    ensure_login(rw, true);
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(rw, t, cert_template(t, &no, "orig s"), &sess),
+                          CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(rw, t, cert_template(t, &yes, "orig t"), &tok),
+                          CKR_OK);
+
+    /* session -> session, in a R/O session: only the label changes. */
+    CU_ASSERT_EQUAL_FATAL(p11->C_CopyObject(ro, sess, relabel, N(relabel), &ss), CKR_OK);
+    CU_ASSERT_NOT_EQUAL(ss, sess);
+    CU_ASSERT_TRUE(same_but(ro, sess, ss, cert_types, N(cert_types), CKA_LABEL, CKA_LABEL));
+    CU_ASSERT_TRUE(attr_is(ro, ss, CKA_LABEL, "copied cert", 11));
+    CU_ASSERT_TRUE(copy_recorded(ss, false));
+    /* session -> token: CKA_TOKEN and CKA_ID. */
+    CU_ASSERT_EQUAL_FATAL(p11->C_CopyObject(rw, sess, to_token_id, N(to_token_id), &st), CKR_OK);
+    CU_ASSERT_TRUE(same_but(ro, sess, st, cert_types, N(cert_types), CKA_TOKEN, CKA_ID));
+    CU_ASSERT_TRUE(attr_is(ro, st, CKA_TOKEN, &yes, 1));
+    CU_ASSERT_TRUE(attr_is(ro, st, CKA_ID, "\x43", 1));
+    CU_ASSERT_TRUE(copy_recorded(st, true));
+    /* token -> session, an empty template but CKA_TOKEN. */
+    CU_ASSERT_EQUAL_FATAL(p11->C_CopyObject(ro, tok, to_session, N(to_session), &ts), CKR_OK);
+    CU_ASSERT_TRUE(same_but(ro, tok, ts, cert_types, N(cert_types), CKA_TOKEN, CKA_TOKEN));
+    CU_ASSERT_TRUE(attr_is(ro, ts, CKA_TOKEN, &no, 1));
+    CU_ASSERT_TRUE(copy_recorded(ts, false));
+    /* token -> token (no CKA_TOKEN: the original's), read-only from now on. */
+    CU_ASSERT_EQUAL_FATAL(p11->C_CopyObject(rw, tok, token_fixed, N(token_fixed), &tt), CKR_OK);
+    CU_ASSERT_TRUE(same_but(ro, tok, tt, cert_types, N(cert_types), CKA_LABEL, CKA_MODIFIABLE));
+    CU_ASSERT_TRUE(attr_is(ro, tt, CKA_TOKEN, &yes, 1));
+    CU_ASSERT_TRUE(attr_is(ro, tt, CKA_MODIFIABLE, &no, 1));
+    CU_ASSERT_EQUAL(p11->C_SetAttributeValue(rw, tt, relabel, 1), CKR_ATTRIBUTE_READ_ONLY);
+    CU_ASSERT_TRUE(copy_recorded(tt, true));
+
+    /* Each copy outlives its original. */
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, sess), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, tok), CKR_OK);
+    CU_ASSERT_TRUE(attr_is(ro, ss, CKA_VALUE, cert_der, (CK_ULONG)cert_len));
+    CU_ASSERT_TRUE(attr_is(ro, st, CKA_VALUE, cert_der, (CK_ULONG)cert_len));
+    CU_ASSERT_TRUE(attr_is(ro, ts, CKA_SUBJECT, subj_der, (CK_ULONG)subj_len));
+    CU_ASSERT_TRUE(attr_is(ro, tt, CKA_SERIAL_NUMBER, serial_der, (CK_ULONG)serial_len));
+    /* The token copies persist; the session ones end with their maker, the R/O session. */
+    CU_ASSERT_EQUAL(p11->C_CloseSession(ro), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(rw, ss, relabel, 1), CKR_OBJECT_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(rw, ts, relabel, 1), CKR_OBJECT_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_Finalize(NULL), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_Initialize(NULL), CKR_OK);
+    ro = open_session(RO);
+    CU_ASSERT_TRUE(attr_is(ro, st, CKA_ID, "\x43", 1));
+    CU_ASSERT_TRUE(attr_is(ro, tt, CKA_LABEL, "fixed copy", 10));
+    CU_ASSERT_TRUE(attr_is(ro, tt, CKA_MODIFIABLE, &no, 1));
+    rw = open_session(RW);
+    ensure_login(rw, true);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, st), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, tt), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseAllSessions(SLOT), CKR_OK);
+}
+
+static void test_copy_data_object(void)
+{
+    CK_SESSION_HANDLE rw = open_session(RW);
+    CK_ATTRIBUTE data[] = {{CKA_CLASS, &data_cls, sizeof(data_cls)},
+                           {CKA_TOKEN, &no, 1},
+                           {CKA_VALUE, "app state", 9},
+                           {CKA_APPLICATION, "holdfast copy", 13}};
+    CK_ATTRIBUTE to_token_public[] = {{CKA_TOKEN, &yes, 1}, {CKA_PRIVATE, &no, 1}};
+    CK_ATTRIBUTE with_id[] = {{CKA_ID, "\x01", 1}};
+    CK_OBJECT_HANDLE d = 0, st = 0, h = 0;
+
+    ensure_login(rw, true);
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(rw, data, N(data), &d), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(p11->C_CopyObject(rw, d, to_token_public, N(to_token_public), &st),
+                          CKR_OK);
+    CU_ASSERT_TRUE(same_but(rw, d, st, data_types, N(data_types), CKA_TOKEN, CKA_PRIVATE));
+    CU_ASSERT_TRUE(attr_is(rw, st, CKA_PRIVATE, &no, 1));
+    CU_ASSERT_TRUE(copy_recorded(st, true));
+    /* A session data object has no CKA_ID to change. */
+    CU_ASSERT_EQUAL(p11->C_CopyObject(rw, d, with_id, N(with_id), &h), CKR_ATTRIBUTE_TYPE_INVALID);
+    /* The private original goes with logout; the public token copy stays visible. */
+    ensure_login(rw, false);
+    CU_ASSERT_EQUAL(p11->C_GetAttributeValue(rw, d, data, 1), CKR_OBJECT_HANDLE_INVALID);
+    CU_ASSERT_TRUE(attr_is(rw, st, CKA_VALUE, "app state", 9));
+    CU_ASSERT_TRUE(attr_is(rw, st, CKA_APPLICATION, "holdfast copy", 13));
+    ensure_login(rw, true);
+    CU_ASSERT_EQUAL(p11->C_DestroyObject(rw, st), CKR_OK);
+    CU_ASSERT_EQUAL(p11->C_CloseAllSessions(SLOT), CKR_OK);
+}
+
+static void test_copy_refusals(void)
+{
+    CK_SESSION_HANDLE rw = open_session(RW), ro = open_session(RO);
+    CK_ATTRIBUTE t[6], certs[] = {{CKA_CLASS, &cert_cls, sizeof(cert_cls)}};
+    CK_ATTRIBUTE revalue[] = {{CKA_LABEL, "ok", 2}, {CKA_VALUE, "x", 1}};
+    CK_ATTRIBUTE same_subject[] = {{CKA_SUBJECT, NULL, 0}};
+    CK_ATTRIBUTE retrust[] = {{CKA_TRUSTED, &yes, 1}};
+    CK_ATTRIBUTE key_type[] = {{CKA_KEY_TYPE, &x509, sizeof(x509)}};
+    CK_ATTRIBUTE to_token[] = {{CKA_TOKEN, &yes, 1}};
+    CK_ATTRIBUTE to_private[] = {{CKA_PRIVATE, &yes, 1}};
+    CK_ATTRIBUTE bad_bool[] = {{CKA_PRIVATE, "xx", 2}};
+    CK_OBJECT_HANDLE sess = 0, h = 0, found[MAX_FOUND];
+
+    same_subject[0] = (CK_ATTRIBUTE){CKA_SUBJECT, subj_der, (CK_ULONG)subj_len};
+    ensure_login(rw, false);
+    CU_ASSERT_EQUAL_FATAL(p11->C_CreateObject(ro, t, cert_template(t, &no, "to refuse"), &sess),
+                          CKR_OK);
+    /* Other attributes only with their own value. */
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, revalue, N(revalue), &h), CKR_ATTRIBUTE_READ_ONLY);
+    CU_ASSERT_TRUE(refusal_recorded(CKR_ATTRIBUTE_READ_ONLY));
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, retrust, N(retrust), &h), CKR_ATTRIBUTE_READ_ONLY);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, key_type, N(key_type), &h),
+                    CKR_ATTRIBUTE_TYPE_INVALID);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, bad_bool, N(bad_bool), &h),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+    /* A token copy: R/W session and user, as C_CreateObject. */
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, to_token, N(to_token), &h), CKR_SESSION_READ_ONLY);
+    CU_ASSERT_TRUE(refusal_recorded(CKR_SESSION_READ_ONLY));
+    CU_ASSERT_EQUAL(p11->C_CopyObject(rw, sess, to_token, N(to_token), &h), CKR_USER_NOT_LOGGED_IN);
+    /* A private copy: the user. */
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, to_private, N(to_private), &h),
+                    CKR_USER_NOT_LOGGED_IN);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, NULL, 0, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess + 4, NULL, 0, &h), CKR_OBJECT_HANDLE_INVALID);
+    /* Nothing was left behind; a value given as it is is fine. */
+    CU_ASSERT_EQUAL(find(ro, certs, N(certs), found), 1);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, same_subject, N(same_subject), &h), CKR_OK);
+    ensure_login(ro, true);
+    CU_ASSERT_EQUAL(p11->C_CopyObject(ro, sess, to_token, N(to_token), &h), CKR_SESSION_READ_ONLY);
+    CU_ASSERT_EQUAL(find(ro, certs, N(certs), found), 2);
+    CU_ASSERT_EQUAL(p11->C_CloseAllSessions(SLOT), CKR_OK);
+}
+
 static CU_TestInfo cert_data_tests[] = {
     {"a token certificate: attributes, finding, persistence, changes, destruction",
      test_token_certificate_attributes_and_persistence},
@@ -373,6 +563,11 @@ static CU_TestInfo cert_data_tests[] = {
     {"a token data object is private; CKA_MODIFIABLE FALSE holds",
      test_token_data_object_is_private},
     {"bad DER and contradicting templates are refused", test_bad_certificates_are_refused},
+    {"C_CopyObject copies a certificate session/token to session/token, changing only what it may",
+     test_copy_certificate_every_direction},
+    {"C_CopyObject copies a data object, session to a public token one", test_copy_data_object},
+    {"C_CopyObject refuses other changes, token copies outside R/W and user, private ones without",
+     test_copy_refusals},
     CU_TEST_INFO_NULL,
 };
 
