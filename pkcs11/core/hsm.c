@@ -2,6 +2,7 @@
 
 #include "file.h"
 #include "hsm.h"
+#include "hsm-providers.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,6 +52,7 @@ struct module {
      * CKR_USER_ALREADY_LOGGED_IN without looking at the PIN; this lets us still refuse a
      * wrong one. */
     struct login *logins;
+    struct hf_hsm_providers held; /* until after its C_Finalize (hsm-providers.c) */
 };
 
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,6 +132,7 @@ static CK_RV module_load(void *dl, struct module **out)
     rv = module_initialize(m);
 done:
     if (rv == CKR_OK && m->f != NULL) {
+        hf_hsm_providers_hold(&m->held);
         m->next = modules;
         modules = m;
         *out = m;
@@ -186,6 +189,7 @@ static void module_put(struct module *m)
             ;
         *link = m->next;
         if (m->owns_init) m->f->C_Finalize(NULL);
+        hf_hsm_providers_release(&m->held);
         dlclose(m->dl);
         logins_free(m->logins);
         free(m);

@@ -12,7 +12,7 @@ libholdfast_core_la_SOURCES = \
 	pkcs11/core/crypto-ed25519.c \
 	pkcs11/core/curve.c pkcs11/core/curve.h \
 	pkcs11/core/file.c pkcs11/core/file.h \
-	pkcs11/core/hsm.c pkcs11/core/hsm.h \
+	pkcs11/core/hsm.c pkcs11/core/hsm.h pkcs11/core/hsm-providers.c pkcs11/core/hsm-providers.h \
 	pkcs11/core/key.c pkcs11/core/key.h \
 	pkcs11/core/log.c pkcs11/core/log.h \
 	pkcs11/core/pin.c \

@@ -1,7 +1,8 @@
 # The holdfast OpenSSL provider end to end: the openssl CLI (provider-cli.sh), OSSL_STORE and
 # EVP signing from C with threads and fork (provider-store.sh), the provider loaded globally in a
 # process that also uses the module directly (provider-global.sh), and the provider over another
-# vendor's module, SoftHSMv2 (provider-softhsm.sh).
+# vendor's module, SoftHSMv2 (provider-softhsm.sh); the audit of an openssl process that unloads
+# its providers before exit (provider-exit-audit.sh).
 check_PROGRAMS += tests/integration/provider-store tests/integration/provider-global
 tests_integration_provider_store_SOURCES = tests/integration/provider-store.c
 tests_integration_provider_store_LDADD = $(CRYPTO_LIBS) $(PTHREAD_LIBS) $(LIBS)
@@ -13,6 +14,7 @@ PROVIDER_TESTS = \
 	tests/integration/provider-store.sh \
 	tests/integration/provider-global.sh \
 	tests/integration/provider-softhsm.sh \
-	tests/integration/provider-curves.sh
+	tests/integration/provider-curves.sh \
+	tests/integration/provider-exit-audit.sh
 TESTS += $(PROVIDER_TESTS)
 EXTRA_DIST += $(PROVIDER_TESTS)
