@@ -8,16 +8,8 @@
 # certificate by pkcs11: URI, which s_client verifies in a TLS 1.3 handshake carrying a line.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (opensc) not installed"
-command -v openssl >/dev/null || hf_skip "openssl CLI not installed"
-provider_dir="$top_builddir/provider/.libs"
-[ -f "$provider_dir/holdfast.so" ] || hf_skip "provider not built ($provider_dir/holdfast.so)"
-
-hf_store_setup
-T=$HF_TMP
+. "${top_srcdir:-.}/tests/integration/provider-lib.sh"
 p11() { hf_ext pkcs11-tool --module "$HF_MODULE" "$@"; }
-export OPENSSL_CONF=/dev/null HOLDFAST_PKCS11_MODULE="$HF_MODULE"
-P="-provider-path $provider_dir -provider default -provider holdfast"
-PIN="file:$HOLDFAST_STATE_DIR/token-user.pin"
 KEY='pkcs11:object=TLS%20key;type=private'
 
 # ---- the key and its certificate -----------------------------------------------------------

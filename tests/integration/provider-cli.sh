@@ -8,23 +8,7 @@
 # come out; and the sample openssl-holdfast.cnf as OPENSSL_CONF.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
-command -v openssl >/dev/null || hf_skip "openssl CLI not installed"
-provider_dir="$top_builddir/provider/.libs"
-[ -f "$provider_dir/holdfast.so" ] || hf_skip "provider not built ($provider_dir/holdfast.so)"
-hf_store_setup
-
-# The system openssl.cnf stays out of it; the provider finds the module through this variable.
-export OPENSSL_CONF=/dev/null
-export HOLDFAST_PKCS11_MODULE="$HF_MODULE"
-P="-provider-path $provider_dir -provider default -provider holdfast"
-PIN="file:$HOLDFAST_STATE_DIR/token-user.pin"
-T=$HF_TMP
-# ossl ARGS: openssl with our provider loaded (it loads our module: sanitizer-aware).
-ossl() { hf_ext openssl "$@"; }
-expect_out() {
-    grep -qF -- "$1" "$HF_OUT" || { cat "$HF_OUT" "$HF_ERR"; hf_fail "output lacks '$1'"; }
-}
-expect_err() { grep -qF -- "$1" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "stderr lacks '$1'"; }; }
+. "${top_srcdir:-.}/tests/integration/provider-lib.sh"
 
 "$HF_CLI" key create prov-rsa --alg RSA-3072 --usage sign,verify,encrypt,decrypt >/dev/null ||
     hf_fail "key create prov-rsa"

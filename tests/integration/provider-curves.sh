@@ -3,21 +3,7 @@
 # encoder exports the public key (the default provider alone reads it and names the group), and
 # signatures made through the provider verify with the default provider alone.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
-
-command -v openssl >/dev/null || hf_skip "openssl CLI not installed"
-provider_dir="$top_builddir/provider/.libs"
-[ -f "$provider_dir/holdfast.so" ] || hf_skip "provider not built ($provider_dir/holdfast.so)"
-hf_store_setup
-
-export OPENSSL_CONF=/dev/null
-export HOLDFAST_PKCS11_MODULE="$HF_MODULE"
-P="-provider-path $provider_dir -provider default -provider holdfast"
-PIN="file:$HOLDFAST_STATE_DIR/token-user.pin"
-T=$HF_TMP
-ossl() { hf_ext openssl "$@"; }
-expect_out() {
-    grep -qF -- "$1" "$HF_OUT" || { cat "$HF_OUT" "$HF_ERR"; hf_fail "output lacks '$1'"; }
-}
+. "${top_srcdir:-.}/tests/integration/provider-lib.sh"
 printf 'the message to sign\n' >"$T/msg"
 
 # ---- P-521 ------------------------------------------------------------------------------------

@@ -7,17 +7,9 @@
 # and pkeyutl -sign: no audit error on stderr, and the log verifies strictly (every record
 # under a checkpoint).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
-
-command -v openssl >/dev/null || hf_skip "openssl CLI not installed"
-provider_dir="$top_builddir/provider/.libs"
-[ -f "$provider_dir/holdfast.so" ] || hf_skip "provider not built ($provider_dir/holdfast.so)"
-hf_store_setup
+. "${top_srcdir:-.}/tests/integration/provider-lib.sh"
 "$HF_CLI" key create exit-audit-ec --alg EC-P256 >/dev/null || hf_fail "key create exit-audit-ec"
 
-export OPENSSL_CONF=/dev/null
-export HOLDFAST_PKCS11_MODULE="$HF_MODULE"
-PIN="file:$HOLDFAST_STATE_DIR/token-user.pin"
-T=$HF_TMP
 openssl dgst -sha256 -binary "$HOLDFAST_CONF" >"$T/digest"
 
 # clean WHAT: the last command's stderr has no audit error, and the log verifies strictly.

@@ -17,4 +17,4 @@ PROVIDER_TESTS = \
 	tests/integration/provider-curves.sh \
 	tests/integration/provider-exit-audit.sh
 TESTS += $(PROVIDER_TESTS)
-EXTRA_DIST += $(PROVIDER_TESTS)
+EXTRA_DIST += $(PROVIDER_TESTS) tests/integration/provider-lib.sh
