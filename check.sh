@@ -42,6 +42,13 @@ else
     # only slow down (concurrency.sh runs its own helgrind pass).
     make -j"$jobs" "$target" TESTS='$(UNIT_TESTS)' || status=$?
 fi
+# A failing test's own log, so that CI's output says why and not only which.
+if [ "$status" -ne 0 ]; then
+    grep -l -E '^:test-result: (FAIL|ERROR)' $(find . -name '*.trs') 2>/dev/null | while read -r trs; do
+        echo "---- ${trs%.trs}.log (last 60 lines) ----"
+        tail -n 60 "${trs%.trs}.log"
+    done
+fi
 distcheck_status=
 [ "$status" -eq 0 ] && [ "$distcheck" = yes ] && {
     make -j"$jobs" distcheck && distcheck_status=passed || { status=$?; distcheck_status=FAILED; }
