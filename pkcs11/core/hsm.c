@@ -374,8 +374,10 @@ CK_RV hf_hsm_token_ensure(const char *module_path, const char *lock_path, const 
 
 /* ---- struct hf_hsm: a session pool and the KEK handle cache -------------------------------- */
 
-struct kek {
-    struct kek *next;
+/* A cached object handle: labels are unique per class only (a key pair's halves share one). */
+struct handle {
+    struct handle *next;
+    CK_OBJECT_CLASS cls;
     char *label;
     CK_OBJECT_HANDLE handle;
 };
@@ -392,8 +394,8 @@ struct hf_hsm {
     CK_SESSION_HANDLE idle[HSM_SESSIONS_MAX];
     size_t n_idle, n_open;
     /* SoftHSMv2 2.6's C_FindObjects rereads every object of the token: handles are found once
-     * per label and kept (ARCHITECTURE.md measures the cost). */
-    struct kek *keks;
+     * per (class, label) and kept (ARCHITECTURE.md measures the cost). */
+    struct handle *handles;
 };
 
 static CK_RV session_login(struct hf_hsm *hsm, CK_SESSION_HANDLE s)
@@ -484,13 +486,12 @@ static void session_give(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_RV last)
     pthread_mutex_unlock(&hsm->lock);
 }
 
-static CK_RV kek_search(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
-                        CK_OBJECT_HANDLE *handle)
+static CK_RV object_search(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls,
+                           const char *label, CK_OBJECT_HANDLE *handle)
 {
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
     CK_BBOOL yes = CK_TRUE;
-    /* By label alone: the root KEK is CKK_AES, the MAC keys CKK_GENERIC_SECRET, and each has a
-     * label of its own. */
+    /* By class and label alone: the root KEK is CKK_AES, the MAC keys CKK_GENERIC_SECRET, and
+     * each has a label of its own. */
     CK_ATTRIBUTE tmpl[] = {
         {CKA_CLASS, &cls, sizeof(cls)},
         {CKA_TOKEN, &yes, sizeof(yes)},
@@ -507,61 +508,93 @@ static CK_RV kek_search(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *lab
     return rv;
 }
 
-static CK_OBJECT_HANDLE kek_cached(struct hf_hsm *hsm, const char *label)
+static CK_OBJECT_HANDLE handle_cached(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label)
 {
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
 
     pthread_mutex_lock(&hsm->lock);
-    for (struct kek *k = hsm->keks; k != NULL; k = k->next)
-        if (strcmp(k->label, label) == 0) h = k->handle;
+    for (struct handle *k = hsm->handles; k != NULL; k = k->next)
+        if (k->cls == cls && strcmp(k->label, label) == 0) h = k->handle;
     pthread_mutex_unlock(&hsm->lock);
     return h;
 }
 
-static void kek_remember(struct hf_hsm *hsm, const char *label, CK_OBJECT_HANDLE h)
+static void handle_remember(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label,
+                            CK_OBJECT_HANDLE h)
 {
-    struct kek *k = calloc(1, sizeof(*k));
+    struct handle *k = calloc(1, sizeof(*k));
 
     if (k == NULL || (k->label = strdup(label)) == NULL) {
         free(k);
         return; /* only a cache */
     }
+    k->cls = cls;
     k->handle = h;
     pthread_mutex_lock(&hsm->lock);
-    k->next = hsm->keks;
-    hsm->keks = k;
+    k->next = hsm->handles;
+    hsm->handles = k;
     pthread_mutex_unlock(&hsm->lock);
 }
 
-/* After the token said the handle is stale (the KEK was deleted, or re-created elsewhere). */
-static void kek_forget(struct hf_hsm *hsm, const char *label)
+/* After the token said the handle is stale (the object was deleted, or re-created elsewhere).
+ * Every entry goes: two threads that both searched may have left two. */
+static void handle_forget(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label)
 {
-    struct kek **link, *gone = NULL;
+    struct handle **link, *gone = NULL;
 
     pthread_mutex_lock(&hsm->lock);
-    for (link = &hsm->keks; *link != NULL; link = &(*link)->next) {
-        if (strcmp((*link)->label, label) == 0) {
-            gone = *link;
-            *link = gone->next;
-            break;
+    for (link = &hsm->handles; *link != NULL;) {
+        struct handle *k = *link;
+        if (k->cls == cls && strcmp(k->label, label) == 0) {
+            *link = k->next;
+            k->next = gone;
+            gone = k;
+        } else {
+            link = &k->next;
         }
     }
     pthread_mutex_unlock(&hsm->lock);
-    if (gone != NULL) free(gone->label);
-    free(gone);
+    while (gone != NULL) {
+        struct handle *next = gone->next;
+        free(gone->label);
+        free(gone);
+        gone = next;
+    }
 }
 
-/* The KEK's handle, CK_INVALID_HANDLE when the token has none. Caller holds the token lock. */
-static CK_RV kek_handle(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
-                        CK_OBJECT_HANDLE *h)
+/* The object's handle, CK_INVALID_HANDLE when the token has none. Caller holds the token
+ * lock. */
+static CK_RV handle_get(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls,
+                        const char *label, CK_OBJECT_HANDLE *h)
 {
     CK_RV rv;
 
-    if ((*h = kek_cached(hsm, label)) != CK_INVALID_HANDLE) return CKR_OK;
-    if ((rv = kek_search(hsm, s, label, h)) != CKR_OK) return rv;
+    if ((*h = handle_cached(hsm, cls, label)) != CK_INVALID_HANDLE) return CKR_OK;
+    if ((rv = object_search(hsm, s, cls, label, h)) != CKR_OK) return rv;
     /* Two threads may both search: a duplicate entry holds the same handle and is harmless. */
-    if (*h != CK_INVALID_HANDLE) kek_remember(hsm, label, *h);
+    if (*h != CK_INVALID_HANDLE) handle_remember(hsm, cls, label, *h);
     return CKR_OK;
+}
+
+CK_RV hf_hsm_object_find(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls,
+                         const char *label, CK_OBJECT_HANDLE *h)
+{
+    if (h != NULL) *h = CK_INVALID_HANDLE;
+    if (hsm == NULL || label == NULL || *label == '\0' || h == NULL) return CKR_ARGUMENTS_BAD;
+    return handle_get(hsm, s, cls, label, h);
+}
+
+void hf_hsm_object_forget(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label)
+{
+    if (hsm == NULL || label == NULL) return;
+    handle_forget(hsm, cls, label);
+}
+
+/* The KEK and MAC keys are secret keys. */
+static CK_RV kek_handle(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
+                        CK_OBJECT_HANDLE *h)
+{
+    return handle_get(hsm, s, CKO_SECRET_KEY, label, h);
 }
 
 static bool rv_is_stale_kek(CK_RV rv)
@@ -639,9 +672,9 @@ done:
 
 static void hsm_free(struct hf_hsm *hsm)
 {
-    while (hsm->keks != NULL) {
-        struct kek *k = hsm->keks;
-        hsm->keks = k->next;
+    while (hsm->handles != NULL) {
+        struct handle *k = hsm->handles;
+        hsm->handles = k->next;
         free(k->label);
         free(k);
     }
@@ -736,7 +769,7 @@ static CK_RV kek_get(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
     rv = kek_handle(hsm, s, label, h);
     if (rv == CKR_OK && generate != NULL && *h == CK_INVALID_HANDLE &&
         (rv = generate(hsm, s, label, h)) == CKR_OK)
-        kek_remember(hsm, label, *h);
+        handle_remember(hsm, CKO_SECRET_KEY, label, *h);
     hf_lockfile_drop(fd);
     return rv;
 }
@@ -899,7 +932,7 @@ static CK_RV kek_run(struct hf_hsm *hsm, const char *label, wrap_fn fn, CK_RV no
         }
         session_give(hsm, s, rv);
         if (!rv_is_stale_kek(rv)) break;
-        kek_forget(hsm, label);
+        handle_forget(hsm, CKO_SECRET_KEY, label);
     }
     return rv;
 }
@@ -963,4 +996,62 @@ CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char
     if (hsm == NULL || mac_label == NULL || (data == NULL && len > 0) || mac == NULL)
         return CKR_ARGUMENTS_BAD;
     return kek_run(hsm, mac_label, hmac_once, CKR_KEY_HANDLE_INVALID, &job);
+}
+
+/* ---- any call on a pooled session ---------------------------------------------------------- */
+
+static bool rv_is_session_gone(CK_RV rv)
+{
+    return rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED;
+}
+
+/* fn under the token lock shared, as every backend call other than open and login is. */
+static CK_RV run_once(struct hf_hsm *hsm, CK_SESSION_HANDLE s, hf_hsm_session_fn fn, void *arg)
+{
+    int fd;
+    CK_RV rv = hf_lockfile_take(hsm->lock_path, LOCK_SH, &fd);
+
+    if (rv != CKR_OK) return rv;
+    rv = fn(hsm, hsm->f, s, arg);
+    hf_lockfile_drop(fd);
+    return rv;
+}
+
+CK_RV hf_hsm_run(struct hf_hsm *hsm, hf_hsm_session_fn fn, void *arg)
+{
+    CK_SESSION_HANDLE s;
+    CK_RV rv = CKR_OK;
+
+    if (hsm == NULL || fn == NULL) return CKR_ARGUMENTS_BAD;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rv = session_take(hsm, &s)) != CKR_OK) return rv;
+        rv = run_once(hsm, s, fn, arg);
+        if (attempt == 0 && rv == CKR_USER_NOT_LOGGED_IN && session_relogin(hsm, s) == CKR_OK) {
+            session_give(hsm, s, CKR_OK);
+            continue;
+        }
+        /* A lost session is closed here; one more try on a session opened afresh (the token
+         * may have dropped idle sessions, or a module reload invalidated them). */
+        session_give(hsm, s, rv);
+        if (!rv_is_session_gone(rv)) break;
+    }
+    return rv;
+}
+
+static CK_RV probe_once(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, void *arg)
+{
+    CK_SESSION_INFO info;
+    CK_RV rv = f->C_GetSessionInfo(s, &info);
+
+    (void)arg;
+    if (rv == CKR_OK && info.slotID != hsm->slot) rv = CKR_DEVICE_ERROR;
+    /* A token that logged us out answers CKR_USER_NOT_LOGGED_IN to the next key operation:
+     * hf_hsm_run logs in again on that, so ask for it here too. */
+    if (rv == CKR_OK && info.state != CKS_RW_USER_FUNCTIONS) rv = CKR_USER_NOT_LOGGED_IN;
+    return rv;
+}
+
+CK_RV hf_hsm_probe(struct hf_hsm *hsm)
+{
+    return hf_hsm_run(hsm, probe_once, NULL);
 }

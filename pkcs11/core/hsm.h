@@ -63,6 +63,35 @@ CK_RV hf_hsm_mac_key_ensure(struct hf_hsm *hsm, const char *mac_label);
 CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data, size_t len,
                   unsigned char mac[HF_HSM_MAC_LEN]);
 
+/* Any PKCS#11 work on the token. fn runs on a logged-in session taken from the handle's pool
+ * (at most a few are open: SoftHSMv2 slows down with more threads inside it), under the token
+ * lock shared, and the session goes back afterwards. hsm and arg are passed through (borrowed for
+ * the call); s is the caller's for the call only: fn must leave no operation active on it and
+ * must not close it. fn may run twice: once more on a fresh session when the first answered
+ * CKR_SESSION_HANDLE_INVALID or CKR_SESSION_CLOSED (the session is closed and dropped; so is one
+ * that answered CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED or CKR_TOKEN_NOT_PRESENT), and once more
+ * after logging in again when it answered CKR_USER_NOT_LOGGED_IN. So fn must be safe to repeat
+ * (it must not have consumed arg's input when it fails). Returns fn's result, or the session
+ * pool's (e.g. CKR_DEVICE_ERROR when no session can be opened). */
+typedef CK_RV (*hf_hsm_session_fn)(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
+                                   void *arg);
+CK_RV hf_hsm_run(struct hf_hsm *hsm, hf_hsm_session_fn fn, void *arg);
+
+/* Cheap liveness: C_GetSessionInfo on a pooled session through hf_hsm_run. CKR_OK when the token
+ * answers on a session logged in as user; a lost session is replaced once first. */
+CK_RV hf_hsm_probe(struct hf_hsm *hsm);
+
+/* Token objects by class and label, for use inside an hf_hsm_run callback (s is its session):
+ * found once with C_FindObjects and cached per handle (SoftHSMv2 2.6's C_FindObjects rereads
+ * every object of the token: ARCHITECTURE.md). *h is CK_INVALID_HANDLE, with CKR_OK, when the
+ * token has no such object (not cached: it may be created later). When the token answers a
+ * cached handle with CKR_OBJECT_HANDLE_INVALID or CKR_KEY_HANDLE_INVALID (deleted, re-created
+ * by another process), hf_hsm_object_forget drops it and the next find searches again. The
+ * root KEK and the MAC keys live in the same cache (class CKO_SECRET_KEY). */
+CK_RV hf_hsm_object_find(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls,
+                         const char *label, CK_OBJECT_HANDLE *h);
+void hf_hsm_object_forget(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label);
+
 /* After fork(): forget the parent's module state without calling into it. */
 void hf_hsm_abandon(struct hf_hsm *hsm);
 
