@@ -12,6 +12,7 @@ UNIT_TESTS = \
 	tests/unit/test-crypto \
 	tests/unit/test-source-local \
 	tests/unit/test-hsm-multiprocess \
+	tests/unit/test-pool \
 	tests/unit/test-audit \
 	tests/unit/test-core \
 	tests/unit/test-policy \
@@ -49,6 +50,9 @@ tests_unit_test_source_local_LDADD = $(UNIT_LDADD)
 tests_unit_test_hsm_multiprocess_SOURCES = tests/unit/test-hsm-multiprocess.c
 tests_unit_test_hsm_multiprocess_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_hsm_multiprocess_LDADD = $(UNIT_LDADD)
+tests_unit_test_pool_SOURCES = tests/unit/test-pool.c
+tests_unit_test_pool_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_pool_LDADD = $(UNIT_LDADD)
 tests_unit_test_audit_SOURCES = tests/unit/test-audit.c
 tests_unit_test_audit_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_audit_LDADD = $(UNIT_LDADD)
