@@ -535,6 +535,97 @@ static void test_many_threads_with_random_failures_on_a_all_succeed(void)
     hf_pool_close(pool);
 }
 
+/* hf_hsm_object_find through the pool: a secret key made on the member it ran on is found, and
+ * found again from the cache after the token lost it, until forgotten. */
+struct object_job {
+    int step; /* 0: make and find; 1: destroy behind the cache, find; 2: forget, find */
+    size_t member;
+    CK_OBJECT_HANDLE found;
+};
+
+#define OBJ_LABEL "hf-pool-test-key"
+
+static CK_RV object_work(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                         CK_SESSION_HANDLE s, void *arg)
+{
+    struct object_job *j = arg;
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_ULONG len = 16;
+    CK_BBOOL yes = CK_TRUE;
+    CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},
+        {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_VALUE_LEN, &len, sizeof(len)},
+        {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_LABEL, OBJ_LABEL, strlen(OBJ_LABEL)},
+    };
+    CK_OBJECT_HANDLE h;
+    CK_RV rv;
+
+    if (j->step > 0 && member != j->member) return CKR_DEVICE_ERROR; /* stay on one member */
+    j->member = member;
+    if (j->step == 0 &&
+        (rv = f->C_GenerateKey(s, &mech, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), &h)) != CKR_OK)
+        return rv;
+    if (j->step == 1) {
+        if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, OBJ_LABEL, &h)) != CKR_OK) return rv;
+        if ((rv = f->C_DestroyObject(s, h)) != CKR_OK) return rv;
+    }
+    if (j->step == 2) hf_hsm_object_forget(hsm, CKO_SECRET_KEY, OBJ_LABEL);
+    return hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, OBJ_LABEL, &j->found);
+}
+
+static void test_object_handles_are_cached_per_member_until_forgotten(void)
+{
+    struct hf_pool *pool = pool_open(1, 8, 10000);
+    struct object_job j = {0};
+    CK_OBJECT_HANDLE first;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pool);
+    CU_ASSERT_EQUAL_FATAL(hf_pool_run(pool, object_work, &j), CKR_OK);
+    CU_ASSERT_NOT_EQUAL(j.found, CK_INVALID_HANDLE);
+    first = j.found;
+    /* Later steps must land on the same member: the other answers CKR_DEVICE_ERROR and is
+     * taken out, so the retry comes back to it. */
+    j.step = 1;
+    CU_ASSERT_EQUAL(hf_pool_run(pool, object_work, &j), CKR_OK);
+    CU_ASSERT_EQUAL(j.found, first); /* from the cache: the token no longer has it */
+    j.step = 2;
+    CU_ASSERT_EQUAL(hf_pool_run(pool, object_work, &j), CKR_OK);
+    CU_ASSERT_EQUAL(j.found, CK_INVALID_HANDLE);
+    hf_pool_close(pool);
+}
+
+static void *closer_main(void *arg)
+{
+    hf_pool_close(arg);
+    return NULL;
+}
+
+static void test_close_waits_for_the_call_in_flight(void)
+{
+    struct hf_pool *pool = pool_open(2, 8, 50);
+    struct caller c;
+    pthread_t closer;
+    uint64_t t0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pool);
+    hold_set(A, true);
+    CU_ASSERT_FATAL(caller_start(&c, pool));
+    CU_ASSERT_FATAL(held_wait(A, 1));
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&closer, NULL, closer_main, pool), 0);
+    sleep_ms(100);
+    CU_ASSERT_FALSE(atomic_load(&c.done));
+    t0 = ms_now();
+    hold_set(A, false);
+    pthread_join(c.thread, NULL);
+    pthread_join(closer, NULL); /* returns once the call ended; the pool is gone */
+    CU_ASSERT_EQUAL(c.rv, CKR_OK);
+    CU_ASSERT_TRUE(ms_now() - t0 < 1000);
+}
+
 static void test_open_refuses_a_wrong_pin(void)
 {
     struct hf_pool_member_spec specs[1] = {
@@ -569,6 +660,9 @@ int main(void)
         {"a full queue is throttled at once", test_a_full_queue_is_throttled_at_once},
         {"many threads with random failures on A all succeed",
          test_many_threads_with_random_failures_on_a_all_succeed},
+        {"object handles are cached per member until forgotten",
+         test_object_handles_are_cached_per_member_until_forgotten},
+        {"close waits for the call in flight", test_close_waits_for_the_call_in_flight},
         {"open refuses a wrong PIN", test_open_refuses_a_wrong_pin},
         CU_TEST_INFO_NULL,
     };
