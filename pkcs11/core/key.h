@@ -13,6 +13,8 @@
 #define HF_NAME_MAX 255
 /* The policy MAC of a key, version or link row (HMAC-SHA-256 under an HSM-held key: policy.h). */
 #define HF_POLICY_MAC_LEN 32
+#define HF_KEY_SOURCE_LOCAL "local"
+#define HF_KEY_SOURCE_POOL_PREFIX "pool:"
 
 enum hf_alg {
     HF_ALG_AES = 1, /* bits: 128, 192, 256 */
@@ -46,7 +48,9 @@ struct hf_key {
     unsigned long usage; /* HF_USAGE_* mask */
     unsigned long state; /* HF_STATE_* */
     char *owner;
-    char *source; /* "local" or an HSM pool name */
+    /* "local", or HF_KEY_SOURCE_POOL_PREFIX + an HSM pool's name ("pool:NAME", store.h): the
+     * prefix keeps a pool of any name apart from "local" */
+    char *source;
     bool exportable;
     int64_t created; /* seconds since the epoch */
     int64_t updated;

@@ -153,6 +153,26 @@ static void enc_link(struct enc *e, const struct hf_link *l)
     enc_u64(e, l->blocked ? 1 : 0);
 }
 
+/* The pool and every member, in order: a member's module path decides what code every node
+ * loads, its PIN source where the PIN comes from. */
+static void enc_pool(struct enc *e, const struct hf_store_pool *p)
+{
+    enc_str(e, "holdfast policy v1: pool");
+    enc_str(e, p->name);
+    enc_u64(e, (uint64_t)p->mode);
+    enc_u64(e, p->n_members);
+    for (size_t i = 0; i < p->n_members; i++) {
+        const struct hf_store_pool_member *m = &p->members[i];
+        enc_str(e, m->name);
+        enc_str(e, m->module_path);
+        enc_str(e, m->token_label);
+        enc_str(e, m->token_serial);
+        enc_str(e, m->pin_file);
+        enc_str(e, m->pin_env);
+        enc_u64(e, m->concurrency);
+    }
+}
+
 /* ---- MACs ---- */
 
 static CK_RV enc_mac(struct hf_policy *p, const struct enc *e, unsigned char mac[HF_POLICY_MAC_LEN])
@@ -188,6 +208,16 @@ CK_RV hf_policy_link_mac(struct hf_policy *policy, const struct hf_link *link,
 
     if (policy == NULL || link == NULL || mac == NULL) return CKR_ARGUMENTS_BAD;
     enc_link(&e, link);
+    return enc_done(&e, enc_mac(policy, &e, mac));
+}
+
+CK_RV hf_policy_pool_mac(struct hf_policy *policy, const struct hf_store_pool *pool,
+                         unsigned char mac[HF_POLICY_MAC_LEN])
+{
+    struct enc e = {0};
+
+    if (policy == NULL || pool == NULL || mac == NULL) return CKR_ARGUMENTS_BAD;
+    enc_pool(&e, pool);
     return enc_done(&e, enc_mac(policy, &e, mac));
 }
 
@@ -236,7 +266,7 @@ static void verified_add(struct hf_policy *p, const unsigned char d[DIGEST_LEN])
 
 /* Which row failed, for the log and the audit record. */
 struct row_id {
-    const char *what; /* "key", "version", "link" */
+    const char *what; /* "key", "version", "link", "pool" */
     const char *key_uuid;
     const char *key_name;
     unsigned version;
@@ -257,8 +287,8 @@ static CK_RV row_refuse(struct hf_policy *p, const struct row_id *id, const char
     char detail[320];
     struct hf_audit_record rec = {.api = "core",
                                   .operation = "policy.check",
-                                  .key_uuid = id->key_uuid,
-                                  .key_name = id->key_name,
+                                  .key_uuid = id->key_uuid[0] ? id->key_uuid : NULL,
+                                  .key_name = id->key_uuid[0] ? id->key_name : NULL,
                                   .version = id->version,
                                   .detail = detail,
                                   .result = CKR_HF_POLICY_INVALID,
@@ -267,6 +297,9 @@ static CK_RV row_refuse(struct hf_policy *p, const struct row_id *id, const char
     if (id->link_type)
         snprintf(detail, sizeof(detail), "%s row %.32s:%.200s %s", id->what, id->link_type,
                  id->link_id, why);
+    else if (id->key_uuid[0] == '\0') /* a pool: no key */
+        snprintf(detail, sizeof(detail), "%s row %.64s %s", id->what,
+                 id->key_name ? id->key_name : "", why);
     else
         snprintf(detail, sizeof(detail), "%s row %s", id->what, why);
     if (p->audit && hf_audit_append(p->audit, &rec, NULL) != CKR_OK)
@@ -274,8 +307,8 @@ static CK_RV row_refuse(struct hf_policy *p, const struct row_id *id, const char
     snprintf(uuid, sizeof(uuid), "%s", id->key_uuid);
     text_tame(uuid);
     text_tame(detail);
-    hf_log_error("policy: key %s: %s: refused (the store was changed outside Holdfast)", uuid,
-                 detail);
+    hf_log_error("policy: %s%s%s%s: refused (the store was changed outside Holdfast)",
+                 uuid[0] ? "key " : "", uuid, uuid[0] ? ": " : "", detail);
     return CKR_HF_POLICY_INVALID;
 }
 
@@ -329,6 +362,23 @@ static CK_RV hook_link_check(void *ctx, const struct hf_link *l)
 
     enc_link(&e, l);
     return enc_done(&e, row_check(ctx, &e, l->mac, l->has_mac, &id));
+}
+
+static CK_RV hook_pool_check(void *ctx, const struct hf_store_pool *p)
+{
+    struct row_id id = {"pool", "", p->name, 0, NULL, NULL};
+    struct enc e = {0};
+
+    enc_pool(&e, p);
+    return enc_done(&e, row_check(ctx, &e, p->mac, p->has_mac, &id));
+}
+
+static CK_RV hook_pool_seal(void *ctx, struct hf_store_pool *p)
+{
+    CK_RV rv = hf_policy_pool_mac(ctx, p, p->mac);
+
+    p->has_mac = rv == CKR_OK;
+    return rv;
 }
 
 static CK_RV hook_key_seal(void *ctx, struct hf_key *k)
@@ -402,13 +452,15 @@ CK_RV hf_policy_open(struct hf_hsm *hsm, const char *mac_label, struct hf_policy
         return CKR_HOST_MEMORY;
     }
     p->hsm = hsm;
-    p->hooks = (struct hf_store_policy){p,
-                                        hook_key_seal,
-                                        hook_version_seal,
-                                        hook_link_seal,
-                                        hook_key_check,
-                                        hook_version_check,
-                                        hook_link_check};
+    p->hooks = (struct hf_store_policy){.ctx = p,
+                                        .key_seal = hook_key_seal,
+                                        .version_seal = hook_version_seal,
+                                        .link_seal = hook_link_seal,
+                                        .key_check = hook_key_check,
+                                        .version_check = hook_version_check,
+                                        .link_check = hook_link_check,
+                                        .pool_seal = hook_pool_seal,
+                                        .pool_check = hook_pool_check};
     *out = p;
     return CKR_OK;
 }

@@ -10,6 +10,8 @@
  *            labels (the module derives CKA_LOCAL from hf.imported)
  *   version: uuid, key uuid, version number, state, kek label, public key DER
  *   link:    type, ext_id, key uuid, blocked
+ *   pool:    name, mode, and every member in order: name, module path, token label and serial,
+ *            pin_file, pin_env, concurrency (store.h: a module path decides what code runs)
  * Not covered: created/updated times (descriptive), the row ids (the local cache checks what a
  * cached entry was loaded for), the wrapped blob (bound to its row by the wrap itself). A
  * destroyed version without material needs no MAC: there is nothing left in it to protect.
@@ -56,6 +58,8 @@ CK_RV hf_policy_key_mac(struct hf_policy *policy, const struct hf_key *key,
 CK_RV hf_policy_version_mac(struct hf_policy *policy, const struct hf_key_version *v,
                             unsigned char mac[HF_POLICY_MAC_LEN]);
 CK_RV hf_policy_link_mac(struct hf_policy *policy, const struct hf_link *link,
+                         unsigned char mac[HF_POLICY_MAC_LEN]);
+CK_RV hf_policy_pool_mac(struct hf_policy *policy, const struct hf_store_pool *pool,
                          unsigned char mac[HF_POLICY_MAC_LEN]);
 
 #endif

@@ -62,6 +62,11 @@ struct hf_store_ops {
     CK_RV (*object_update)(struct hf_store *store, const struct hf_store_object *obj);
     CK_RV (*object_delete)(struct hf_store *store, int64_t id);
     CK_RV (*object_list)(struct hf_store *store, struct hf_store_object **objs, size_t *n);
+    CK_RV (*pool_insert)(struct hf_store *store, const struct hf_store_pool *pool);
+    CK_RV (*pool_get)(struct hf_store *store, const char *name, struct hf_store_pool *out);
+    CK_RV (*pool_list)(struct hf_store *store, struct hf_store_pool **pools, size_t *n);
+    /* source: the key source that names the pool (refused while a live key has it). */
+    CK_RV (*pool_delete)(struct hf_store *store, const char *name, const char *source);
 };
 /* clang-format on */
 

@@ -87,6 +87,31 @@ static const char *const migrations[] = {
     "  value BLOB,"
     "  attrs BLOB,"
     "  created INTEGER NOT NULL);",
+    /* v5: HSM pools (store.h): a pool row and its members, MAC'd together (policy.h). A member
+     * names its PIN's file or environment variable, never the PIN. IF NOT EXISTS, and the CHECKs
+     * repeat the store's rules, so that no writer (a newer build, a hand) leaves a pool that
+     * this build would misread. */
+    "CREATE TABLE IF NOT EXISTS pools ("
+    "  name TEXT PRIMARY KEY NOT NULL,"
+    "  mode TEXT NOT NULL CHECK (mode IN ('plain', 'clone', 'export')),"
+    "  created INTEGER NOT NULL,"
+    "  updated INTEGER NOT NULL,"
+    "  mac BLOB) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS pool_members ("
+    "  pool TEXT NOT NULL REFERENCES pools(name) ON DELETE CASCADE,"
+    "  position INTEGER NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  module_path TEXT NOT NULL,"
+    "  token_label TEXT,"
+    "  token_serial TEXT,"
+    "  pin_file TEXT,"
+    "  pin_env TEXT,"
+    "  concurrency INTEGER NOT NULL CHECK (concurrency BETWEEN 1 AND 1024),"
+    "  CHECK (token_label IS NOT NULL OR token_serial IS NOT NULL),"
+    "  CHECK ((pin_file IS NULL) != (pin_env IS NULL)),"
+    "  PRIMARY KEY (pool, name),"
+    "  UNIQUE (pool, position)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS keys_by_source ON keys (source);",
 };
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -104,6 +129,8 @@ int hf_store_schema_version_current(void)
     "id, uuid, key_uuid, version, state, created, kek_label, wrapped, public_der, mac"
 #define LINK_COLS "id, type, ext_id, key_uuid, blocked, created, updated, mac"
 #define OBJECT_COLS "id, class, private, label, ckaid, value, attrs, created"
+#define POOL_COLS "name, mode, created, updated, mac"
+#define MEMBER_COLS "name, module_path, token_label, token_serial, pin_file, pin_env, concurrency"
 /* A destroyed version without material needs no MAC (policy.h). */
 #define VERSION_NEEDS_MAC "NOT (state = 5 AND wrapped IS NULL)"
 
@@ -158,6 +185,14 @@ enum stmt_id {
     ST_LINK_TYPE_ADD,
     ST_LINK_TYPE_GET,
     ST_LINK_TYPES_ALL,
+    ST_POOL_INSERT,
+    ST_POOL_MEMBER_INSERT,
+    ST_POOL_GET,
+    ST_POOLS_ALL,
+    ST_POOL_MEMBERS_OF,
+    ST_POOL_IN_USE,
+    ST_POOL_MEMBERS_DELETE,
+    ST_POOL_DELETE,
     N_STMTS
 };
 
@@ -230,6 +265,16 @@ static const char *const stmt_sql[N_STMTS] = {
                          "ON CONFLICT (name) DO NOTHING",
     [ST_LINK_TYPE_GET] = "SELECT name FROM link_types WHERE name = ?",
     [ST_LINK_TYPES_ALL] = "SELECT name FROM link_types ORDER BY name",
+    [ST_POOL_INSERT] = "INSERT INTO pools (" POOL_COLS ") VALUES (?,?,?,?,?)",
+    [ST_POOL_MEMBER_INSERT] =
+        "INSERT INTO pool_members (pool, position, " MEMBER_COLS ") VALUES (?,?,?,?,?,?,?,?,?)",
+    [ST_POOL_GET] = "SELECT " POOL_COLS " FROM pools WHERE name = ?",
+    [ST_POOLS_ALL] = "SELECT " POOL_COLS " FROM pools ORDER BY name",
+    [ST_POOL_MEMBERS_OF] =
+        "SELECT " MEMBER_COLS " FROM pool_members WHERE pool = ? ORDER BY position",
+    [ST_POOL_IN_USE] = "SELECT uuid FROM keys WHERE source = ? AND state != 5 LIMIT 1",
+    [ST_POOL_MEMBERS_DELETE] = "DELETE FROM pool_members WHERE pool = ?",
+    [ST_POOL_DELETE] = "DELETE FROM pools WHERE name = ?",
 };
 
 struct sqlite_store {
@@ -1519,6 +1564,181 @@ static CK_RV sq_object_list(struct hf_store *store, struct hf_store_object **obj
     return CKR_OK;
 }
 
+/* ---- HSM pools ---- */
+
+static CK_RV pool_from_row(sqlite3_stmt *st, struct hf_store_pool *p)
+{
+    const unsigned char *mode = sqlite3_column_text(st, 1);
+
+    memset(p, 0, sizeof(*p));
+    /* An unknown word reads as mode 0: the MAC check (or hf_store_pool_is_valid) refuses it. */
+    if (!mode || !hf_pool_mode_parse((const char *)mode, &p->mode)) p->mode = 0;
+    p->created = sqlite3_column_int64(st, 2);
+    p->updated = sqlite3_column_int64(st, 3);
+    col_mac(st, 4, p->mac, &p->has_mac);
+    return col_dup(st, 0, &p->name) && p->name ? CKR_OK : CKR_HOST_MEMORY;
+}
+
+static CK_RV member_row(sqlite3_stmt *st, void *elem)
+{
+    struct hf_store_pool_member *m = elem;
+
+    memset(m, 0, sizeof(*m));
+    m->concurrency = (unsigned)sqlite3_column_int64(st, 6);
+    if (col_dup(st, 0, &m->name) && col_dup(st, 1, &m->module_path) &&
+        col_dup(st, 2, &m->token_label) && col_dup(st, 3, &m->token_serial) &&
+        col_dup(st, 4, &m->pin_file) && col_dup(st, 5, &m->pin_env))
+        return CKR_OK;
+    hf_store_pool_member_clear(m);
+    return CKR_HOST_MEMORY;
+}
+
+static CK_RV pool_row(sqlite3_stmt *st, void *elem)
+{
+    return pool_from_row(st, elem);
+}
+
+/* Reads p->name's members into p, in order (lock held, inside a transaction). */
+static CK_RV members_load(struct sqlite_store *s, struct hf_store_pool *p)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_POOL_MEMBERS_OF, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, p->name)) return bind_fail(s, "read pool members");
+    return rows_read(s, st, member_row, sizeof(*p->members), (void **)&p->members, &p->n_members);
+}
+
+static CK_RV pool_insert_tx(struct sqlite_store *s, const struct hf_store_pool *p)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_POOL_INSERT, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, p->name) || bind_text(st, 2, hf_pool_mode_name(p->mode)) ||
+        sqlite3_bind_int64(st, 3, p->created) || sqlite3_bind_int64(st, 4, p->updated) ||
+        bind_mac(st, 5, mac_of(p->mac, p->has_mac)))
+        return bind_fail(s, "write pool");
+    if ((rv = step_done(s, st, "write pool")) != CKR_OK) return rv;
+    for (size_t i = 0; i < p->n_members; i++) {
+        const struct hf_store_pool_member *m = &p->members[i];
+        if ((rv = stmt_get(s, ST_POOL_MEMBER_INSERT, &st)) != CKR_OK) return rv;
+        if (bind_text(st, 1, p->name) || sqlite3_bind_int64(st, 2, (sqlite3_int64)i) ||
+            bind_text(st, 3, m->name) || bind_text(st, 4, m->module_path) ||
+            bind_text(st, 5, m->token_label) || bind_text(st, 6, m->token_serial) ||
+            bind_text(st, 7, m->pin_file) || bind_text(st, 8, m->pin_env) ||
+            sqlite3_bind_int64(st, 9, m->concurrency))
+            return bind_fail(s, "write pool member");
+        if ((rv = step_done(s, st, "write pool member")) != CKR_OK) return rv;
+    }
+    return CKR_OK;
+}
+
+static CK_RV sq_pool_insert(struct hf_store *store, const struct hf_store_pool *pool)
+{
+    struct sqlite_store *s = store_lock(store);
+    CK_RV rv = tx_begin(s, true);
+
+    if (rv == CKR_OK) rv = tx_end(s, pool_insert_tx(s, pool), true);
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV pool_read(struct sqlite_store *s, const char *name, struct hf_store_pool *out)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_POOL_GET, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, name)) return bind_fail(s, "read pool");
+    if ((rv = step_row(s, st, "read pool")) != CKR_OK) return rv;
+    rv = pool_from_row(st, out);
+    sqlite3_reset(st);
+    return rv == CKR_OK ? members_load(s, out) : rv;
+}
+
+static CK_RV sq_pool_get(struct hf_store *store, const char *name, struct hf_store_pool *out)
+{
+    struct sqlite_store *s = store_lock(store);
+    struct hf_store_pool p = {0};
+    CK_RV rv;
+
+    /* One read transaction: the pool row and its members from one snapshot. */
+    if ((rv = tx_begin(s, false)) == CKR_OK) rv = tx_end(s, pool_read(s, name, &p), false);
+    store_unlock(s);
+    if (rv == CKR_OK)
+        *out = p;
+    else
+        hf_store_pool_clear(&p);
+    return rv;
+}
+
+static CK_RV pools_read(struct sqlite_store *s, struct hf_store_pool **pools, size_t *n)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_POOLS_ALL, &st)) != CKR_OK) return rv;
+    rv = rows_read(s, st, pool_row, sizeof(**pools), (void **)pools, n);
+    for (size_t i = 0; rv == CKR_OK && i < *n; i++)
+        rv = members_load(s, &(*pools)[i]);
+    return rv;
+}
+
+static CK_RV sq_pool_list(struct hf_store *store, struct hf_store_pool **pools, size_t *n)
+{
+    struct sqlite_store *s = store_lock(store);
+    struct hf_store_pool *p = NULL;
+    size_t count = 0;
+    CK_RV rv;
+
+    if ((rv = tx_begin(s, false)) == CKR_OK) rv = tx_end(s, pools_read(s, &p, &count), false);
+    store_unlock(s);
+    if (rv != CKR_OK) {
+        for (size_t i = 0; i < count; i++)
+            hf_store_pool_clear(&p[i]);
+        free(p);
+        return rv;
+    }
+    *pools = p;
+    *n = count;
+    return CKR_OK;
+}
+
+static CK_RV pool_delete_tx(struct sqlite_store *s, const char *name, const char *source)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    /* Inside the write transaction: a key made in the pool meanwhile is seen. */
+    if ((rv = stmt_get(s, ST_POOL_IN_USE, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, source)) return bind_fail(s, "delete pool");
+    rv = step_row(s, st, "delete pool");
+    if (rv == CKR_OK) {
+        sqlite3_reset(st);
+        hf_log_info("store: pool %s is the source of keys: not deleted", name);
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    }
+    if (rv != CKR_KEY_HANDLE_INVALID) return rv;
+    if ((rv = stmt_get(s, ST_POOL_MEMBERS_DELETE, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, name)) return bind_fail(s, "delete pool");
+    if ((rv = step_done(s, st, "delete pool members")) != CKR_OK) return rv;
+    if ((rv = stmt_get(s, ST_POOL_DELETE, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, name)) return bind_fail(s, "delete pool");
+    if ((rv = step_done(s, st, "delete pool")) != CKR_OK) return rv;
+    return sqlite3_changes(s->db) > 0 ? CKR_OK : CKR_KEY_HANDLE_INVALID;
+}
+
+static CK_RV sq_pool_delete(struct hf_store *store, const char *name, const char *source)
+{
+    struct sqlite_store *s = store_lock(store);
+    CK_RV rv = tx_begin(s, true);
+
+    if (rv == CKR_OK) rv = tx_end(s, pool_delete_tx(s, name, source), true);
+    store_unlock(s);
+    return rv;
+}
+
 /* ---- versions of schema and data ---- */
 
 static CK_RV schema_read(struct sqlite_store *s, int *version)
@@ -1722,4 +1942,8 @@ static const struct hf_store_ops sqlite_ops = {
     .object_update = sq_object_update,
     .object_delete = sq_object_delete,
     .object_list = sq_object_list,
+    .pool_insert = sq_pool_insert,
+    .pool_get = sq_pool_get,
+    .pool_list = sq_pool_list,
+    .pool_delete = sq_pool_delete,
 };

@@ -6,6 +6,7 @@
 #include "pkcs11/core/log.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -637,4 +638,197 @@ CK_RV hf_store_object_list(struct hf_store *store, struct hf_store_object **objs
 {
     return_val_if_fail(store && objs && n, CKR_ARGUMENTS_BAD);
     return store->ops->object_list(store, objs, n);
+}
+
+/* ---- HSM pools ---- */
+
+static const char *const pool_modes[] = {
+    [HF_POOL_MODE_PLAIN] = "plain",
+    [HF_POOL_MODE_CLONE] = "clone",
+    [HF_POOL_MODE_EXPORT] = "export",
+};
+
+const char *hf_pool_mode_name(enum hf_pool_mode mode)
+{
+    return mode >= HF_POOL_MODE_PLAIN && mode <= HF_POOL_MODE_EXPORT ? pool_modes[mode] : NULL;
+}
+
+bool hf_pool_mode_parse(const char *s, enum hf_pool_mode *mode)
+{
+    for (int m = HF_POOL_MODE_PLAIN; s && m <= HF_POOL_MODE_EXPORT; m++) {
+        if (strcmp(s, pool_modes[m]) == 0) {
+            *mode = (enum hf_pool_mode)m;
+            return true;
+        }
+    }
+    return false;
+}
+
+void hf_store_pool_member_clear(struct hf_store_pool_member *m)
+{
+    if (!m) return;
+    free(m->name);
+    free(m->module_path);
+    free(m->token_label);
+    free(m->token_serial);
+    free(m->pin_file);
+    free(m->pin_env);
+    memset(m, 0, sizeof(*m));
+}
+
+void hf_store_pool_clear(struct hf_store_pool *pool)
+{
+    if (!pool) return;
+    for (size_t i = 0; pool->members && i < pool->n_members; i++)
+        hf_store_pool_member_clear(&pool->members[i]);
+    free(pool->members);
+    free(pool->name);
+    memset(pool, 0, sizeof(*pool));
+}
+
+bool hf_pool_name_is_valid(const char *name)
+{
+    return hf_name_is_valid(name, HF_POOL_NAME_MAX, '-');
+}
+
+/* 1..max bytes, none a control character. */
+static bool text_is_valid(const char *s, size_t max)
+{
+    size_t len = s ? strlen(s) : 0;
+
+    if (len == 0 || len > max) return false;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) return false;
+    return true;
+}
+
+static bool path_is_valid(const char *s)
+{
+    return text_is_valid(s, HF_POOL_PATH_MAX) && s[0] == '/';
+}
+
+static bool serial_is_valid(const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+
+    if (len == 0 || len > HF_POOL_TOKEN_SERIAL_MAX) return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z')))
+            return false;
+    return true;
+}
+
+/* POSIX's portable environment variable names: [A-Za-z_][A-Za-z0-9_]*. */
+static bool env_name_is_valid(const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+
+    if (len == 0 || len > 255 || (s[0] >= '0' && s[0] <= '9')) return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_'))
+            return false;
+    return true;
+}
+
+#define POOL_WHY(...)                                                                              \
+    do {                                                                                           \
+        if (why && whylen) snprintf(why, whylen, __VA_ARGS__);                                     \
+        return false;                                                                              \
+    } while (0)
+
+static bool member_is_valid(const struct hf_store_pool_member *m, char *why, size_t whylen)
+{
+    const char *n = m->name;
+
+    if (!hf_pool_name_is_valid(n))
+        POOL_WHY("a member name is 1 to %d of a-z, 0-9 and '-'", HF_POOL_NAME_MAX);
+    if (!path_is_valid(m->module_path))
+        POOL_WHY("member %s: the module path must be absolute (it is loaded on every node)", n);
+    if (!m->token_label && !m->token_serial)
+        POOL_WHY("member %s: give the token's label or its serial", n);
+    if (m->token_label && !text_is_valid(m->token_label, HF_POOL_TOKEN_LABEL_MAX))
+        POOL_WHY("member %s: a token label is 1 to %d characters", n, HF_POOL_TOKEN_LABEL_MAX);
+    if (m->token_serial && !serial_is_valid(m->token_serial))
+        POOL_WHY("member %s: a token serial is 1 to %d of 0-9, a-z, A-Z", n,
+                 HF_POOL_TOKEN_SERIAL_MAX);
+    if (!m->pin_file == !m->pin_env)
+        POOL_WHY("member %s: give exactly one PIN source, pin_file or pin_env", n);
+    if (m->pin_file && !path_is_valid(m->pin_file))
+        POOL_WHY("member %s: pin_file must be an absolute path", n);
+    if (m->pin_env && !env_name_is_valid(m->pin_env))
+        POOL_WHY("member %s: pin_env must be an environment variable's name", n);
+    if (m->concurrency < 1 || m->concurrency > HF_POOL_CONCURRENCY_MAX)
+        POOL_WHY("member %s: concurrency is 1 to %d", n, HF_POOL_CONCURRENCY_MAX);
+    return true;
+}
+
+bool hf_store_pool_is_valid(const struct hf_store_pool *pool, char *why, size_t whylen)
+{
+    if (why && whylen) why[0] = '\0';
+    if (!pool) POOL_WHY("no pool");
+    if (!hf_pool_name_is_valid(pool->name))
+        POOL_WHY("a pool name is 1 to %d of a-z, 0-9 and '-'", HF_POOL_NAME_MAX);
+    if (!hf_pool_mode_name(pool->mode)) POOL_WHY("the mode is plain, clone or export");
+    if (pool->n_members < 1 || pool->n_members > HF_POOL_MEMBERS_MAX || !pool->members)
+        POOL_WHY("a pool has 1 to %d members", HF_POOL_MEMBERS_MAX);
+    for (size_t i = 0; i < pool->n_members; i++) {
+        if (!member_is_valid(&pool->members[i], why, whylen)) return false;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(pool->members[i].name, pool->members[j].name) == 0)
+                POOL_WHY("member name %s is given twice", pool->members[i].name);
+    }
+    return true;
+}
+
+static CK_RV pool_checked(struct hf_store *store, CK_RV rv, struct hf_store_pool *p)
+{
+    if (rv != CKR_OK || !store->policy) return rv;
+    if ((rv = counted(store, store->policy->pool_check(store->policy->ctx, p))) != CKR_OK)
+        hf_store_pool_clear(p);
+    return rv;
+}
+
+CK_RV hf_store_pool_insert(struct hf_store *store, struct hf_store_pool *pool)
+{
+    char why[160];
+
+    return_val_if_fail(store && pool, CKR_ARGUMENTS_BAD);
+    if (!hf_store_pool_is_valid(pool, why, sizeof(why))) {
+        hf_log_info("store: pool refused: %s", why);
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    }
+    pool->has_mac = false;
+    CK_RV rv = store->policy ? store->policy->pool_seal(store->policy->ctx, pool) : CKR_OK;
+    return rv == CKR_OK ? store->ops->pool_insert(store, pool) : rv;
+}
+
+CK_RV hf_store_pool_get(struct hf_store *store, const char *name, struct hf_store_pool *out)
+{
+    return_val_if_fail(store && name && out, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_pool_name_is_valid(name), CKR_KEY_HANDLE_INVALID);
+    return pool_checked(store, store->ops->pool_get(store, name, out), out);
+}
+
+CK_RV hf_store_pool_list(struct hf_store *store, struct hf_store_pool **pools, size_t *n)
+{
+    return_val_if_fail(store && pools && n, CKR_ARGUMENTS_BAD);
+    CK_RV rv = store->ops->pool_list(store, pools, n);
+    size_t kept = 0;
+    if (rv != CKR_OK || !store->policy) return rv;
+    for (size_t i = 0; i < *n; i++)
+        if (pool_checked(store, CKR_OK, &(*pools)[i]) == CKR_OK) (*pools)[kept++] = (*pools)[i];
+    *n = kept;
+    return CKR_OK;
+}
+
+CK_RV hf_store_pool_delete(struct hf_store *store, const char *name)
+{
+    char source[sizeof(HF_KEY_SOURCE_POOL_PREFIX) + HF_POOL_NAME_MAX];
+
+    return_val_if_fail(store && name, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_pool_name_is_valid(name), CKR_KEY_HANDLE_INVALID);
+    snprintf(source, sizeof(source), "%s%s", HF_KEY_SOURCE_POOL_PREFIX, name);
+    return store->ops->pool_delete(store, name, source);
 }

@@ -106,6 +106,8 @@ CK_RV hf_store_link_type_list(struct hf_store *store, char ***names, size_t *n);
 CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *ext_id,
                           char key_uuid[HF_UUID_LEN + 1], bool *blocked);
 
+struct hf_store_pool;
+
 /* ---- policy MACs ----
  * The store is a database layer and knows no HSM; the core installs a policy (policy.h) whose
  * hooks MAC every key, version and link row this handle writes and check every one it reads, so
@@ -125,6 +127,9 @@ struct hf_store_policy {
     CK_RV (*key_check)(void *ctx, const struct hf_key *key);
     CK_RV (*version_check)(void *ctx, const struct hf_key_version *v);
     CK_RV (*link_check)(void *ctx, const struct hf_link *link);
+    /* A pool row with its members, as one (hf_store_pool_*). */
+    CK_RV (*pool_seal)(void *ctx, struct hf_store_pool *pool);
+    CK_RV (*pool_check)(void *ctx, const struct hf_store_pool *pool);
 };
 /* policy is borrowed (NULL: none); set it once, before the handle is shared between threads. */
 void hf_store_policy_set(struct hf_store *store, const struct hf_store_policy *policy);
@@ -176,5 +181,68 @@ CK_RV hf_store_object_update(struct hf_store *store, const struct hf_store_objec
 CK_RV hf_store_object_delete(struct hf_store *store, int64_t id);
 /* Every object, in id order: free each with hf_store_object_clear, then the array. */
 CK_RV hf_store_object_list(struct hf_store *store, struct hf_store_object **objs, size_t *n);
+
+/* ---- HSM pools ----
+ * A pool (pool.h runs one) as every node of a cluster sees it: its members, each a backend
+ * PKCS#11 module + token + PIN source + concurrency limit. The PIN itself is never stored: a
+ * member names a file or an environment variable that holds it on each node. A member's module
+ * path decides what code every node loads, so the pool row and all its members carry one policy
+ * MAC (the pool_seal/pool_check hooks above): a pool whose row or any member was edited outside
+ * Holdfast is CKR_HF_POLICY_INVALID, and left out of lists.
+ *
+ * Names (pool and member) are [a-z0-9-]{1,HF_POOL_NAME_MAX}. A key kept in a pool records its
+ * source as HF_KEY_SOURCE_POOL_PREFIX + the pool name ("pool:NAME", key.h); "local" is never a
+ * pool's, whatever its name. Results as above; insert answers CKR_ATTRIBUTE_VALUE_INVALID for a
+ * taken pool name or content hf_store_pool_is_valid refuses, delete CKR_ATTRIBUTE_VALUE_INVALID
+ * while a key that is not destroyed has the pool as its source. */
+#define HF_POOL_NAME_MAX 32
+#define HF_POOL_MEMBERS_MAX 64
+#define HF_POOL_CONCURRENCY_MAX 1024
+#define HF_POOL_TOKEN_LABEL_MAX 32  /* CK_TOKEN_INFO.label */
+#define HF_POOL_TOKEN_SERIAL_MAX 16 /* CK_TOKEN_INFO.serialNumber */
+#define HF_POOL_PATH_MAX 4096
+
+enum hf_pool_mode {
+    HF_POOL_MODE_PLAIN = 1,  /* each key lives on the member that made it */
+    HF_POOL_MODE_CLONE = 2,  /* copied to every member under the pool's replication key */
+    HF_POOL_MODE_EXPORT = 3, /* also kept wrapped under the pool's backup KEK in the store */
+};
+/* "plain", "clone", "export" (NULL for another value); parse answers false for another word. */
+const char *hf_pool_mode_name(enum hf_pool_mode mode);
+bool hf_pool_mode_parse(const char *s, enum hf_pool_mode *mode);
+
+struct hf_store_pool_member {
+    char *name;           /* unique within its pool */
+    char *module_path;    /* absolute: loaded by path on every node */
+    char *token_label;    /* 1..32 bytes; NULL when token_serial names the token */
+    char *token_serial;   /* 1..16 of [0-9A-Za-z]; may be NULL */
+    char *pin_file;       /* absolute path of the file holding the user PIN, or NULL */
+    char *pin_env;        /* name of the environment variable holding it, or NULL: one of both */
+    unsigned concurrency; /* 1..HF_POOL_CONCURRENCY_MAX calls in flight */
+};
+
+struct hf_store_pool {
+    char *name;
+    enum hf_pool_mode mode;
+    int64_t created, updated;
+    struct hf_store_pool_member *members; /* in the order given (the pool's member order) */
+    size_t n_members;                     /* 1..HF_POOL_MEMBERS_MAX */
+    unsigned char mac[HF_POLICY_MAC_LEN]; /* over the pool and its members; has_mac false: none */
+    bool has_mac;
+};
+
+/* Frees the members (not the struct) and leaves it zeroed. NULL is fine. */
+void hf_store_pool_clear(struct hf_store_pool *pool);
+void hf_store_pool_member_clear(struct hf_store_pool_member *m);
+bool hf_pool_name_is_valid(const char *name);
+/* The content rules above, member names unique; a reason for people in why (may be NULL). */
+bool hf_store_pool_is_valid(const struct hf_store_pool *pool, char *why, size_t whylen);
+/* Inserts the pool and its members in one transaction; pool->mac is filled in. */
+CK_RV hf_store_pool_insert(struct hf_store *store, struct hf_store_pool *pool);
+CK_RV hf_store_pool_get(struct hf_store *store, const char *name, struct hf_store_pool *out);
+/* Every pool with its members, sorted by name: free each with hf_store_pool_clear, then the
+ * array. */
+CK_RV hf_store_pool_list(struct hf_store *store, struct hf_store_pool **pools, size_t *n);
+CK_RV hf_store_pool_delete(struct hf_store *store, const char *name);
 
 #endif

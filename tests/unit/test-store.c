@@ -1298,6 +1298,194 @@ static CU_TestInfo link_meta_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+/* ---- HSM pools ---- */
+
+static void member_set(struct hf_store_pool_member *m, const char *name, const char *label,
+                       unsigned concurrency)
+{
+    char pin[64];
+
+    memset(m, 0, sizeof(*m));
+    snprintf(pin, sizeof(pin), "/etc/holdfast/%s.pin", name);
+    m->name = strdup(name);
+    m->module_path = strdup("/usr/lib/softhsm/libsofthsm2.so");
+    m->token_label = label ? strdup(label) : NULL;
+    m->pin_file = strdup(pin);
+    m->concurrency = concurrency;
+}
+
+/* A pool named name with n members m0, m1, ... (tokens t0, t1, ...), in that order. */
+static void pool_make(struct hf_store_pool *p, const char *name, size_t n)
+{
+    char mname[32], label[32];
+
+    memset(p, 0, sizeof(*p));
+    p->name = strdup(name);
+    p->mode = HF_POOL_MODE_CLONE;
+    p->created = p->updated = 1700000000;
+    p->members = calloc(n, sizeof(*p->members));
+    p->n_members = n;
+    for (size_t i = 0; i < n; i++) {
+        /* Names that sort against the order given: the store must keep the given order. */
+        snprintf(mname, sizeof(mname), "m%zu", n - i);
+        snprintf(label, sizeof(label), "t%zu", i);
+        member_set(&p->members[i], mname, label, (unsigned)(i + 1));
+    }
+}
+
+static void test_pools_insert_get_list_delete_keep_member_order(void)
+{
+    struct hf_store_pool p, q, got = {0}, *list = NULL;
+    size_t n = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    pool_make(&p, "west", 3);
+    free(p.members[2].pin_file);
+    p.members[2].pin_file = NULL;
+    p.members[2].pin_env = strdup("HF_POOL_PIN");
+    free(p.members[1].token_label);
+    p.members[1].token_label = NULL;
+    p.members[1].token_serial = strdup("0a1B2c3D");
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_insert(store, &p), CKR_OK);
+    pool_make(&q, "east", 1);
+    q.mode = HF_POOL_MODE_PLAIN;
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_insert(store, &q), CKR_OK);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_get(store, "west", &got), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(got.name, "west");
+    CU_ASSERT_EQUAL(got.mode, HF_POOL_MODE_CLONE);
+    CU_ASSERT_EQUAL(got.created, 1700000000);
+    CU_ASSERT_FALSE(got.has_mac); /* no policy on this handle */
+    CU_ASSERT_EQUAL_FATAL(got.n_members, 3);
+    CU_ASSERT_STRING_EQUAL(got.members[0].name, "m3");
+    CU_ASSERT_STRING_EQUAL(got.members[1].name, "m2");
+    CU_ASSERT_STRING_EQUAL(got.members[2].name, "m1");
+    CU_ASSERT_STRING_EQUAL(got.members[0].token_label, "t0");
+    CU_ASSERT_PTR_NULL(got.members[1].token_label);
+    CU_ASSERT_STRING_EQUAL(got.members[1].token_serial, "0a1B2c3D");
+    CU_ASSERT_STRING_EQUAL(got.members[0].module_path, "/usr/lib/softhsm/libsofthsm2.so");
+    CU_ASSERT_STRING_EQUAL(got.members[0].pin_file, "/etc/holdfast/m3.pin");
+    CU_ASSERT_PTR_NULL(got.members[2].pin_file);
+    CU_ASSERT_STRING_EQUAL(got.members[2].pin_env, "HF_POOL_PIN");
+    CU_ASSERT_EQUAL(got.members[0].concurrency, 1);
+    CU_ASSERT_EQUAL(got.members[2].concurrency, 3);
+    hf_store_pool_clear(&got);
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_list(store, &list, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(list[0].name, "east");
+    CU_ASSERT_EQUAL(list[0].mode, HF_POOL_MODE_PLAIN);
+    CU_ASSERT_EQUAL(list[0].n_members, 1);
+    CU_ASSERT_STRING_EQUAL(list[1].name, "west");
+    CU_ASSERT_EQUAL_FATAL(list[1].n_members, 3);
+    CU_ASSERT_STRING_EQUAL(list[1].members[2].name, "m1");
+    for (size_t i = 0; i < n; i++)
+        hf_store_pool_clear(&list[i]);
+    free(list);
+
+    CU_ASSERT_EQUAL(hf_store_pool_delete(store, "west"), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_pool_get(store, "west", &got), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_pool_delete(store, "west"), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pool_members WHERE pool = 'west'"), 0);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pool_members WHERE pool = 'east'"), 1);
+    /* The name is free again. */
+    CU_ASSERT_EQUAL(hf_store_pool_insert(store, &p), CKR_OK);
+    hf_store_pool_clear(&p);
+    hf_store_pool_clear(&q);
+}
+
+static void test_pool_duplicate_name_rejected_and_nothing_written(void)
+{
+    struct hf_store_pool p, q, got = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    pool_make(&p, "dup", 2);
+    pool_make(&q, "dup", 3);
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_insert(store, &p), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_pool_insert(store, &q), CKR_ATTRIBUTE_VALUE_INVALID);
+    /* The first pool is whole and alone: the second's members never landed. */
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pools"), 1);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pool_members"), 2);
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_get(store, "dup", &got), CKR_OK);
+    CU_ASSERT_EQUAL(got.n_members, 2);
+    hf_store_pool_clear(&got);
+    hf_store_pool_clear(&p);
+    hf_store_pool_clear(&q);
+}
+
+static void test_pool_content_rules(void)
+{
+    struct hf_store_pool p;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+#define REFUSED(edit)                                                                              \
+    do {                                                                                           \
+        pool_make(&p, "rules", 2);                                                                 \
+        edit;                                                                                      \
+        CU_ASSERT_EQUAL(hf_store_pool_insert(store, &p), CKR_ATTRIBUTE_VALUE_INVALID);             \
+        hf_store_pool_clear(&p);                                                                   \
+    } while (0)
+    REFUSED((free(p.name), p.name = strdup("Bad_Name")));
+    REFUSED(p.mode = 0);
+    REFUSED(p.n_members = 0);
+    REFUSED((free(p.members[1].name), p.members[1].name = strdup("m2"))); /* twice */
+    REFUSED((free(p.members[0].module_path), p.members[0].module_path = strdup("lib.so")));
+    REFUSED((free(p.members[0].token_label), p.members[0].token_label = NULL)); /* no token */
+    REFUSED((free(p.members[0].token_label), p.members[0].token_label = strdup("")));
+    REFUSED(p.members[0].token_serial = strdup("not-hex!"));
+    REFUSED(p.members[0].pin_env = strdup("PIN"));                        /* two sources */
+    REFUSED((free(p.members[0].pin_file), p.members[0].pin_file = NULL)); /* none */
+    REFUSED((free(p.members[0].pin_file), p.members[0].pin_file = strdup("rel.pin")));
+    REFUSED(p.members[0].concurrency = 0);
+    REFUSED(p.members[0].concurrency = HF_POOL_CONCURRENCY_MAX + 1);
+#undef REFUSED
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pools"), 0);
+    pool_make(&p, "rules", 2);
+    p.members[0].concurrency = HF_POOL_CONCURRENCY_MAX;
+    CU_ASSERT_EQUAL(hf_store_pool_insert(store, &p), CKR_OK);
+    hf_store_pool_clear(&p);
+}
+
+static void test_pool_in_use_by_a_key_is_not_deleted(void)
+{
+    struct hf_key key;
+    struct hf_key_version v1;
+    struct hf_store_pool p, got = {0};
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    pool_make(&p, "busy", 1);
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_insert(store, &p), CKR_OK);
+    key_make(&key, &v1, "in-pool");
+    free(key.source);
+    key.source = strdup(HF_KEY_SOURCE_POOL_PREFIX "busy");
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_insert(store, &key, &v1), CKR_OK);
+    /* A key whose source merely spells the bare name is not in the pool. */
+    CU_ASSERT_EQUAL_FATAL(key_add("other", NULL), CKR_OK);
+
+    CU_ASSERT_EQUAL(hf_store_pool_delete(store, "busy"), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_get(store, "busy", &got), CKR_OK);
+    CU_ASSERT_EQUAL(got.n_members, 1);
+    hf_store_pool_clear(&got);
+    /* A destroyed key keeps nothing in the pool. */
+    CU_ASSERT_EQUAL_FATAL(hf_store_key_destroy(store, key.uuid, 1700000200), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_pool_delete(store, "busy"), CKR_OK);
+    hf_key_clear(&key);
+    hf_key_version_clear(&v1);
+    hf_store_pool_clear(&p);
+}
+
+static CU_TestInfo pool_tests[] = {
+    T("pools insert, get, list, delete; members kept in the order given",
+      test_pools_insert_get_list_delete_keep_member_order),
+    T("a duplicate pool name is rejected and nothing of it written",
+      test_pool_duplicate_name_rejected_and_nothing_written),
+    T("pool content rules: names, mode, module path, token, one PIN source, concurrency",
+      test_pool_content_rules),
+    T("a pool that is a live key's source is not deleted",
+      test_pool_in_use_by_a_key_is_not_deleted),
+    CU_TEST_INFO_NULL,
+};
+
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
@@ -1306,6 +1494,7 @@ int main(void)
         {"store versions", suite_init, suite_cleanup, test_setup, test_teardown, version_tests},
         {"store links and meta", suite_init, suite_cleanup, test_setup, test_teardown,
          link_meta_tests},
+        {"store pools", suite_init, suite_cleanup, test_setup, test_teardown, pool_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);
