@@ -12,6 +12,7 @@
 #include "config.h"
 #include "crypto.h"
 #include "key.h"
+#include "pool.h"
 #include "source-local.h"
 #include "store.h"
 
@@ -151,6 +152,46 @@ CK_RV hf_core_link_type_add(struct hf_core *core, const char *name, const struct
  * vouches for them; a row whose MAC is wrong stays refused. Audited as "policy.adopt" with the
  * count in *n (may be NULL). */
 CK_RV hf_core_policy_adopt(struct hf_core *core, const struct hf_actor *who, size_t *n);
+
+/* HSM pools (core-pool.c; store.h has the model). Each call writes one audit record ("pool.add",
+ * "pool.remove", "pool.get", "pool.list", "pool.open", "pool.probe"), failed ones included; who
+ * may be NULL (api "core").
+ * add: pool->name, mode and members as the caller gives them (borrowed); created, updated and
+ * the MAC are filled in. CKR_ATTRIBUTE_VALUE_INVALID for content store.h's rules refuse (a
+ * module path that is not absolute, no or two PIN sources, ...; the reason is logged) or a taken
+ * name. remove: CKR_KEY_HANDLE_INVALID when there is no such pool, CKR_ATTRIBUTE_VALUE_INVALID
+ * while a key that is not destroyed is kept in it (source "pool:NAME"). get and list:
+ * CKR_HF_POLICY_INVALID for a pool whose row or members were edited outside Holdfast (list
+ * leaves it out); out and *pools are the caller's (hf_store_pool_clear, hf_core_pools_free). */
+CK_RV hf_core_pool_add(struct hf_core *core, struct hf_store_pool *pool,
+                       const struct hf_actor *who);
+CK_RV hf_core_pool_remove(struct hf_core *core, const char *name, const struct hf_actor *who);
+CK_RV hf_core_pool_get(struct hf_core *core, const char *name, const struct hf_actor *who,
+                       struct hf_store_pool *out);
+CK_RV hf_core_pool_list(struct hf_core *core, const struct hf_actor *who,
+                        struct hf_store_pool **pools, size_t *n);
+void hf_core_pools_free(struct hf_store_pool *pools, size_t n);
+
+/* Opens the pool's executor (pool.h) on this node: each member's PIN read from its pin_file
+ * (the secret-file rule of pkcs11/common/secret-file.h, group-readable refused too) or its
+ * pin_env, a lock file STATE_DIR/pool.NAME.MEMBER.lock per member, then hf_pool_open (opts may
+ * be NULL; as there); the PINs are wiped once it has its copies. A PIN source that fails is
+ * CKR_PIN_INVALID, a member named by serial alone CKR_FUNCTION_NOT_SUPPORTED (hsm.c finds
+ * tokens by label), the reason logged, never the PIN. *out is the caller's (hf_pool_close). */
+CK_RV hf_core_pool_open(struct hf_core *core, const char *name, const struct hf_pool_options *opts,
+                        struct hf_pool **out);
+
+/* Opens each member on its own and probes it (hf_hsm_open, hf_hsm_probe), so that one member's
+ * failure (a wrong PIN, which fails hf_pool_open whole) is told apart from the others': one
+ * result per member, in order. CKR_OK when the pool could be read, whatever the members said. */
+struct hf_core_pool_probe {
+    char *member;     /* owned */
+    CK_RV rv;         /* CKR_OK: the member answers */
+    char reason[520]; /* a PIN source's problem in words, or "" (then rv says it) */
+};
+CK_RV hf_core_pool_probe(struct hf_core *core, const char *name, const struct hf_actor *who,
+                         struct hf_core_pool_probe **results, size_t *n);
+void hf_core_pool_probes_free(struct hf_core_pool_probe *results, size_t n);
 
 /* The usable material of a version (local source: unwrapped once, then cached). New reference. */
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pkcs11/core/core.h"
@@ -631,6 +632,161 @@ static void test_a_store_from_before_policy_macs_is_migrated_at_first_open(void)
     hf_test_env_teardown(&old);
 }
 
+/* Records of operation op in the audit log whose line holds every one of the strings given
+ * (NULL-terminated): the file is in stream chunks, not in time order, so "the last" of an
+ * operation is not what a test just wrote. */
+static int audit_count(const char *op, ...)
+{
+    char line[8192], want[64];
+    FILE *fp = fopen(audit_path, "r");
+    int n = 0;
+
+    if (fp == NULL) return -1;
+    snprintf(want, sizeof(want), "\"op\":\"%s\"", op);
+    while (fgets(line, sizeof(line), fp) != NULL) {
+        va_list ap;
+        const char *s;
+        bool all = strstr(line, want) != NULL;
+        va_start(ap, op);
+        while (all && (s = va_arg(ap, const char *)) != NULL)
+            all = strstr(line, s) != NULL;
+        va_end(ap);
+        n += all;
+    }
+    fclose(fp);
+    return n;
+}
+
+/* A one-member pool on the env's own backend token, its PIN from the env's PIN file. */
+static void pool_on_backend(struct hf_store_pool *p, const char *name)
+{
+    memset(p, 0, sizeof(*p));
+    p->name = strdup(name);
+    p->mode = HF_POOL_MODE_PLAIN;
+    p->members = calloc(1, sizeof(*p->members));
+    p->n_members = 1;
+    p->members[0].name = strdup("m1");
+    p->members[0].module_path = strdup(env.cfg.hsm_module);
+    p->members[0].token_label = strdup(env.cfg.hsm_token);
+    p->members[0].pin_file = strdup(env.cfg.hsm_pin_file);
+    p->members[0].concurrency = 2;
+}
+
+static void test_a_pool_member_module_path_edited_in_the_store_is_refused(void)
+{
+    struct hf_store_pool p, got = {0}, *list = NULL;
+    struct hf_pool_member_status st;
+    struct hf_pool *pool = NULL;
+    size_t n = 0;
+
+    pool_on_backend(&p, "edited");
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_add(core, &p, &cli), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_get(core, "edited", &cli, &got), CKR_OK);
+    CU_ASSERT_TRUE(got.has_mac);
+    hf_store_pool_clear(&got);
+    /* Opened as it was added: the member logs in with the PIN from its file. */
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_open(core, "edited", NULL, &pool), CKR_OK);
+    CU_ASSERT_EQUAL(hf_pool_status(pool, &st, 1), 1);
+    CU_ASSERT_TRUE(st.healthy);
+    CU_ASSERT_STRING_EQUAL(st.name, "m1");
+    hf_pool_close(pool);
+    pool = NULL;
+
+    /* Whoever can write the store points the member at a module of their own. */
+    sql(db_path, "UPDATE pool_members SET module_path = '/tmp/evil.so' WHERE pool = 'edited'");
+    CU_ASSERT_EQUAL(hf_core_pool_get(core, "edited", &cli, &got), CKR_HF_POLICY_INVALID);
+    CU_ASSERT_EQUAL(audit_count("policy.check", "\"pool row edited fails its policy MAC\"",
+                                "\"ok\":false", NULL),
+                    1);
+    CU_ASSERT_EQUAL(hf_core_pool_open(core, "edited", NULL, &pool), CKR_HF_POLICY_INVALID);
+    CU_ASSERT_PTR_NULL(pool);
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_list(core, &cli, &list, &n), CKR_OK);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_STRING_NOT_EQUAL(list[i].name, "edited");
+    hf_core_pools_free(list, n);
+    /* So are a member's PIN source and the mode, and a member added by hand. */
+    sql(db_path, "UPDATE pool_members SET module_path = '%s' WHERE pool = 'edited'",
+        env.cfg.hsm_module);
+    CU_ASSERT_EQUAL(hf_core_pool_get(core, "edited", &cli, &got), CKR_OK);
+    hf_store_pool_clear(&got);
+    sql(db_path, "UPDATE pool_members SET pin_file = '/tmp/pin' WHERE pool = 'edited'");
+    CU_ASSERT_EQUAL(hf_core_pool_get(core, "edited", &cli, &got), CKR_HF_POLICY_INVALID);
+    sql(db_path, "UPDATE pool_members SET pin_file = '%s' WHERE pool = 'edited'",
+        env.cfg.hsm_pin_file);
+    sql(db_path, "UPDATE pools SET mode = 'export' WHERE name = 'edited'");
+    CU_ASSERT_EQUAL(hf_core_pool_get(core, "edited", &cli, &got), CKR_HF_POLICY_INVALID);
+    sql(db_path, "UPDATE pools SET mode = 'plain' WHERE name = 'edited'");
+    sql(db_path,
+        "INSERT INTO pool_members (pool, position, name, module_path, token_label, pin_env, "
+        "concurrency) VALUES ('edited', 1, 'm2', '/tmp/evil.so', 'x', 'PIN', 1)");
+    CU_ASSERT_EQUAL(hf_core_pool_get(core, "edited", &cli, &got), CKR_HF_POLICY_INVALID);
+    sql(db_path, "DELETE FROM pool_members WHERE pool = 'edited' AND name = 'm2'");
+    CU_ASSERT_EQUAL(hf_core_pool_get(core, "edited", &cli, &got), CKR_OK);
+    hf_store_pool_clear(&got);
+    CU_ASSERT_EQUAL(hf_core_pool_remove(core, "edited", &cli), CKR_OK);
+    hf_store_pool_clear(&p);
+}
+
+static void test_pool_management_is_audited_and_pins_are_checked(void)
+{
+    struct hf_store_pool p;
+    struct hf_core_pool_probe *res = NULL;
+    struct hf_pool *pool = NULL;
+    char pin_path[PATH_MAX + 64];
+    size_t n = 0;
+    FILE *fp;
+
+    /* A relative module path is refused at add, and the refusal recorded. */
+    pool_on_backend(&p, "audited");
+    free(p.members[0].module_path);
+    p.members[0].module_path = strdup("libsofthsm2.so");
+    CU_ASSERT_EQUAL(hf_core_pool_add(core, &p, &cli), CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(
+        audit_count("pool.add", "pool=audited", "\"caller\":\"uid:4242\"", "\"ok\":false", NULL),
+        1);
+    hf_store_pool_clear(&p);
+
+    /* A group-readable PIN file: open and probe refuse it, and say so. */
+    pool_on_backend(&p, "audited");
+    snprintf(pin_path, sizeof(pin_path), "%s/group.pin", env.dir);
+    fp = fopen(pin_path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fprintf(fp, "%s\n", env.cfg.hsm_pin);
+    fclose(fp);
+    CU_ASSERT_EQUAL_FATAL(chmod(pin_path, 0640), 0);
+    free(p.members[0].pin_file);
+    p.members[0].pin_file = strdup(pin_path);
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_add(core, &p, &cli), CKR_OK);
+    CU_ASSERT_EQUAL(
+        audit_count("pool.add", "pool=audited mode=plain members=1", "\"ok\":true", NULL), 1);
+    CU_ASSERT_EQUAL(hf_core_pool_open(core, "audited", NULL, &pool), CKR_PIN_INVALID);
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_probe(core, "audited", &cli, &res, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT_EQUAL(res[0].rv, CKR_PIN_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res[0].reason, "group-readable"));
+    /* No PIN in the reason. */
+    CU_ASSERT_PTR_NULL(strstr(res[0].reason, env.cfg.hsm_pin));
+    hf_core_pool_probes_free(res, n);
+    CU_ASSERT_EQUAL_FATAL(chmod(pin_path, 0600), 0);
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_probe(core, "audited", &cli, &res, &n), CKR_OK);
+    CU_ASSERT_EQUAL(res[0].rv, CKR_OK);
+    hf_core_pools_free(NULL, 0);
+    hf_core_pool_probes_free(res, n);
+    CU_ASSERT_EQUAL(audit_count("pool.probe", "pool=audited m1=0x", "ok=0 failed=1", NULL), 1);
+    CU_ASSERT_EQUAL(audit_count("pool.probe", "pool=audited ok=1 failed=0", NULL), 1);
+    /* Lock files per member, beside the root token's. */
+    CU_ASSERT_EQUAL(hf_core_pool_open(core, "audited", NULL, &pool), CKR_OK);
+    hf_pool_close(pool);
+    snprintf(pin_path, sizeof(pin_path), "%s/pool.audited.m1.lock", env.cfg.state_dir);
+    CU_ASSERT_EQUAL(access(pin_path, F_OK), 0);
+
+    CU_ASSERT_EQUAL(hf_core_pool_remove(core, "audited", &cli), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_pool_remove(core, "audited", &cli), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(audit_count("pool.remove", "pool=audited", "\"ok\":false", NULL), 1);
+    CU_ASSERT_EQUAL(audit_count("pool.remove", "pool=audited", "\"ok\":true", NULL), 1);
+    hf_store_pool_clear(&p);
+}
+
 static CU_TestInfo edit_tests[] = {
     {"exportable flipped in the store is refused and audited",
      test_exportable_flipped_in_the_store_is_refused_and_audited},
@@ -652,6 +808,10 @@ static CU_TestInfo edit_tests[] = {
     {"Holdfast's own writes keep working: rename, label, rotate, state, destroy",
      test_holdfast_writes_keep_working},
     {"cached material follows its row, not its row id", test_cached_material_follows_its_row},
+    {"a pool member's module path edited in the store is refused",
+     test_a_pool_member_module_path_edited_in_the_store_is_refused},
+    {"pool management is audited; PIN files are checked",
+     test_pool_management_is_audited_and_pins_are_checked},
     CU_TEST_INFO_NULL,
 };
 
