@@ -137,5 +137,7 @@ int hf_cmd_store(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_uuid(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_token(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_object(struct hf_cli *cli, int argc, char **argv);
+/* cmd-pool.c: `pool add|list|show|probe|remove` */
+int hf_cmd_pool(struct hf_cli *cli, int argc, char **argv);
 
 #endif

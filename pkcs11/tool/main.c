@@ -42,6 +42,8 @@ static const struct hf_cli_command commands[] = {
     {"store", hf_cmd_store, "check", "check the key store holds only whole keys", NULL},
     {"token", hf_cmd_token, "status|unlock [--so]",
      "the token's PIN attempt counters; unlock a PIN locked by wrong PINs", NULL},
+    {"pool", hf_cmd_pool, "add|list|show|probe|remove ...",
+     "HSM pools: backend tokens (module, token, PIN source) kept in the key store", NULL},
     {"object", hf_cmd_object, "list|delete ...",
      "the certificate and data objects PKCS#11 software keeps on the token", NULL},
     {"uuid", hf_cmd_uuid, "",

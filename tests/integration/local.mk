@@ -19,7 +19,8 @@ INTEGRATION_TESTS = \
 	tests/integration/concurrency.sh \
 	tests/integration/crash-safety.sh \
 	tests/integration/pin-lockout.sh \
-	tests/integration/curves.sh
+	tests/integration/curves.sh \
+	tests/integration/pool-cli.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
 	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py \
