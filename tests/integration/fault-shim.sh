@@ -9,34 +9,17 @@
 # killed and restarted (what the client sees then is asserted, and written in
 # tests/shim/README.md).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
+. "${top_srcdir:-.}/tests/integration/shim-lib.sh"
 
-command -v softhsm2-util >/dev/null || hf_skip "softhsm2-util not installed"
 command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (OpenSC) not installed"
-[ -f "$SOFTHSM_MODULE" ] || hf_skip "SoftHSMv2 module $SOFTHSM_MODULE not installed"
-SHIM="$top_builddir/tests/shim/.libs/hf-fault-shim.so"
-[ -f "$SHIM" ] || hf_skip "$SHIM not built (make check builds it)"
+shim_need
 hf_tmpdir
 T=$HF_TMP
-
-mkdir -p "$T/tokens"
-printf 'directories.tokendir = %s/tokens\nobjectstore.backend = file\n' "$T" >"$T/softhsm2.conf"
-export SOFTHSM2_CONF="$T/softhsm2.conf"
-for label in "shim A" "shim B"; do
-    softhsm2-util --init-token --free --label "$label" --pin 1234 --so-pin 5678 >/dev/null ||
-        hf_fail "softhsm2-util --init-token $label"
-done
-
-# Copies, not links: glibc loads a file once per inode, and each copy finds its own .conf.
-cp "$SHIM" "$T/shimcopy1.so" && cp "$SHIM" "$T/shimcopy2.so" || hf_fail "copying the shim"
-S1="$T/shimcopy1.so"
-S2="$T/shimcopy2.so"
-# conf COPY LINE...: COPY's config, the real module SoftHSMv2 unless a line names another.
-conf() {
-    _c=$1
-    shift
-    { printf 'module = %s\ndead_file = %s.dead\n' "$SOFTHSM_MODULE" "$_c"; printf '%s\n' "$@"; } \
-        >"$_c.conf.new" && mv "$_c.conf.new" "$_c.conf"
-}
+shim_tokens "shim A" "shim B"
+shim_copy shimcopy1
+S1=$SHIM_COPY
+shim_copy shimcopy2
+S2=$SHIM_COPY
 conf "$S1"
 conf "$S2"
 
@@ -198,33 +181,12 @@ check "$(wc -l <"$T/noconf.err" | tr -d ' ')" 1 "lines on stderr without a confi
 # 6. A network HSM: p11-kit server over token "shim A", a copy of p11-kit-client.so behind a
 # third shim copy. The server forks a p11-kit-remote per connection: killing the listener alone
 # leaves open connections served, so an HSM dies here when both go (server_stop).
-CLIENT_SO=/usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so
-command -v p11-kit >/dev/null && [ -f "$CLIENT_SO" ] || hf_skip "p11-kit or $CLIENT_SO missing"
+p11kit_need
 SOCK="$T/p11-kit.sock"
-server_start() {
-    p11-kit server --provider "$SOFTHSM_MODULE" -f -n "$SOCK" "pkcs11:token=shim%20A" \
-        >"$T/server.out" 2>&1 &
-    echo $! >"$T/server.pid"
-    i=0
-    until [ -S "$SOCK" ]; do
-        i=$((i + 1))
-        [ "$i" -lt 100 ] || hf_fail "p11-kit server did not start: $(cat "$T/server.out")"
-        sleep 0.1
-    done
-}
-server_stop() {
-    [ -s "$T/server.pid" ] || return 0
-    _p=$(cat "$T/server.pid")
-    kill $(pgrep -P "$_p") "$_p" 2>/dev/null
-    : >"$T/server.pid"
-    return 0
-}
-hf_on_exit server_stop
-server_start
-cp "$CLIENT_SO" "$T/client-copy.so" && cp "$SHIM" "$T/net.so" || hf_fail "copying modules"
-NET="$T/net.so"
-printf 'module = %s\nenv = P11_KIT_SERVER_ADDRESS=unix:path=%s\n' "$T/client-copy.so" "$SOCK" \
-    >"$NET.conf"
+hf_on_exit "server_stop server"
+server_start server "$SOCK" "shim%20A"
+net_copy net "$SOCK"
+NET=$SHIM_COPY
 p11_ok "$S1" "shim A" --login --pin 1234 --keypairgen --key-type EC:prime256v1 --label ec --id 03
 p11_ok "$NET" "shim A" --list-token-slots
 grep -q "token label *: shim A" "$HF_OUT" || hf_fail "the network HSM lists no token: $(cat "$HF_OUT")"
@@ -248,10 +210,10 @@ check "$(step "$out" init#2)" 0x0 "network HSM: C_Initialize again"
 check "$(step "$out" open#4)" 0x0 "network HSM: C_OpenSession after re-initialising"
 
 # A new process while the server is down: p11-kit-client initialises and shows no slot.
-server_stop
+server_stop server
 sleep 0.3
 p11 "$NET" "shim A" --list-token-slots && hf_fail "pkcs11-tool found a token with the server down"
 grep -q "No slots" "$HF_ERR" "$HF_OUT" || hf_fail "server down: $(cat "$HF_ERR")"
-server_start
+server_start server "$SOCK" "shim%20A"
 p11_ok "$NET" "shim A" --login --pin 1234 --sign -m ECDSA --id 03 -i "$T/data" -o "$T/sig"
 echo "fault-shim: all checks passed"

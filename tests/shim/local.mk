@@ -10,4 +10,4 @@ tests_shim_hf_fault_shim_la_LIBADD = $(INIH_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
 # Two shim copies over SoftHSMv2 and over p11-kit server + p11-kit-client.so, with pkcs11-tool.
 TESTS += tests/integration/fault-shim.sh
-EXTRA_DIST += tests/integration/fault-shim.sh tests/shim/README.md
+EXTRA_DIST += tests/integration/fault-shim.sh tests/integration/shim-lib.sh tests/shim/README.md
