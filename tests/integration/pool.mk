@@ -1,0 +1,8 @@
+# The HSM pool's failover against real failing HSMs (issue 14): pool-failover runs steady load
+# through hf_pool_run; pool-failover.sh gives it a member behind p11-kit server + the fault shim
+# (tests/shim/), kills and restarts that server mid-run, then makes the shim fail 5% of calls.
+check_PROGRAMS += tests/integration/pool-failover
+tests_integration_pool_failover_SOURCES = tests/integration/pool-failover.c
+tests_integration_pool_failover_LDADD = libholdfast-core.la $(CRYPTO_LIBS) $(PTHREAD_LIBS) $(LIBS)
+TESTS += tests/integration/pool-failover.sh
+EXTRA_DIST += tests/integration/pool-failover.sh
