@@ -152,23 +152,32 @@ static bool member_is_usable(const struct member *m)
     return m->healthy && m->hsm != NULL;
 }
 
-static bool has_healthy(const struct hf_pool *pool, size_t exclude)
+/* Whether member i may take the call: not exclude, and only when only names a member. */
+static bool member_is_candidate(size_t i, size_t exclude, size_t only)
+{
+    return i != exclude && (only == NO_MEMBER || i == only);
+}
+
+static bool has_healthy(const struct hf_pool *pool, size_t exclude, size_t only)
 {
     for (size_t i = 0; i < pool->n; i++)
-        if (i != exclude && member_is_usable(&pool->members[i])) return true;
+        if (member_is_candidate(i, exclude, only) && member_is_usable(&pool->members[i]))
+            return true;
     return false;
 }
 
 /* The usable member with the fewest calls in flight and room for one more, the first from
  * pool->rr on a tie; NO_MEMBER when all are full. */
-static size_t member_pick(struct hf_pool *pool, size_t exclude)
+static size_t member_pick(struct hf_pool *pool, size_t exclude, size_t only)
 {
     size_t best = NO_MEMBER;
 
     for (size_t k = 0; k < pool->n; k++) {
         size_t i = (pool->rr + k) % pool->n;
         const struct member *m = &pool->members[i];
-        if (i == exclude || !member_is_usable(m) || m->in_flight >= m->concurrency) continue;
+        if (!member_is_candidate(i, exclude, only) || !member_is_usable(m) ||
+            m->in_flight >= m->concurrency)
+            continue;
         if (best == NO_MEMBER || m->in_flight < pool->members[best].in_flight) best = i;
     }
     if (best != NO_MEMBER) pool->rr = (best + 1) % pool->n;
@@ -187,11 +196,11 @@ static void queue_remove(struct hf_pool *pool, struct waiter *w)
 }
 
 /* A slot on a member other than exclude for one call: *idx and *hsm (the member's, usable
- * without the lock until member_release). A first attempt (retry false) joins the back of the
- * queue when it cannot start at once, and is refused when the queue is full; a retry was
- * admitted already, so it waits outside the queue and goes before it. */
-static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, bool retry, size_t *idx,
-                            struct hf_hsm **hsm)
+ * without the lock until member_release). With only set, on that member alone. A first attempt
+ * (retry false) joins the back of the queue when it cannot start at once, and is refused when the
+ * queue is full; a retry was admitted already, so it waits outside the queue and goes before it. */
+static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, size_t only, bool retry,
+                            size_t *idx, struct hf_hsm **hsm)
 {
     struct timespec deadline;
     struct waiter self = {NULL};
@@ -199,8 +208,8 @@ static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, bool retry, si
     size_t i = NO_MEMBER;
     CK_RV rv = CKR_OK;
 
-    if (pool->stopping || !has_healthy(pool, exclude)) goto unavailable;
-    if (retry || pool->queue_head == NULL) i = member_pick(pool, exclude);
+    if (pool->stopping || !has_healthy(pool, exclude, only)) goto unavailable;
+    if (retry || pool->queue_head == NULL) i = member_pick(pool, exclude, only);
     if (i != NO_MEMBER) goto take;
     if (!retry && pool->waiting >= pool->opts.queue_max) {
         pool->throttled++;
@@ -218,8 +227,9 @@ static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, bool retry, si
     for (;;) {
         if (timed_out) break;
         timed_out = pthread_cond_timedwait(&pool->free_cond, &pool->lock, &deadline) == ETIMEDOUT;
-        if (pool->stopping || !has_healthy(pool, exclude)) break;
-        if ((retry || pool->queue_head == &self) && (i = member_pick(pool, exclude)) != NO_MEMBER)
+        if (pool->stopping || !has_healthy(pool, exclude, only)) break;
+        if ((retry || pool->queue_head == &self) &&
+            (i = member_pick(pool, exclude, only)) != NO_MEMBER)
             break;
     }
     if (retry) {
@@ -230,7 +240,7 @@ static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, bool retry, si
         pthread_cond_broadcast(&pool->free_cond);
     }
     if (i != NO_MEMBER) goto take;
-    if (pool->stopping || !has_healthy(pool, exclude)) goto unavailable;
+    if (pool->stopping || !has_healthy(pool, exclude, only)) goto unavailable;
     pool->throttled++;
     return HF_POOL_RV_THROTTLED;
 take:
@@ -312,13 +322,13 @@ CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg)
     if (pool == NULL || fn == NULL) return CKR_ARGUMENTS_BAD;
     pthread_mutex_lock(&pool->lock);
     pool->callers++;
-    if ((rv = member_acquire(pool, NO_MEMBER, false, &a, &hsm)) != CKR_OK) goto done;
+    if ((rv = member_acquire(pool, NO_MEMBER, NO_MEMBER, false, &a, &hsm)) != CKR_OK) goto done;
     rv = attempt_run(pool, a, hsm, fn, arg);
     if ((first = rv_classify(rv)) == RV_ANSWER) goto done;
     if (first == RV_DEVICE) member_fail(pool, a, rv);
 
     /* Once more, elsewhere. */
-    if ((retry_rv = member_acquire(pool, a, true, &b, &hsm)) != CKR_OK) {
+    if ((retry_rv = member_acquire(pool, a, NO_MEMBER, true, &b, &hsm)) != CKR_OK) {
         /* A suspect result with nobody to check it against stays the caller's answer. */
         if (first == RV_DEVICE) rv = retry_rv;
         goto done;
@@ -341,6 +351,29 @@ CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg)
         if (first == RV_SUSPECT && retry_rv == CKR_OK) member_fail(pool, a, rv);
         rv = retry_rv;
         break;
+    }
+done:
+    if (--pool->callers == 0 && pool->stopping) pthread_cond_broadcast(&pool->idle_cond);
+    pthread_mutex_unlock(&pool->lock);
+    return rv;
+}
+
+CK_RV hf_pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg)
+{
+    struct hf_hsm *hsm = NULL;
+    size_t a = NO_MEMBER;
+    CK_RV rv;
+
+    if (pool == NULL || fn == NULL || member >= pool->n) return CKR_ARGUMENTS_BAD;
+    pthread_mutex_lock(&pool->lock);
+    pool->callers++;
+    if ((rv = member_acquire(pool, NO_MEMBER, member, false, &a, &hsm)) != CKR_OK) goto done;
+    rv = attempt_run(pool, a, hsm, fn, arg);
+    /* Nowhere else to go: the member is taken out as hf_pool_run would, a suspect result is
+     * the caller's answer (nobody can check it). */
+    if (rv_classify(rv) == RV_DEVICE) {
+        member_fail(pool, a, rv);
+        rv = HF_POOL_RV_UNAVAILABLE;
     }
 done:
     if (--pool->callers == 0 && pool->stopping) pthread_cond_broadcast(&pool->idle_cond);

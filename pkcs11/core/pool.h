@@ -116,6 +116,13 @@ void hf_pool_close(struct hf_pool *pool);
  * HF_POOL_RV_UNAVAILABLE. arg is borrowed for the call. */
 CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg);
 
+/* Runs fn on member (the order of the specs) alone, for work only that member can do (a key
+ * that lives on it: a plain-mode pool's keys, store.h): queued and throttled as hf_pool_run, but
+ * never moved elsewhere; a device-class result takes the member out and answers
+ * HF_POOL_RV_UNAVAILABLE, as does the member being out of service. CKR_ARGUMENTS_BAD for a
+ * member out of range. */
+CK_RV hf_pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg);
+
 /* True for results that move a call to another member: the device class (CKR_DEVICE_ERROR,
  * CKR_DEVICE_REMOVED, CKR_DEVICE_MEMORY, CKR_TOKEN_NOT_PRESENT, CKR_TOKEN_NOT_RECOGNIZED,
  * CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED, CKR_CRYPTOKI_NOT_INITIALIZED) takes the member
