@@ -3,8 +3,19 @@
 #ifndef HF_CORE_INTERNAL_H
 #define HF_CORE_INTERNAL_H
 
+#include <pthread.h>
+
 #include "core.h"
 #include "policy.h"
+#include "source-pool.h"
+
+/* A pool this core has opened (core-pool.c), kept until hf_core_close. */
+struct core_pool {
+    char *name;
+    struct hf_pool *pool; /* NULL while opening is true */
+    bool opening;         /* one thread is opening it; others wait on pools_cond */
+    struct core_pool *next;
+};
 
 struct hf_core {
     const struct hf_config *cfg; /* borrowed */
@@ -13,6 +24,22 @@ struct hf_core {
     struct hf_local *local; /* borrows hsm */
     struct hf_audit *audit;
     struct hf_policy *policy; /* borrows hsm; its hooks are installed in store */
+    /* The pools opened on first use. pools_lock guards the list, held for a lookup or an
+     * insert only, never across an open (hf_core_pool_open calls the members). */
+    pthread_mutex_t pools_lock;
+    pthread_cond_t pools_cond; /* an open finished */
+    struct core_pool *pools;
 };
+
+/* core-pool.c: the pool named name, opened now unless it is already (borrowed: valid until
+ * hf_core_close); core_pools_close closes them all. */
+CK_RV core_pool_use(struct hf_core *core, const char *name, struct hf_pool **out);
+void core_pools_close(struct hf_core *core);
+/* The pool and member index a pool version lives on (its kek_label "pool:NAME/MEMBER"):
+ * CKR_KEY_HANDLE_INVALID when the label names no member of the pool. */
+CK_RV core_pool_version(struct hf_core *core, const struct hf_key_version *v, struct hf_pool **pool,
+                        size_t *member);
+/* Destroys the member's object of each pool version in vs, best effort (failures logged). */
+void core_pool_versions_destroy(struct hf_core *core, const struct hf_key_version *vs, size_t n);
 
 #endif

@@ -130,7 +130,7 @@ static CK_RV key_build(const struct hf_key_spec *spec, unsigned long usage, unsi
     hf_uuid_generate(key->uuid);
     key->name = strdup(spec->name);
     key->owner = strdup(owner);
-    key->source = strdup("local");
+    key->source = strdup(spec->source ? spec->source : HF_KEY_SOURCE_LOCAL);
     if (key->name == NULL || key->owner == NULL || key->source == NULL) return CKR_HOST_MEMORY;
     key->alg = spec->alg;
     key->bits = spec->bits;
@@ -144,16 +144,105 @@ static CK_RV key_build(const struct hf_key_spec *spec, unsigned long usage, unsi
     return rv;
 }
 
-/* The new version numbered n of key_uuid, its material sealed under the root KEK. */
-static CK_RV version_build(struct hf_core *core, const char *key_uuid, unsigned n,
-                           const struct hf_material *m, int64_t now, struct hf_key_version *v)
+static void version_init(const char *key_uuid, unsigned n, int64_t now, struct hf_key_version *v)
 {
     hf_uuid_generate(v->uuid);
     snprintf(v->key_uuid, sizeof(v->key_uuid), "%s", key_uuid);
     v->version = n;
     v->state = HF_STATE_ACTIVE;
     v->created = now;
+}
+
+/* The new version numbered n of key_uuid, its material sealed under the root KEK. */
+static CK_RV version_build(struct hf_core *core, const char *key_uuid, unsigned n,
+                           const struct hf_material *m, int64_t now, struct hf_key_version *v)
+{
+    version_init(key_uuid, n, now, v);
     return hf_local_seal(core->local, m, v);
+}
+
+/* The new version numbered n of key (source "pool:NAME"), its AES key generated inside a member
+ * and labelled with the version's UUID; the row records where it lives (key.h) and no material.
+ * *made: the object exists, for the caller to destroy if the row cannot be written. */
+static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, unsigned n,
+                                int64_t now, struct hf_key_version *v, bool *made)
+{
+    const char *name = hf_key_pool_name(key);
+    struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
+    struct hf_pool *pool = NULL;
+    size_t member = 0, count;
+    char place[8 + 2 * HF_POOL_NAME_MAX];
+    CK_RV rv;
+
+    *made = false;
+    version_init(key->uuid, n, now, v);
+    if ((rv = core_pool_use(core, name, &pool)) != CKR_OK) return rv;
+    if ((rv = hf_pool_key_generate(pool, key->bits, v->uuid, &member)) != CKR_OK) {
+        hf_log_error("key '%s': pool %s could not generate version %u (0x%lx)", key->name, name, n,
+                     (unsigned long)rv);
+        return rv;
+    }
+    *made = true;
+    count = hf_pool_status(pool, st, HF_POOL_MEMBERS_MAX);
+    if (member >= count) return CKR_GENERAL_ERROR;
+    snprintf(place, sizeof(place), "%s%s/%s", HF_KEY_SOURCE_POOL_PREFIX, name, st[member].name);
+    return (v->kek_label = strdup(place)) != NULL ? CKR_OK : CKR_HOST_MEMORY;
+}
+
+/* A pool key's rules: AES only (the only mechanism served is AES-GCM), never exportable (the
+ * object is not extractable), never imported (material that was once in clear is no pool
+ * key's), and a pool that exists: CKR_KEY_HANDLE_INVALID when it does not. */
+static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spec, bool import)
+{
+    const char *name = spec->source + strlen(HF_KEY_SOURCE_POOL_PREFIX);
+    struct hf_store_pool pool = {0};
+    CK_RV rv;
+
+    if (import) {
+        hf_log_info("key '%s': a pool key is generated in the pool, never imported", spec->name);
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    }
+    if (spec->alg != HF_ALG_AES) {
+        hf_log_info("key '%s': pool keys are AES for now", spec->name);
+        return CKR_KEY_SIZE_RANGE;
+    }
+    if (spec->exportable) {
+        hf_log_info("key '%s': a pool key never leaves its HSMs, so it cannot be exportable",
+                    spec->name);
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    }
+    if (!hf_pool_name_is_valid(name)) {
+        hf_log_info("key '%s': '%s' is not a pool name", spec->name, name);
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    }
+    rv = hf_store_pool_get(core->store, name, &pool);
+    if (rv == CKR_KEY_HANDLE_INVALID) hf_log_error("there is no pool named '%s'", name);
+    /* Copying keys to every member (clone) and keeping a wrapped copy (export) come later: until
+     * then a key of any pool lives on the member that made it, as in plain mode. */
+    if (rv == CKR_OK && pool.mode != HF_POOL_MODE_PLAIN)
+        hf_log_warn("key '%s': pool %s is in %s mode, which is not served yet: the key lives on "
+                    "one member only",
+                    spec->name, name, hf_pool_mode_name(pool.mode));
+    hf_store_pool_clear(&pool);
+    return rv;
+}
+
+static bool spec_is_pool(const struct hf_key_spec *spec)
+{
+    return spec->source != NULL && strcmp(spec->source, HF_KEY_SOURCE_LOCAL) != 0;
+}
+
+/* After a failure: the member object made for v goes again, best effort. */
+static void pool_version_undo(struct hf_core *core, const char *key_name, struct hf_key_version *v)
+{
+    struct hf_pool *pool = NULL;
+    size_t member = 0;
+    CK_RV rv = core_pool_version(core, v, &pool, &member);
+
+    if (rv == CKR_OK) rv = hf_pool_key_destroy(pool, member, v->uuid);
+    if (rv != CKR_OK)
+        hf_log_warn("key '%s': the object %s left in %s could not be removed (0x%lx)", key_name,
+                    v->uuid, v->kek_label ? v->kek_label : "its pool", (unsigned long)rv);
 }
 
 /* Create (import false: fresh material) and import (the given bytes). */
@@ -165,6 +254,7 @@ static CK_RV key_add(struct hf_core *core, const struct hf_key_spec *spec, bool 
     struct hf_key_version v = {0};
     struct hf_material *m = NULL;
     unsigned long usage = 0, state = 0;
+    bool made = false;
     char alg[32], usage_text[128] = "";
     int64_t now = hf_now();
     struct op op;
@@ -180,14 +270,28 @@ static CK_RV key_add(struct hf_core *core, const struct hf_key_spec *spec, bool 
     rv = spec_check(spec, &usage, &state);
     alg_format(spec->alg, spec->bits, alg, sizeof(alg));
     hf_usage_format(usage, usage_text, sizeof(usage_text));
-    snprintf(op.detail, sizeof(op.detail), "%s usage=%s", alg, usage_text);
+    /* The source only when it is not local: local keys' records read as they always have. */
+    snprintf(op.detail, sizeof(op.detail), "%s usage=%s%s%.64s", alg, usage_text,
+             spec_is_pool(spec) ? " source=" : "", spec_is_pool(spec) ? spec->source : "");
+    if (rv == CKR_OK && spec_is_pool(spec)) {
+        if (strncmp(spec->source, HF_KEY_SOURCE_POOL_PREFIX, strlen(HF_KEY_SOURCE_POOL_PREFIX)))
+            rv = CKR_ATTRIBUTE_VALUE_INVALID; /* neither "local" nor "pool:NAME" */
+        else
+            rv = pool_spec_check(core, spec, import);
+    }
     if (rv == CKR_OK) rv = name_is_free(core, spec->name);
     if (rv != CKR_OK) goto done;
-    rv = import ? hf_material_from_bytes(spec->alg, spec->bits, bytes, len, &m)
-                : hf_material_generate(spec->alg, spec->bits, &m);
-    if (rv == CKR_OK) rv = key_build(spec, usage, state, who, now, &key);
-    if (rv == CKR_OK) rv = version_build(core, key.uuid, 1, m, now, &v);
+    if (spec_is_pool(spec)) {
+        rv = key_build(spec, usage, state, who, now, &key);
+        if (rv == CKR_OK) rv = version_build_pool(core, &key, 1, now, &v, &made);
+    } else {
+        rv = import ? hf_material_from_bytes(spec->alg, spec->bits, bytes, len, &m)
+                    : hf_material_generate(spec->alg, spec->bits, &m);
+        if (rv == CKR_OK) rv = key_build(spec, usage, state, who, now, &key);
+        if (rv == CKR_OK) rv = version_build(core, key.uuid, 1, m, now, &v);
+    }
     if (rv == CKR_OK) rv = hf_store_key_insert(core->store, &key, &v);
+    if (rv != CKR_OK && made) pool_version_undo(core, spec->name, &v);
     if (rv != CKR_OK) goto done;
     op_key(&op, &key);
     op.version = 1;
@@ -241,6 +345,7 @@ CK_RV hf_core_key_rotate(struct hf_core *core, const char *ref, const struct hf_
     struct hf_key_version v = {0};
     struct hf_material *m = NULL;
     int64_t now = hf_now();
+    bool made = false;
     struct op op;
     CK_RV rv;
 
@@ -254,9 +359,14 @@ CK_RV hf_core_key_rotate(struct hf_core *core, const char *ref, const struct hf_
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
         goto done;
     }
-    rv = hf_material_generate(key.alg, key.bits, &m);
-    if (rv == CKR_OK) rv = version_build(core, key.uuid, key.current_version + 1, m, now, &v);
+    if (hf_key_pool_name(&key) != NULL) {
+        rv = version_build_pool(core, &key, key.current_version + 1, now, &v, &made);
+    } else {
+        rv = hf_material_generate(key.alg, key.bits, &m);
+        if (rv == CKR_OK) rv = version_build(core, key.uuid, key.current_version + 1, m, now, &v);
+    }
     if (rv == CKR_OK) rv = hf_store_version_insert(core->store, &v, now);
+    if (rv != CKR_OK && made) pool_version_undo(core, key.name, &v);
     if (rv != CKR_OK) goto done;
     op.version = v.version;
     snprintf(op.detail, sizeof(op.detail), "version=%u", v.version);
@@ -290,6 +400,9 @@ static CK_RV key_destroy(struct hf_core *core, const struct hf_key *key, struct 
      * module checks the key's state (revalidated on every store change) before any use. */
     for (size_t i = 0; rv == CKR_OK && i < n; i++)
         hf_local_evict(core->local, versions[i].id);
+    /* The members' objects go after the rows: a failure leaves an object nothing names (logged),
+     * never a row whose material is gone while its state says otherwise. */
+    if (rv == CKR_OK) core_pool_versions_destroy(core, versions, n);
     for (size_t i = 0; i < n; i++)
         hf_key_version_clear(&versions[i]);
     free(versions);
@@ -383,7 +496,10 @@ CK_RV hf_core_version_set_state(struct hf_core *core, const char *ref, unsigned 
     v.state = state;
     rv = hf_store_version_set_state(core->store, &v);
     /* After the commit, as for a key: the module checks the state before any use. */
-    if (rv == CKR_OK && state == HF_STATE_DESTROYED) hf_local_evict(core->local, v.id);
+    if (rv == CKR_OK && state == HF_STATE_DESTROYED) {
+        hf_local_evict(core->local, v.id);
+        core_pool_versions_destroy(core, &v, 1);
+    }
 done:
     rv = op_end(&op, rv);
     hf_key_clear(&key);

@@ -407,3 +407,137 @@ done:
     }
     return rv;
 }
+
+/* ---- pools in use: the pool key source's executors ---- */
+
+static struct core_pool *pool_entry_find(struct hf_core *core, const char *name)
+{
+    for (struct core_pool *e = core->pools; e != NULL; e = e->next)
+        if (strcmp(e->name, name) == 0) return e;
+    return NULL;
+}
+
+static void pool_entry_unlink(struct hf_core *core, struct core_pool *e)
+{
+    struct core_pool **link = &core->pools;
+
+    while (*link != e)
+        link = &(*link)->next;
+    *link = e->next;
+}
+
+CK_RV core_pool_use(struct hf_core *core, const char *name, struct hf_pool **out)
+{
+    struct core_pool *e;
+    struct hf_pool *pool = NULL;
+    CK_RV rv;
+
+    if (core == NULL || name == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
+    *out = NULL;
+    pthread_mutex_lock(&core->pools_lock);
+    /* One thread opens a pool; the others wait for it rather than load its members twice. A
+     * failed open leaves no entry, so the next caller tries again (a pool whose members were
+     * all down at first use comes back without a restart). */
+    while ((e = pool_entry_find(core, name)) != NULL && e->opening)
+        pthread_cond_wait(&core->pools_cond, &core->pools_lock);
+    if (e != NULL) {
+        *out = e->pool;
+        pthread_mutex_unlock(&core->pools_lock);
+        return CKR_OK;
+    }
+    e = calloc(1, sizeof(*e));
+    if (e == NULL || (e->name = strdup(name)) == NULL) {
+        pthread_mutex_unlock(&core->pools_lock);
+        free(e);
+        return CKR_HOST_MEMORY;
+    }
+    e->opening = true;
+    e->next = core->pools;
+    core->pools = e;
+    pthread_mutex_unlock(&core->pools_lock);
+
+    rv = hf_core_pool_open(core, name, NULL, &pool);
+
+    pthread_mutex_lock(&core->pools_lock);
+    if (rv == CKR_OK) {
+        e->pool = pool;
+        e->opening = false;
+        *out = pool;
+    } else {
+        pool_entry_unlink(core, e);
+        free(e->name);
+        free(e);
+    }
+    pthread_cond_broadcast(&core->pools_cond);
+    pthread_mutex_unlock(&core->pools_lock);
+    return rv;
+}
+
+void core_pools_close(struct hf_core *core)
+{
+    struct core_pool *e, *next;
+
+    /* hf_core_close: no caller is left, so nobody is opening one either. */
+    for (e = core->pools; e != NULL; e = next) {
+        next = e->next;
+        hf_pool_close(e->pool);
+        free(e->name);
+        free(e);
+    }
+    core->pools = NULL;
+}
+
+/* kek_label "pool:NAME/MEMBER" split into its pool and member names. */
+static bool version_place(const struct hf_key_version *v, char *pool, size_t pool_len,
+                          const char **member)
+{
+    const char *p = v->kek_label + strlen(HF_KEY_SOURCE_POOL_PREFIX);
+    const char *slash = strchr(p, '/');
+
+    if (slash == NULL || (size_t)(slash - p) >= pool_len || slash[1] == '\0') return false;
+    memcpy(pool, p, (size_t)(slash - p));
+    pool[slash - p] = '\0';
+    *member = slash + 1;
+    return true;
+}
+
+CK_RV core_pool_version(struct hf_core *core, const struct hf_key_version *v, struct hf_pool **pool,
+                        size_t *member)
+{
+    char name[HF_POOL_NAME_MAX + 1];
+    struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
+    const char *mname = NULL;
+    size_t n;
+    CK_RV rv;
+
+    if (!hf_key_version_is_in_pool(v) || !version_place(v, name, sizeof(name), &mname))
+        return CKR_KEY_HANDLE_INVALID;
+    if ((rv = core_pool_use(core, name, pool)) != CKR_OK) return rv;
+    n = hf_pool_status(*pool, st, HF_POOL_MEMBERS_MAX);
+    for (size_t i = 0; i < n && i < HF_POOL_MEMBERS_MAX; i++) {
+        if (strcmp(st[i].name, mname) == 0) {
+            *member = i;
+            return CKR_OK;
+        }
+    }
+    hf_log_error("key %s version %u: pool %s has no member %s any more", v->key_uuid, v->version,
+                 name, mname);
+    return CKR_KEY_HANDLE_INVALID;
+}
+
+void core_pool_versions_destroy(struct hf_core *core, const struct hf_key_version *vs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct hf_pool *pool = NULL;
+        size_t member = 0;
+        CK_RV rv;
+
+        if (!hf_key_version_is_in_pool(&vs[i])) continue;
+        rv = core_pool_version(core, &vs[i], &pool, &member);
+        if (rv == CKR_OK) rv = hf_pool_key_destroy(pool, member, vs[i].uuid);
+        if (rv != CKR_OK)
+            hf_log_warn("key %s version %u: its object in %s was not destroyed (0x%lx): the "
+                        "store row is, so nothing can use it; remove it from the member by hand",
+                        vs[i].key_uuid, vs[i].version, vs[i].kek_label, (unsigned long)rv);
+    }
+}

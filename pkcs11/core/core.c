@@ -442,6 +442,8 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
         rv = CKR_HOST_MEMORY;
         goto done;
     }
+    pthread_mutex_init(&core->pools_lock, NULL);
+    pthread_cond_init(&core->pools_cond, NULL);
     core->cfg = cfg;
     rv = core_store_open(core);
     if (rv == CKR_OK) rv = core_hsm_open(core, pin);
@@ -505,6 +507,10 @@ done:
 void hf_core_close(struct hf_core *core)
 {
     if (core == NULL) return;
+    /* Before the core's own token: a member may be served by the same backend module. */
+    core_pools_close(core);
+    pthread_cond_destroy(&core->pools_cond);
+    pthread_mutex_destroy(&core->pools_lock);
     hf_audit_close(core->audit);
     hf_local_close(core->local);
     hf_hsm_close(core->hsm);
@@ -518,10 +524,12 @@ void hf_core_abandon(struct hf_core *core)
     if (core == NULL) return;
     hf_audit_abandon(core->audit);
     hf_hsm_abandon(core->hsm);
-    /* Everything else is leaked on purpose, core included: the local cache's and the store's
-     * locks may be held by parent threads that do not exist in the child, so closing them could
-     * deadlock, and a SQLite connection must not be used (even closed) across fork(). The child
-     * opens a core of its own. */
+    /* Opened pools too: their probe threads are gone in the child, their members' module state
+     * is the parent's (pool.h has no abandon yet: a child using pool keys opens them afresh
+     * through its new core). Everything else is leaked on purpose, core included: the local cache's
+     * and the store's locks may be held by parent threads that do not exist in the child, so
+     * closing them could deadlock, and a SQLite connection must not be used (even closed) across
+     * fork(). The child opens a core of its own. */
 }
 
 /* A blob that does not open as this version's (moved from another row, or damaged): recorded
@@ -550,7 +558,37 @@ CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf
                           struct hf_material **out)
 {
     if (core == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
+    /* A pool version's material never leaves its member: only hf_core_key_gcm uses it. */
+    if (hf_key_version_is_in_pool(v)) return CKR_KEY_FUNCTION_NOT_PERMITTED;
     CK_RV rv = hf_local_material_as(core->local, alg, v, out);
     if (rv == CKR_WRAPPED_KEY_INVALID) material_refused(core, v);
     return rv;
+}
+
+CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
+                      const struct hf_key_version *v, bool encrypt, const unsigned char *iv,
+                      size_t ivlen, const unsigned char *aad, size_t aadlen, size_t taglen,
+                      const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen)
+{
+    struct hf_material *m = NULL;
+    struct hf_pool *pool = NULL;
+    size_t member = 0;
+    CK_RV rv;
+
+    if (core == NULL || key == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
+    if (key->alg != HF_ALG_AES) return CKR_KEY_TYPE_INCONSISTENT;
+    if (!hf_key_version_is_in_pool(v)) {
+        rv = hf_core_material_as(core, key->alg, v, &m);
+        if (rv == CKR_OK)
+            rv =
+                encrypt
+                    ? hf_aes_gcm_encrypt(m, iv, ivlen, aad, aadlen, taglen, in, inlen, out, outlen)
+                    : hf_aes_gcm_decrypt(m, iv, ivlen, aad, aadlen, taglen, in, inlen, out, outlen);
+        hf_material_unref(m);
+        return rv;
+    }
+    if (v->state == HF_STATE_DESTROYED) return CKR_KEY_HANDLE_INVALID;
+    if ((rv = core_pool_version(core, v, &pool, &member)) != CKR_OK) return rv;
+    return hf_pool_key_gcm(pool, member, v->uuid, encrypt, iv, ivlen, aad, aadlen, taglen, in,
+                           inlen, out, outlen);
 }

@@ -34,6 +34,10 @@ struct hf_key_spec {
     bool exportable;
     const struct hf_label *labels;
     size_t n_labels;
+    /* NULL or "local": wrapped in the store (source-local.h); "pool:NAME": generated inside a
+     * member of HSM pool NAME and never out of it (source-pool.h: AES only, never exportable,
+     * not imported). */
+    const char *source;
 };
 
 /* Creates what the embedded default needs, idempotently: state_dir (0700), the SoftHSMv2
@@ -193,12 +197,23 @@ CK_RV hf_core_pool_probe(struct hf_core *core, const char *name, const struct hf
                          struct hf_core_pool_probe **results, size_t *n);
 void hf_core_pool_probes_free(struct hf_core_pool_probe *results, size_t n);
 
-/* The usable material of a version (local source: unwrapped once, then cached). New reference. */
+/* The usable material of a version (local source: unwrapped once, then cached). New reference.
+ * A pool version has none here: CKR_KEY_FUNCTION_NOT_PERMITTED (hf_core_key_gcm uses it). */
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
                        struct hf_material **out);
 /* The same naming the key's algorithm (hf_local_material_as): generic secrets need it. */
 CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf_key_version *v,
                           struct hf_material **out);
+
+/* AES-GCM with version v of key, wherever its material is: in process for a local key, in the
+ * member that holds it for a pool key (source-pool.h; its pool is opened on first use and kept
+ * until hf_core_close). Arguments and results as hf_aes_gcm_encrypt/decrypt (*outlen: out's
+ * capacity, which must hold the result), plus the pool's: HF_POOL_RV_THROTTLED,
+ * HF_POOL_RV_UNAVAILABLE, and the pool's open error (CKR_KEY_HANDLE_INVALID: no such pool). */
+CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
+                      const struct hf_key_version *v, bool encrypt, const unsigned char *iv,
+                      size_t ivlen, const unsigned char *aad, size_t aadlen, size_t taglen,
+                      const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
 
 /* Current time in seconds, and a monotonic clock in microseconds (latency). */
 int64_t hf_now(void);

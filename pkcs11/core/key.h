@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pkcs11/module/holdfast.h"
 
@@ -70,7 +71,13 @@ struct hf_key_version {
      * its material is gone; it narrows the key's state (hf_key_version_state) */
     unsigned long state;
     int64_t created;
-    char *kek_label; /* which root KEK wrapped it */
+    /* Which root KEK wrapped it; for a version of a pool key (source "pool:NAME"), where its
+     * material lives instead: "pool:NAME/MEMBER" (HF_KEY_SOURCE_POOL_PREFIX, the pool and the
+     * member it was generated on), with wrapped NULL: a pool version has no material in the
+     * store, so only its state (HF_STATE_DESTROYED) says it is destroyed, never wrapped ==
+     * NULL alone (hf_key_version_has_material). The label is under the policy MAC, so editing
+     * the store cannot move a version to another member or pool. */
+    char *kek_label;
     unsigned char
         *wrapped; /* material wrapped with AES-KWP under the root KEK; NULL once destroyed */
     size_t wrapped_len;
@@ -91,6 +98,28 @@ struct hf_link {
     unsigned char mac[HF_POLICY_MAC_LEN]; /* policy MAC as stored; has_mac false: none (NULL) */
     bool has_mac;
 };
+
+/* The pool a key is kept in (the NAME of its "pool:NAME" source), or NULL for a local key. */
+static inline const char *hf_key_pool_name(const struct hf_key *key)
+{
+    size_t n = strlen(HF_KEY_SOURCE_POOL_PREFIX);
+
+    if (key->source == NULL || strncmp(key->source, HF_KEY_SOURCE_POOL_PREFIX, n) != 0) return NULL;
+    return key->source + n;
+}
+
+/* Whether v's material lives in an HSM pool (kek_label "pool:NAME/MEMBER"). */
+static inline bool hf_key_version_is_in_pool(const struct hf_key_version *v)
+{
+    return v->kek_label != NULL &&
+           strncmp(v->kek_label, HF_KEY_SOURCE_POOL_PREFIX, strlen(HF_KEY_SOURCE_POOL_PREFIX)) == 0;
+}
+
+/* Whether v still has material: wrapped in the store, or in a pool, and not destroyed. */
+static inline bool hf_key_version_has_material(const struct hf_key_version *v)
+{
+    return v->state != HF_STATE_DESTROYED && (v->wrapped != NULL || hf_key_version_is_in_pool(v));
+}
 
 /* Frees the members (not the struct) and leaves it zeroed. NULL is fine. */
 void hf_key_clear(struct hf_key *key);

@@ -22,6 +22,7 @@ libholdfast_core_la_SOURCES = \
 	pkcs11/core/secmem.c pkcs11/core/secmem.h \
 	pkcs11/core/softhsm-backup.c pkcs11/core/softhsm-backup.h \
 	pkcs11/core/source-local.c pkcs11/core/source-local.h \
+	pkcs11/core/source-pool.c pkcs11/core/source-pool.h \
 	pkcs11/core/store.c pkcs11/core/store.h pkcs11/core/store-internal.h \
 	pkcs11/core/store-sqlite.c
 libholdfast_core_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS) $(INIH_CFLAGS) $(JSONC_CFLAGS) \

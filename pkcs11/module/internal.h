@@ -153,6 +153,12 @@ struct hf_object {
 CK_RV hf_object_get(struct hf_session *s, CK_OBJECT_HANDLE handle, struct hf_object **out);
 struct hf_object *hf_object_ref(struct hf_object *obj);
 void hf_object_unref(struct hf_object *obj);
+/* Whether obj is a version of a pool key (its material never leaves the pool's member: no
+ * hf_object_material, AES-GCM through hf_core_key_gcm). Session objects never are. */
+static inline bool hf_object_is_in_pool(const struct hf_object *obj)
+{
+    return obj->sobj == NULL && hf_key_version_is_in_pool(&obj->version);
+}
 /* The usable material (secret/private faces): hf_core_material with the object's version. */
 CK_RV hf_object_material(struct hf_object *obj, struct hf_material **out);
 /* usage_bit: HF_USAGE_*. CKR_KEY_FUNCTION_NOT_PERMITTED outside the key's mask or the face's

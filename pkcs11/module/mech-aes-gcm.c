@@ -71,6 +71,10 @@ CK_RV hf_gcm_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, un
     if (inlen > HF_MAX_DATA_LEN) return CKR_DATA_LEN_RANGE;
     rv = hf_mech_out_check(out, outlen, inlen + op->tag_len);
     if (rv != CKR_OK || out == NULL) return rv;
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        return hf_core_key_gcm(hf_mod.core, &op->obj->key, &op->obj->version, true, op->iv,
+                               op->iv_len, op->aad, op->aad_len, op->tag_len, in, inlen, out,
+                               outlen);
     return hf_aes_gcm_encrypt(op->material, op->iv, op->iv_len, op->aad, op->aad_len, op->tag_len,
                               in, inlen, out, outlen);
 }
@@ -84,8 +88,12 @@ CK_RV hf_gcm_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, un
     if (inlen < op->tag_len) return CKR_ENCRYPTED_DATA_LEN_RANGE;
     rv = hf_mech_out_check(out, outlen, inlen - op->tag_len);
     if (rv != CKR_OK || out == NULL) return rv;
-    rv = hf_aes_gcm_decrypt(op->material, op->iv, op->iv_len, op->aad, op->aad_len, op->tag_len, in,
-                            inlen, out, outlen);
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        rv = hf_core_key_gcm(hf_mod.core, &op->obj->key, &op->obj->version, false, op->iv,
+                             op->iv_len, op->aad, op->aad_len, op->tag_len, in, inlen, out, outlen);
+    else
+        rv = hf_aes_gcm_decrypt(op->material, op->iv, op->iv_len, op->aad, op->aad_len, op->tag_len,
+                                in, inlen, out, outlen);
     if (rv != CKR_OK) /* no unauthenticated plaintext may reach the caller */
         OPENSSL_cleanse(out, cap);
     return rv;

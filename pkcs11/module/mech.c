@@ -325,12 +325,16 @@ CK_RV hf_mech_op_prepare(struct hf_op *op, enum hf_op_kind kind, CK_FLAGS flag, 
     if (mech->mechanism == CKM_RSA_X_509 && private_op) usage |= HF_USAGE_DECRYPT | HF_USAGE_SIGN;
     family = hf_mech_family(mech->mechanism);
     rv = key_check(family, kind, obj);
+    /* A pool key's material stays in its member, which does AES-GCM only for now (source-pool.h):
+     * hf_gcm_encrypt/decrypt send the work there; every other mechanism is refused. */
+    if (rv == CKR_OK && hf_object_is_in_pool(obj) && family != HF_FAMILY_AES_GCM)
+        rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK) rv = hf_object_check_usage(obj, usage);
     if (rv != CKR_OK) return rv;
     op->mech = mech->mechanism;
     op->obj = hf_object_ref(obj);
     rv = family_init(family, op, mech);
-    if (rv == CKR_OK && (private_op || obj->kind == HF_OBJ_SECRET))
+    if (rv == CKR_OK && (private_op || obj->kind == HF_OBJ_SECRET) && !hf_object_is_in_pool(obj))
         rv = hf_object_material(obj, &op->material);
     if (rv != CKR_OK) {
         hf_op_reset(op);

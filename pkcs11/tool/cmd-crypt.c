@@ -291,7 +291,6 @@ static int seal(struct hf_cli *cli, struct crypt_op *op, const unsigned char *in
                 unsigned char **blob, size_t *bloblen)
 {
     struct hf_key_version v = {0};
-    struct hf_material *m = NULL;
     unsigned char iv[ENV_IV_LEN];
     size_t ctlen = inlen + ENV_TAG_LEN;
     uuid_t raw;
@@ -308,17 +307,17 @@ static int seal(struct hf_cli *cli, struct crypt_op *op, const unsigned char *in
         hf_key_version_clear(&v);
         return rc;
     }
-    if (op->rv == CKR_OK) op->rv = hf_core_material(cli->core, &v, &m);
     if (op->rv == CKR_OK) op->rv = hf_random(iv, sizeof(iv));
     if (op->rv == CKR_OK && uuid_parse(op->key.uuid, raw) != 0) op->rv = CKR_GENERAL_ERROR;
     if (op->rv == CKR_OK && !(*blob = malloc(ENV_HEADER_LEN + ctlen))) op->rv = CKR_HOST_MEMORY;
     if (op->rv == CKR_OK) {
         header_write(*blob, raw, v.version, iv);
-        op->rv = hf_aes_gcm_encrypt(m, iv, sizeof(iv), *blob, ENV_HEADER_LEN, ENV_TAG_LEN, in,
-                                    inlen, *blob + ENV_HEADER_LEN, &ctlen);
+        /* Local or pool key alike: the core sends a pool key's work to its member. */
+        op->rv =
+            hf_core_key_gcm(cli->core, &op->key, &v, true, iv, sizeof(iv), *blob, ENV_HEADER_LEN,
+                            ENV_TAG_LEN, in, inlen, *blob + ENV_HEADER_LEN, &ctlen);
         *bloblen = ENV_HEADER_LEN + ctlen;
     }
-    hf_material_unref(m);
     hf_key_version_clear(&v);
     return op->rv == CKR_OK ? HF_CLI_CONTINUE : HF_EXIT_FAILED;
 }
@@ -383,7 +382,7 @@ static int envelope_key(struct hf_cli *cli, struct crypt_op *op, const unsigned 
     if (op->rv != CKR_OK) return HF_EXIT_FAILED;
     op->version = version;
     if ((rc = op_check_key(op, HF_USAGE_DECRYPT)) != HF_CLI_CONTINUE) return rc;
-    if (v->state == HF_STATE_DESTROYED || !v->wrapped)
+    if (!hf_key_version_has_material(v))
         return op_fail(op, HF_EXIT_FAILED, CKR_KEY_FUNCTION_NOT_PERMITTED,
                        "%s: key '%s' version %u is destroyed: its material is gone", op->name,
                        op->key.name, version);
@@ -395,24 +394,21 @@ static int unseal(struct hf_cli *cli, struct crypt_op *op, const unsigned char *
                   unsigned char **plain, size_t *plainlen, size_t *plaincap)
 {
     struct hf_key_version v = {0};
-    struct hf_material *m = NULL;
     int rc;
 
     if (len < ENV_HEADER_LEN + ENV_TAG_LEN || memcmp(env, ENV_MAGIC, ENV_MAGIC_LEN) != 0)
         return op_fail(op, HF_EXIT_FAILED, CKR_ENCRYPTED_DATA_INVALID,
                        "%s: the input is not a Holdfast envelope (HF1)", op->name);
     if ((rc = envelope_key(cli, op, env, &v)) != HF_CLI_CONTINUE) goto done;
-    op->rv = hf_core_material(cli->core, &v, &m);
     *plainlen = len - ENV_HEADER_LEN;
-    if (op->rv == CKR_OK && !(*plain = OPENSSL_zalloc(*plainlen))) op->rv = CKR_HOST_MEMORY;
+    op->rv = (*plain = OPENSSL_zalloc(*plainlen)) != NULL ? CKR_OK : CKR_HOST_MEMORY;
     if (op->rv == CKR_OK) *plaincap = *plainlen;
     if (op->rv == CKR_OK)
-        op->rv =
-            hf_aes_gcm_decrypt(m, env + ENV_IV_OFF, ENV_IV_LEN, env, ENV_HEADER_LEN, ENV_TAG_LEN,
-                               env + ENV_HEADER_LEN, len - ENV_HEADER_LEN, *plain, plainlen);
+        op->rv = hf_core_key_gcm(cli->core, &op->key, &v, false, env + ENV_IV_OFF, ENV_IV_LEN, env,
+                                 ENV_HEADER_LEN, ENV_TAG_LEN, env + ENV_HEADER_LEN,
+                                 len - ENV_HEADER_LEN, *plain, plainlen);
     rc = op->rv == CKR_OK ? HF_CLI_CONTINUE : HF_EXIT_FAILED;
 done:
-    hf_material_unref(m);
     hf_key_version_clear(&v);
     return rc;
 }

@@ -80,7 +80,7 @@ static int label_parse(struct hf_cli *cli, const char *arg, struct hf_label *out
 
 static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create_args *a)
 {
-    enum { O_ALG = 1, O_USAGE, O_LABEL, O_OWNER, O_EXPORTABLE, O_STATE };
+    enum { O_ALG = 1, O_USAGE, O_LABEL, O_OWNER, O_EXPORTABLE, O_STATE, O_SOURCE };
     static const struct option opts[] = {
         {"alg", required_argument, NULL, O_ALG},
         {"usage", required_argument, NULL, O_USAGE},
@@ -88,6 +88,7 @@ static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create
         {"owner", required_argument, NULL, O_OWNER},
         {"exportable", no_argument, NULL, O_EXPORTABLE},
         {"state", required_argument, NULL, O_STATE},
+        {"source", required_argument, NULL, O_SOURCE},
         HF_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -134,6 +135,14 @@ static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create
                 return hf_cli_usage_error(cli, "a new key is pre-active or active, not '%s'",
                                           optarg);
             break;
+        case O_SOURCE:
+            if (strcmp(optarg, HF_KEY_SOURCE_LOCAL) != 0 &&
+                (strncmp(optarg, HF_KEY_SOURCE_POOL_PREFIX, strlen(HF_KEY_SOURCE_POOL_PREFIX)) !=
+                     0 ||
+                 !hf_pool_name_is_valid(optarg + strlen(HF_KEY_SOURCE_POOL_PREFIX))))
+                return hf_cli_usage_error(cli, "--source is local or pool:NAME, not '%s'", optarg);
+            a->spec.source = optarg;
+            break;
         default:
             if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) return rc;
         }
@@ -148,6 +157,40 @@ static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create
     return HF_CLI_CONTINUE;
 }
 
+/* A pool source names a pool that exists, said in one line before anything is made. */
+static int pool_source_check(struct hf_cli *cli, const struct hf_key_spec *spec)
+{
+    struct hf_store_pool pool = {0};
+    const char *name;
+    CK_RV rv;
+
+    if (spec->source == NULL || strcmp(spec->source, HF_KEY_SOURCE_LOCAL) == 0)
+        return HF_CLI_CONTINUE;
+    name = spec->source + strlen(HF_KEY_SOURCE_POOL_PREFIX);
+    rv = hf_store_pool_get(hf_core_store(cli->core), name, &pool);
+    hf_store_pool_clear(&pool);
+    if (rv == CKR_KEY_HANDLE_INVALID) {
+        hf_cli_error("key '%s': there is no pool named '%s' (see `holdfast pool list`)", spec->name,
+                     name);
+        return HF_EXIT_NOT_FOUND;
+    }
+    if (rv != CKR_OK) {
+        char what[64];
+        snprintf(what, sizeof(what), "pool '%s'", name);
+        return hf_cli_fail(cli, rv, what);
+    }
+    if (spec->alg != HF_ALG_AES) {
+        hf_cli_error("key '%s': pool keys are AES for now", spec->name);
+        return HF_EXIT_FAILED;
+    }
+    if (spec->exportable) {
+        hf_cli_error("key '%s': a pool key never leaves its HSMs: --exportable is refused",
+                     spec->name);
+        return HF_EXIT_FAILED;
+    }
+    return HF_CLI_CONTINUE;
+}
+
 static int cmd_create(struct hf_cli *cli, int argc, char **argv)
 {
     struct create_args a = {0};
@@ -159,7 +202,17 @@ static int cmd_create(struct hf_cli *cli, int argc, char **argv)
 
     if ((rc = create_parse(cli, argc, argv, &a)) != HF_CLI_CONTINUE) goto done;
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) goto done;
+    if ((rc = pool_source_check(cli, &a.spec)) != HF_CLI_CONTINUE) goto done;
     rv = hf_core_key_create(cli->core, &a.spec, &cli->who, &key, &v);
+    if (rv != CKR_OK && a.spec.source != NULL && strcmp(a.spec.source, HF_KEY_SOURCE_LOCAL) != 0 &&
+        rv != CKR_ATTRIBUTE_VALUE_INVALID && rv != CKR_KEY_SIZE_RANGE) {
+        /* The pool exists (checked above): it could not be opened or generate the key. */
+        hf_cli_error("key '%s': pool '%s' could not make it (0x%lx%s); nothing was written",
+                     a.spec.name, a.spec.source + strlen(HF_KEY_SOURCE_POOL_PREFIX),
+                     (unsigned long)rv, rv == CKR_DEVICE_ERROR ? ": no member answers" : "");
+        rc = HF_EXIT_FAILED;
+        goto done;
+    }
     if (rv == CKR_ATTRIBUTE_VALUE_INVALID &&
         hf_store_key_get(hf_core_store(cli->core), a.spec.name, &key) == CKR_OK) {
         hf_cli_error("key '%s' already exists", a.spec.name);
@@ -516,7 +569,7 @@ static int cmd_label(struct hf_cli *cli, int argc, char **argv)
 static const struct hf_cli_command key_commands[] = {
     {"create", cmd_create,
      "NAME [--alg ALG] [--usage U,...] [--label K=V]... [--owner O] [--exportable] "
-     "[--state pre-active]",
+     "[--state pre-active] [--source local|pool:POOL]",
      "create a key (version 1)",
      "  --alg ALG        AES-128|AES-192|AES-256 (default), RSA-2048|RSA-3072|RSA-4096,\n"
      "                   EC-P256|EC-P384|EC-P521, Ed25519\n"
@@ -526,7 +579,9 @@ static const struct hf_cli_command key_commands[] = {
      "  --label K=V      a label; repeat for more\n"
      "  --owner O        owner (default: the caller, uid:<uid>)\n"
      "  --exportable     the material may be read through PKCS#11\n"
-     "  --state S        pre-active (usable after `key activate`) or active (default)\n"},
+     "  --state S        pre-active (usable after `key activate`) or active (default)\n"
+     "  --source S       local (default: wrapped in the store) or pool:POOL (AES generated\n"
+     "                   inside a member of HSM pool POOL, never out of it; AES-GCM only)\n"},
     {"list", cmd_list, "", "list keys: NAME, ALG, STATE, VERSION, USAGE, UUID", NULL},
     {"show", cmd_show, "REF", "show a key with its versions, labels and links", NULL},
     {"rotate", cmd_rotate, "REF",

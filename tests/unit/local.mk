@@ -13,6 +13,7 @@ UNIT_TESTS = \
 	tests/unit/test-source-local \
 	tests/unit/test-hsm-multiprocess \
 	tests/unit/test-pool \
+	tests/unit/test-source-pool \
 	tests/unit/test-audit \
 	tests/unit/test-core \
 	tests/unit/test-policy \
@@ -53,6 +54,9 @@ tests_unit_test_hsm_multiprocess_LDADD = $(UNIT_LDADD)
 tests_unit_test_pool_SOURCES = tests/unit/test-pool.c
 tests_unit_test_pool_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_pool_LDADD = $(UNIT_LDADD)
+tests_unit_test_source_pool_SOURCES = tests/unit/test-source-pool.c tests/unit/module-loader.h
+tests_unit_test_source_pool_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_source_pool_LDADD = $(UNIT_LDADD)
 tests_unit_test_audit_SOURCES = tests/unit/test-audit.c
 tests_unit_test_audit_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_audit_LDADD = $(UNIT_LDADD)
