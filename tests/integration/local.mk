@@ -20,7 +20,8 @@ INTEGRATION_TESTS = \
 	tests/integration/crash-safety.sh \
 	tests/integration/pin-lockout.sh \
 	tests/integration/curves.sh \
-	tests/integration/pool-cli.sh
+	tests/integration/pool-cli.sh \
+	tests/integration/pool-keys.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
 	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py \
