@@ -1427,7 +1427,6 @@ static void test_pool_content_rules(void)
     } while (0)
     REFUSED((free(p.name), p.name = strdup("Bad_Name")));
     REFUSED(p.mode = 0);
-    REFUSED(p.n_members = 0);
     REFUSED((free(p.members[1].name), p.members[1].name = strdup("m2"))); /* twice */
     REFUSED((free(p.members[0].module_path), p.members[0].module_path = strdup("lib.so")));
     REFUSED((free(p.members[0].token_label), p.members[0].token_label = NULL)); /* no token */
@@ -1439,6 +1438,12 @@ static void test_pool_content_rules(void)
     REFUSED(p.members[0].concurrency = 0);
     REFUSED(p.members[0].concurrency = HF_POOL_CONCURRENCY_MAX + 1);
 #undef REFUSED
+    /* No members: the count is put back before the clear, which frees by it. */
+    pool_make(&p, "rules", 2);
+    p.n_members = 0;
+    CU_ASSERT_EQUAL(hf_store_pool_insert(store, &p), CKR_ATTRIBUTE_VALUE_INVALID);
+    p.n_members = 2;
+    hf_store_pool_clear(&p);
     CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pools"), 0);
     pool_make(&p, "rules", 2);
     p.members[0].concurrency = HF_POOL_CONCURRENCY_MAX;
