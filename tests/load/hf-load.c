@@ -61,6 +61,33 @@ static int fd_limit_raise(unsigned vus, char *err, size_t errlen)
     return 0;
 }
 
+/* --intervals: one line per slice, for scripts (a failover test reads each slice's errors and
+ * p99): "interval K FROM-TOs ops N ops/s R errors E p50 A p99 B max C ms". The last slice
+ * ends with the level's plan; replies that complete after it (the tail) count there too. */
+static void intervals_print(FILE *out, const struct hf_phase_plan *plan,
+                            const struct hf_level_stats *s)
+{
+    size_t k;
+
+    for (k = 0; plan->ninterval_ends && k <= plan->ninterval_ends; k++) {
+        uint64_t from = k ? plan->interval_ends_us[k - 1] : 0;
+        uint64_t to = k < plan->ninterval_ends ? plan->interval_ends_us[k] : hf_phase_end_us(plan);
+        double secs = to > from ? (double)(to - from) / 1e6 : 0.0;
+        const struct hf_hist *h = &s->interval_hist[k];
+
+        fprintf(out,
+                "interval %zu %.1f-%.1fs ops %llu ops/s %.1f errors %llu p50 %.2f p99 %.2f "
+                "max %.2f ms\n",
+                k + 1, (double)from / 1e6, (double)to / 1e6,
+                (unsigned long long)s->interval_ops[k],
+                secs > 0 ? (double)s->interval_ops[k] / secs : 0.0,
+                (unsigned long long)s->interval_errors[k],
+                (double)hf_hist_percentile(h, 50) / 1e3, (double)hf_hist_percentile(h, 99) / 1e3,
+                (double)h->max_us / 1e3);
+    }
+    fflush(out);
+}
+
 static void errors_print(FILE *out, unsigned vus, const struct hf_level_stats *s)
 {
     const char *sep = "";
@@ -232,6 +259,8 @@ int main(int argc, char **argv)
                                           .steady_us = cfg.steady_us,
                                           .ramp_down_us = cfg.ramp_down_us,
                                           .vus = cfg.vus[i]};
+        memcpy(run.plan.interval_ends_us, cfg.interval_ends_us, sizeof(cfg.interval_ends_us));
+        run.plan.ninterval_ends = cfg.ninterval_ends;
         run.threads = cfg.threads;
         run.progress = cfg.progress;
         if (hf_run_level(&run, stats, why, sizeof(why)) != 0) {
@@ -244,6 +273,7 @@ int main(int argc, char **argv)
         done_levels = i + 1;
         report.nlevels = done_levels;
         hf_report_table_row(stdout, &report, &results[i]);
+        intervals_print(stdout, &run.plan, stats);
         if (hf_level_stats_errors(stats)) {
             errors_print(stderr, cfg.vus[i], stats);
             if (why[0]) fprintf(stderr, "  first error: %s\n", why);

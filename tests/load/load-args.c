@@ -287,6 +287,8 @@ void hf_load_usage(FILE *out)
             "  --ramp-up D           default 5s      --steady D   default 30s\n"
             "  --ramp-down D         default 5s      --pause D    between levels, default 2s\n"
             "  --think D[:D2]        pause after each operation (uniform in D..D2); default 0\n"
+            "  --intervals T1,T2...  also report each level cut at T1, T2... from its start\n"
+            "                        (ops, errors, p50, p99, max per slice; up to 7 cuts)\n"
             "  --threads N           client threads (default: one per CPU)\n"
             "  --limit MS            latency limit for p90 (default: the API's)\n"
             "API parameters:\n"
@@ -350,6 +352,7 @@ enum {
     OPT_STEADY,
     OPT_RAMP_DOWN,
     OPT_THINK,
+    OPT_INTERVALS,
     OPT_TIMEOUT,
     OPT_PAUSE,
     OPT_THREADS,
@@ -396,6 +399,7 @@ static const struct option long_options[] = {
     {"steady", required_argument, NULL, OPT_STEADY},
     {"ramp-down", required_argument, NULL, OPT_RAMP_DOWN},
     {"think", required_argument, NULL, OPT_THINK},
+    {"intervals", required_argument, NULL, OPT_INTERVALS},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"pause", required_argument, NULL, OPT_PAUSE},
     {"threads", required_argument, NULL, OPT_THREADS},
@@ -511,6 +515,37 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
                 return HF_ARGS_ERROR;
             if (cfg->think_max_us < cfg->think_min_us) {
                 fail(err, errlen, "--think '%s': the upper bound is below the lower one", optarg);
+                return HF_ARGS_ERROR;
+            }
+            break;
+        }
+        case OPT_INTERVALS: {
+            char buf[256], *tok, *save = NULL;
+
+            if (strlen(optarg) >= sizeof(buf)) {
+                fail(err, errlen, "--intervals '%s' is too long", optarg);
+                return HF_ARGS_ERROR;
+            }
+            snprintf(buf, sizeof(buf), "%s", optarg);
+            cfg->ninterval_ends = 0;
+            for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                uint64_t t;
+
+                if (cfg->ninterval_ends == HF_INTERVALS_MAX - 1) {
+                    fail(err, errlen, "--intervals '%s': at most %d cuts", optarg,
+                         HF_INTERVALS_MAX - 1);
+                    return HF_ARGS_ERROR;
+                }
+                if (duration_opt("intervals", tok, false, &t, err, errlen) != 0)
+                    return HF_ARGS_ERROR;
+                if (cfg->ninterval_ends && t <= cfg->interval_ends_us[cfg->ninterval_ends - 1]) {
+                    fail(err, errlen, "--intervals '%s': the cuts must increase", optarg);
+                    return HF_ARGS_ERROR;
+                }
+                cfg->interval_ends_us[cfg->ninterval_ends++] = t;
+            }
+            if (cfg->ninterval_ends == 0) {
+                fail(err, errlen, "--intervals '%s': expected T1[,T2...]", optarg);
                 return HF_ARGS_ERROR;
             }
             break;

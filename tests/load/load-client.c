@@ -331,6 +331,7 @@ static void vu_fail(struct vu *v, enum hf_terr kind, uint64_t now)
     struct worker *w = v->w;
 
     w->stats->terr[kind]++;
+    hf_level_stats_add_error(w->stats, &w->run->plan, now - w->t0);
     live_add(&w->live_errors, 1);
     conn_close(v);
     if (w->run->stop_on_error || now >= v->stop_at || hf_run_interrupted()) {
@@ -598,6 +599,7 @@ static void vu_reply_done(struct vu *v, const char *body, size_t body_len, uint6
             note_error(w, "HTTP %d from %s, but its body is not a valid %s reply: %s", v->status,
                        run->target->addr_text, run->api->name, excerpt);
             w->stats->terr[HF_TERR_BAD_BODY]++;
+            hf_level_stats_add_error(w->stats, &run->plan, now - w->t0);
             live_add(&w->live_errors, 1);
             if (run->stop_on_error) goto stop;
         } else if (v->setup) {
@@ -614,6 +616,7 @@ static void vu_reply_done(struct vu *v, const char *body, size_t body_len, uint6
         note_error(w, "HTTP %d from %s: %s", v->status, run->target->addr_text,
                    body_len ? excerpt : "(no body)");
         w->stats->status[v->status < HF_STATUS_SLOTS ? v->status : HF_STATUS_SLOTS - 1]++;
+        hf_level_stats_add_error(w->stats, &run->plan, now - w->t0);
         live_add(&w->live_errors, 1);
         if (run->stop_on_error) goto stop;
     }
@@ -942,8 +945,10 @@ static void *worker_main(void *arg)
         struct vu *v = &w->vus[i];
         if (v->state == VU_DONE) continue;
         if (v->state == VU_CONNECTING || v->state == VU_HANDSHAKE || v->state == VU_SENDING ||
-            v->state == VU_RECEIVING)
+            v->state == VU_RECEIVING) {
             w->stats->terr[HF_TERR_ABANDONED]++;
+            hf_level_stats_add_error(w->stats, &w->run->plan, w->hard_end - w->t0);
+        }
         vu_finish(v);
     }
     atomic_store(&w->finished, true);

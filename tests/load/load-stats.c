@@ -127,6 +127,15 @@ const char *hf_phase_name(enum hf_phase phase)
     return (unsigned)phase < HF_PHASE_COUNT ? names[phase] : "?";
 }
 
+size_t hf_interval_of(const struct hf_phase_plan *plan, uint64_t t_us)
+{
+    size_t i = 0;
+
+    while (i < plan->ninterval_ends && t_us >= plan->interval_ends_us[i])
+        i++;
+    return i;
+}
+
 const char *hf_terr_name(enum hf_terr kind)
 {
     static const char *const names[HF_TERR_COUNT] = {"connect",  "tls",      "timeout",  "closed",
@@ -154,6 +163,11 @@ void hf_level_stats_merge(struct hf_level_stats *dst, const struct hf_level_stat
         dst->terr[i] += src->terr[i];
     hf_hist_merge(&dst->steady, &src->steady);
     hf_hist_merge(&dst->all, &src->all);
+    for (i = 0; i < HF_INTERVALS_MAX; i++) {
+        dst->interval_ops[i] += src->interval_ops[i];
+        dst->interval_errors[i] += src->interval_errors[i];
+        hf_hist_merge(&dst->interval_hist[i], &src->interval_hist[i]);
+    }
 }
 
 void hf_level_stats_add_op(struct hf_level_stats *s, const struct hf_phase_plan *plan,
@@ -164,6 +178,18 @@ void hf_level_stats_add_op(struct hf_level_stats *s, const struct hf_phase_plan 
     s->ops[phase]++;
     hf_hist_record(&s->all, latency_us);
     if (phase == HF_PHASE_STEADY) hf_hist_record(&s->steady, latency_us);
+    if (plan->ninterval_ends) {
+        size_t k = hf_interval_of(plan, t_us);
+
+        s->interval_ops[k]++;
+        hf_hist_record(&s->interval_hist[k], latency_us);
+    }
+}
+
+void hf_level_stats_add_error(struct hf_level_stats *s, const struct hf_phase_plan *plan,
+                              uint64_t t_us)
+{
+    if (plan->ninterval_ends) s->interval_errors[hf_interval_of(plan, t_us)]++;
 }
 
 uint64_t hf_level_stats_errors(const struct hf_level_stats *s)

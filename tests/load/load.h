@@ -58,11 +58,19 @@ enum hf_phase {
     HF_PHASE_COUNT
 };
 
+/* --intervals: a level may also be cut, by wall clock from its start, into up to
+ * HF_INTERVALS_MAX slices with a reading each (a failover test's before, during and after). */
+#define HF_INTERVALS_MAX 8
+
 struct hf_phase_plan {
     uint64_t ramp_up_us;
     uint64_t steady_us;
     uint64_t ramp_down_us;
     unsigned vus;
+    /* Where each slice but the last ends, increasing, from the level's start; 0 of them: no
+     * slices. The last slice runs to the level's end (its tail included). */
+    uint64_t interval_ends_us[HF_INTERVALS_MAX - 1];
+    size_t ninterval_ends;
 };
 
 enum hf_phase hf_phase_of(const struct hf_phase_plan *plan, uint64_t t_us);
@@ -72,6 +80,8 @@ uint64_t hf_phase_end_us(const struct hf_phase_plan *plan); /* ramp_up + steady 
 uint64_t hf_phase_vu_start_us(const struct hf_phase_plan *plan, unsigned i);
 uint64_t hf_phase_vu_stop_us(const struct hf_phase_plan *plan, unsigned i);
 const char *hf_phase_name(enum hf_phase phase);
+/* The slice (0 .. ninterval_ends) holding time t_us of the level. */
+size_t hf_interval_of(const struct hf_phase_plan *plan, uint64_t t_us);
 
 /* ---- Results of one VU level ------------------------------------------------------------- */
 enum hf_terr {
@@ -96,6 +106,11 @@ struct hf_level_stats {
     uint64_t terr[HF_TERR_COUNT];
     struct hf_hist steady; /* latency of the successful operations completed in steady */
     struct hf_hist all;    /* latency of every successful operation */
+    /* By --intervals slice, when the plan has any: successes with their latency, and failures
+     * of every kind, by the time each completed. */
+    uint64_t interval_ops[HF_INTERVALS_MAX];
+    uint64_t interval_errors[HF_INTERVALS_MAX];
+    struct hf_hist interval_hist[HF_INTERVALS_MAX];
 };
 
 void hf_level_stats_reset(struct hf_level_stats *s);
@@ -103,6 +118,10 @@ void hf_level_stats_merge(struct hf_level_stats *dst, const struct hf_level_stat
 /* Accounts one successful operation completed at t_us that took latency_us. */
 void hf_level_stats_add_op(struct hf_level_stats *s, const struct hf_phase_plan *plan,
                            uint64_t t_us, uint64_t latency_us);
+/* One failed request (any kind) completed at t_us: counted in its slice only; the caller
+ * counts its kind. */
+void hf_level_stats_add_error(struct hf_level_stats *s, const struct hf_phase_plan *plan,
+                              uint64_t t_us);
 uint64_t hf_level_stats_errors(const struct hf_level_stats *s);
 uint64_t hf_level_stats_total_ops(const struct hf_level_stats *s);
 
@@ -158,6 +177,8 @@ struct hf_load_config {
     bool stop_at_limit; /* --sweep: stop after the first level whose p90 passes the limit */
     uint64_t ramp_up_us, steady_us, ramp_down_us;
     uint64_t think_min_us, think_max_us; /* pause after each operation, uniform in [min, max] */
+    uint64_t interval_ends_us[HF_INTERVALS_MAX - 1]; /* --intervals: as hf_phase_plan's */
+    size_t ninterval_ends;
     uint64_t timeout_us;                 /* per request; also the grace after the ramp-down */
     uint64_t pause_us;                   /* between levels */
     unsigned threads;                    /* 0: one per online CPU */

@@ -68,9 +68,12 @@ static void test_vus_list_and_options(void)
     CU_ASSERT_EQUAL_FATAL(parse("--url", "https://gw.example:8443/", "--api", "xks-encrypt",
                                 "--vus", "10,20,40", "--ramp-up", "1s", "--steady", "1500ms",
                                 "--ramp-down", "0", "--think", "400ms:700ms", "--limit", "150",
-                                "--threads", "3", "--insecure", NULL),
+                                "--threads", "3", "--insecure", "--intervals", "10s,20", NULL),
                           HF_ARGS_OK);
     CU_ASSERT_EQUAL(cfg.nlevels, 3);
+    CU_ASSERT_EQUAL(cfg.ninterval_ends, 2);
+    CU_ASSERT_EQUAL(cfg.interval_ends_us[0], 10000000);
+    CU_ASSERT_EQUAL(cfg.interval_ends_us[1], 20000000);
     CU_ASSERT_EQUAL(cfg.vus[2], 40);
     CU_ASSERT_EQUAL(cfg.ramp_up_us, 1000000);
     CU_ASSERT_EQUAL(cfg.steady_us, 1500000);
@@ -138,6 +141,12 @@ static void test_bad_arguments_say_what_is_wrong(void)
                         "--ramp-down", "-1");
     ASSERT_REFUSED_WITH("upper bound is below", "--url", "http://h", "--api", "static", "--vus",
                         "1", "--think", "300ms:100ms");
+    ASSERT_REFUSED_WITH("the cuts must increase", "--url", "http://h", "--api", "static", "--vus",
+                        "1", "--intervals", "10,10");
+    ASSERT_REFUSED_WITH("at most 7 cuts", "--url", "http://h", "--api", "static", "--vus", "1",
+                        "--intervals", "1,2,3,4,5,6,7,8");
+    ASSERT_REFUSED_WITH("--intervals 'soon'", "--url", "http://h", "--api", "static", "--vus",
+                        "1", "--intervals", "soon");
     ASSERT_REFUSED_WITH("--threads '0'", "--url", "http://h", "--api", "static", "--vus", "1",
                         "--threads", "0");
     ASSERT_REFUSED_WITH("--limit 'fast'", "--url", "http://h", "--api", "static", "--vus", "1",

@@ -297,6 +297,47 @@ static void test_stats_merge_adds_everything(void)
     free(b);
 }
 
+/* A failover test reads each slice's errors and p99: an operation or a failure lands in the
+ * slice its completion time falls in (half-open, the last slice open-ended), and merging keeps
+ * the slices apart. */
+static void test_intervals_split_by_completion_time(void)
+{
+    struct hf_phase_plan p = {.steady_us = 3000, .vus = 1,
+                              .interval_ends_us = {1000, 2000}, .ninterval_ends = 2};
+    struct hf_level_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(hf_interval_of(&p, 0), 0);
+    CU_ASSERT_EQUAL(hf_interval_of(&p, 999), 0);
+    CU_ASSERT_EQUAL(hf_interval_of(&p, 1000), 1);
+    CU_ASSERT_EQUAL(hf_interval_of(&p, 2000), 2);
+    CU_ASSERT_EQUAL(hf_interval_of(&p, 9000), 2); /* the tail counts in the last slice */
+    hf_level_stats_add_op(a, &p, 10, 100);
+    hf_level_stats_add_op(b, &p, 1500, 7000);
+    hf_level_stats_add_op(b, &p, 1600, 9000);
+    hf_level_stats_add_error(b, &p, 1700);
+    hf_level_stats_add_op(a, &p, 2500, 300);
+    hf_level_stats_merge(a, b);
+    CU_ASSERT_EQUAL(a->interval_ops[0], 1);
+    CU_ASSERT_EQUAL(a->interval_ops[1], 2);
+    CU_ASSERT_EQUAL(a->interval_ops[2], 1);
+    CU_ASSERT_EQUAL(a->interval_errors[0], 0);
+    CU_ASSERT_EQUAL(a->interval_errors[1], 1);
+    CU_ASSERT_EQUAL(a->interval_errors[2], 0);
+    CU_ASSERT_EQUAL(a->interval_hist[1].max_us, 9000);
+    CU_ASSERT_EQUAL(a->interval_hist[0].max_us, 100);
+    CU_ASSERT_EQUAL(hf_hist_percentile(&a->interval_hist[2], 99), 300);
+    /* Without --intervals nothing is sliced. */
+    p.ninterval_ends = 0;
+    memset(a, 0, sizeof(*a));
+    hf_level_stats_add_op(a, &p, 1500, 10);
+    hf_level_stats_add_error(a, &p, 1500);
+    CU_ASSERT_EQUAL(a->interval_ops[0] + a->interval_ops[1] + a->interval_errors[1], 0);
+    free(a);
+    free(b);
+}
+
 static CU_TestInfo hist_tests[] = {
     {"percentiles are exact below 128 us", test_percentiles_exact_below_128us},
     {"a percentile is the nearest rank", test_percentile_is_nearest_rank},
@@ -317,6 +358,7 @@ static CU_TestInfo phase_tests[] = {
     {"a level without steady ops is over the limit", test_level_without_steady_ops_is_over_limit},
     {"over 1% errors is over the limit", test_level_with_many_errors_is_over_limit},
     {"merging level stats adds every count", test_stats_merge_adds_everything},
+    {"intervals split by completion time", test_intervals_split_by_completion_time},
     CU_TEST_INFO_NULL,
 };
 
