@@ -2,7 +2,7 @@
 # same run (raw OpenSSL, SoftHSMv2 called directly).
 EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign tests/perf/mhd-floor \
 	tests/perf/bench-jwt \
-	tests/perf/bench-audit tests/perf/rsa-oaep-ref
+	tests/perf/bench-audit tests/perf/rsa-oaep-ref tests/perf/hsm-ref
 tests_perf_bench_audit_SOURCES = tests/perf/bench-audit.c
 tests_perf_bench_audit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit $(CUNIT_CFLAGS)
 tests_perf_bench_audit_LDADD = libhftest.la libholdfast-core.la $(CUNIT_LIBS) $(PTHREAD_LIBS)
@@ -67,3 +67,17 @@ bench-sap: tests/perf/rsa-oaep-ref$(EXEEXT) tests/perf/mhd-floor$(EXEEXT) tests/
 	  $(SHELL) $(top_srcdir)/tests/perf/bench-sap.sh
 
 .PHONY: bench-sap
+
+# XKS encrypt on an HSM pool key through holdfastd (tests/perf/bench-hsm.sh): against SoftHSMv2
+# called directly (hsm-ref, AES-GCM C_Encrypt, same threads) with one and two members, then with
+# the fault shim adding HSM latency per call, beside Little's law, as a table and a plot.
+tests_perf_hsm_ref_SOURCES = tests/perf/hsm-ref.c tests/p11-client.h
+tests_perf_hsm_ref_LDADD = $(CRYPTO_LIBS) $(PTHREAD_LIBS) $(LIBS)
+EXTRA_DIST += tests/perf/bench-hsm.sh
+bench-hsm: tests/perf/hsm-ref$(EXEEXT) tests/load/hf-load$(EXEEXT) tests/shim/hf-fault-shim.la \
+		gateway/holdfastd$(EXEEXT) gateway/plugins/aws-xks/aws-xks.la \
+		pkcs11/module/holdfast-pkcs11.la pkcs11/tool/holdfast$(EXEEXT)
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' SOFTHSM_MODULE='$(SOFTHSM_MODULE)' \
+	  $(SHELL) $(top_srcdir)/tests/perf/bench-hsm.sh
+
+.PHONY: bench-hsm

@@ -75,6 +75,7 @@ static atomic_bool dead;
 /* Counters, written to the stats file. */
 static atomic_ulong n_calls;           /* every entry but C_GetFunctionList */
 static atomic_ulong n_forwarded;       /* passed to the real module */
+static atomic_ulong n_op_forwarded;    /* of which OP calls: each one slept latency_us */
 static atomic_ulong n_injected_dead;   /* CKR_DEVICE_ERROR: dead_file existed */
 static atomic_ulong n_injected_random; /* CKR_DEVICE_ERROR: fail_permille drew it */
 
@@ -188,9 +189,9 @@ static void stats_write(void)
     unsigned long random_n = atomic_load(&n_injected_random);
     fprintf(f,
             "pid = %ld\ncalls = %lu\nforwarded = %lu\ninjected = %lu\ninjected_dead = %lu\n"
-            "injected_random = %lu\n",
+            "injected_random = %lu\nop_forwarded = %lu\n",
             (long)getpid(), atomic_load(&n_calls), atomic_load(&n_forwarded), dead_n + random_n,
-            dead_n, random_n);
+            dead_n, random_n, atomic_load(&n_op_forwarded));
     /* rename: a reader sees the old stats or the new ones, never half a file. */
     if (fclose(f) != 0 || rename(tmp, stats_path) != 0) unlink(tmp);
 }
@@ -254,6 +255,7 @@ static bool may_forward(enum fault_class cls, CK_RV *rv)
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
     }
+    atomic_fetch_add(&n_op_forwarded, 1);
 forward:
     atomic_fetch_add(&n_forwarded, 1);
     return true;
