@@ -43,15 +43,19 @@ else
     make -j"$jobs" "$target" TESTS='$(UNIT_TESTS)' || status=$?
 fi
 # A failing test's own log, so that CI's output says why and not only which.
-if [ "$status" -ne 0 ]; then
-    grep -l -E '^:test-result: (FAIL|ERROR)' $(find . -name '*.trs') 2>/dev/null | while read -r trs; do
-        echo "---- ${trs%.trs}.log (last 60 lines) ----"
-        tail -n 60 "${trs%.trs}.log"
-    done
-fi
+failing_logs() {
+    grep -l -E '^:test-result: (FAIL|ERROR)' $(find "$1" -name '*.trs') 2>/dev/null |
+        while read -r trs; do
+            echo "---- ${trs%.trs}.log (last 60 lines) ----"
+            tail -n 60 "${trs%.trs}.log"
+        done
+}
+[ "$status" -eq 0 ] || failing_logs .
 distcheck_status=
 [ "$status" -eq 0 ] && [ "$distcheck" = yes ] && {
-    make -j"$jobs" distcheck && distcheck_status=passed || { status=$?; distcheck_status=FAILED; }
+    # distcheck builds in a fresh tree, which it leaves behind when a test fails there.
+    make -j"$jobs" distcheck && distcheck_status=passed ||
+        { status=$?; distcheck_status=FAILED; failing_logs "holdfast-$(sed -n 's/^PACKAGE_VERSION = //p' Makefile)"; }
 }
 
 # One closing line any CI can read, from automake's own summary.
