@@ -517,7 +517,13 @@ HF_PLUGIN_EXPORT enum hf_status hf_status_from_ckr(CK_RV rv)
         return HF_STATUS_UNSUPPORTED;
     case CKR_FUNCTION_CANCELED:
         return HF_STATUS_TIMEOUT;
+    case CKR_FUNCTION_REJECTED:
+        /* An HSM pool's answer when every healthy member is at its concurrency limit and the
+         * queue is full (pkcs11/core/pool.h, HF_POOL_RV_THROTTLED): the API's throttling error,
+         * so the cloud backs off instead of failing the call. */
+        return HF_STATUS_THROTTLED;
     case CKR_DEVICE_ERROR:
+        /* Also a pool with no healthy member (HF_POOL_RV_UNAVAILABLE). */
     case CKR_DEVICE_MEMORY:
     case CKR_DEVICE_REMOVED:
     case CKR_TOKEN_NOT_PRESENT:
