@@ -197,6 +197,30 @@ CK_RV hf_core_pool_probe(struct hf_core *core, const char *name, const struct hf
                          struct hf_core_pool_probe **results, size_t *n);
 void hf_core_pool_probes_free(struct hf_core_pool_probe *results, size_t n);
 
+/* One pool member's live status on this node (core-pool-status.c), for health answers, metrics
+ * and `holdfast pool show`: its pool's definition beside the executor's figures. */
+#define HF_CORE_POOL_MODEL_MAX 96
+struct hf_core_pool_live {
+    char pool[HF_POOL_NAME_MAX + 1];
+    char member[HF_POOL_NAME_MAX + 1];
+    char model[HF_CORE_POOL_MODEL_MAX]; /* from the definition: "<module file> token <label>" */
+    CK_RV open_rv; /* CKR_OK, or why this node could not open the pool (figures then zero) */
+    struct hf_pool_member_status status; /* status.name is NULL: member names it */
+    struct hf_pool_queue_status queue;   /* the pool's, repeated in each of its members */
+};
+/* The members of pool name in its order; the pool is opened (and kept, as a key's first use
+ * does) when this node has not yet; a pool that cannot open still lists its members, with
+ * open_rv saying why. Reads no backend once the pool is open: hf_pool_status's snapshot.
+ * Unaudited (a read of state, as frequent as metrics scrapes). *out malloc'd: free(). */
+CK_RV hf_core_pool_status(struct hf_core *core, const char *name, struct hf_core_pool_live **out,
+                          size_t *n);
+/* The same for every pool in the store, pool after pool. */
+CK_RV hf_core_pools_status(struct hf_core *core, struct hf_core_pool_live **out, size_t *n);
+/* The upper bound in microseconds of the latency bucket where quantile q (0..1) of the calls
+ * counted in latency[] falls (pool.h's buckets: [2^i, 2^(i+1)) us); 0 when nothing was counted. */
+uint64_t hf_core_pool_latency_quantile_us(const uint64_t latency[HF_POOL_LATENCY_BUCKETS],
+                                          double q);
+
 /* The usable material of a version (local source: unwrapped once, then cached). New reference.
  * A pool version has none here: CKR_KEY_FUNCTION_NOT_PERMITTED (hf_core_key_gcm uses it). */
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,

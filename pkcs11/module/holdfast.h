@@ -74,7 +74,7 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 5
+#define HF_INTERFACE_VERSION_MINOR 6
 
 /* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
  * identical typedef is legal C11, should a newer header bring one). */
@@ -146,6 +146,36 @@ static inline CK_BBOOL hf_name_is_valid(const char *name, unsigned long max, cha
  * if the operation fails. */
 #define HF_REQUEST_AUDIT_FAILURES_ONLY 0x1UL
 
+/* 1.6: one HSM pool member's live status on this node (HF_GetPoolStatus), as the core's pool
+ * executor counts it since this process opened the pool. Names are [a-z0-9-]{1,32}. */
+#define HF_POOL_NAME_BUF 33
+#define HF_POOL_MODEL_BUF 96
+/* Latency buckets: bucket i counts calls that took [2^i, 2^(i+1)) microseconds (bucket 0 also
+ * takes 0), the last one everything from 2^23 us (~8.4 s) up. */
+#define HF_POOL_LATENCY_BUCKET_COUNT 24
+
+typedef struct HF_POOL_MEMBER_STATUS {
+    char pool[HF_POOL_NAME_BUF];
+    char member[HF_POOL_NAME_BUF];
+    char model[HF_POOL_MODEL_BUF]; /* from the pool's definition: "<module file> token <label>" */
+    CK_RV open_result;   /* CKR_OK; else why this node cannot open the pool (figures are 0) */
+    CK_BBOOL healthy;    /* in service: takes calls */
+    CK_BBOOL disabled;   /* its PIN was refused: never probed again until a restart */
+    CK_ULONG concurrency; /* the member's limit of calls in flight */
+    CK_ULONG in_flight;
+    CK_ULONG_LONG calls;     /* attempts run on it (a retried call counts on both members) */
+    CK_ULONG_LONG queued;    /* of which started after waiting in the pool's queue */
+    CK_ULONG_LONG failures;  /* attempts that took it out of service or were retried */
+    CK_ULONG_LONG failovers; /* calls moved from it to another member */
+    CK_ULONG_LONG last_latency_us;
+    CK_ULONG_LONG latency[HF_POOL_LATENCY_BUCKET_COUNT];
+    /* The pool's, repeated in each of its members. */
+    CK_ULONG queue_waiting; /* callers waiting for a free member now */
+    CK_ULONG queue_max;
+    CK_ULONG_LONG throttled;   /* calls answered CKR_FUNCTION_REJECTED: every member busy, queue full */
+    CK_ULONG_LONG unavailable; /* calls answered CKR_DEVICE_ERROR: no healthy member */
+} HF_POOL_MEMBER_STATUS;
+
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's
  * thread: it must not block. */
 typedef void (*HF_AUDIT_DURABLE_FN)(void *arg);
@@ -202,6 +232,12 @@ typedef struct HF_FUNCTION_LIST {
      * HF_GetLastAuditSeq numbers): a request whose key operation failed already has its failure
      * on record, one refused after a key operation that succeeded does not. */
     CK_RV (*HF_GetLastAuditResult)(CK_SESSION_HANDLE session, CK_RV *result);
+    /* 1.6: every HSM pool member's live status, pool after pool, each pool in its member order
+     * (a pool this process has not used yet is opened first, as a key's first use opens it).
+     * Two-call convention: members NULL asks for *count; CKR_BUFFER_TOO_SMALL with *count set.
+     * Reads no backend once the pools are open; meant for health checks and metrics, not for
+     * every request. */
+    CK_RV (*HF_GetPoolStatus)(HF_POOL_MEMBER_STATUS *members, CK_ULONG *count);
 } HF_FUNCTION_LIST;
 /* clang-format on */
 

@@ -1,5 +1,6 @@
 /* The "Holdfast" vendor interface (holdfast.h): request context for audit records, audit
- * durability, and link state, for programs that load the module by path (gateway, provider). */
+ * durability, link state and HSM pools' live status, for programs that load the module by path
+ * (gateway, provider). */
 #include "hf-build.h"
 
 #include "internal.h"
@@ -272,6 +273,58 @@ done:
     return rv;
 }
 
+_Static_assert(HF_POOL_LATENCY_BUCKET_COUNT == HF_POOL_LATENCY_BUCKETS,
+               "holdfast.h's pool latency buckets are pool.h's");
+_Static_assert(HF_POOL_NAME_BUF == HF_POOL_NAME_MAX + 1, "pool and member names fit");
+_Static_assert(HF_POOL_MODEL_BUF == HF_CORE_POOL_MODEL_MAX, "models fit");
+
+static void pool_member_export(const struct hf_core_pool_live *l, HF_POOL_MEMBER_STATUS *out)
+{
+    memset(out, 0, sizeof(*out));
+    memcpy(out->pool, l->pool, sizeof(out->pool));
+    memcpy(out->member, l->member, sizeof(out->member));
+    memcpy(out->model, l->model, sizeof(out->model));
+    out->open_result = l->open_rv;
+    out->healthy = l->status.healthy ? CK_TRUE : CK_FALSE;
+    out->disabled = l->status.disabled ? CK_TRUE : CK_FALSE;
+    out->concurrency = l->status.concurrency;
+    out->in_flight = l->status.in_flight;
+    out->calls = l->status.calls;
+    out->queued = l->status.queued;
+    out->failures = l->status.failures;
+    out->failovers = l->status.failovers;
+    out->last_latency_us = l->status.last_latency_us;
+    for (size_t i = 0; i < HF_POOL_LATENCY_BUCKET_COUNT; i++)
+        out->latency[i] = l->status.latency[i];
+    out->queue_waiting = (CK_ULONG)l->queue.waiting;
+    out->queue_max = (CK_ULONG)l->queue.queue_max;
+    out->throttled = l->queue.throttled;
+    out->unavailable = l->queue.unavailable;
+}
+
+/* State, not secrets, and no record: a scrape every few seconds must not fill the audit log. The
+ * snapshot is taken afresh each call, so the two calls of the convention may disagree when a
+ * pool was added between them: the second then answers CKR_BUFFER_TOO_SMALL again. */
+static CK_RV HF_GetPoolStatus(HF_POOL_MEMBER_STATUS *members, CK_ULONG *count)
+{
+    struct hf_core_pool_live *live = NULL;
+    size_t n = 0;
+    CK_RV rv = hf_module_check();
+
+    if (rv != CKR_OK) return rv;
+    hf_return_val_if_fail(count, CKR_ARGUMENTS_BAD);
+    if ((rv = hf_core_pools_status(hf_mod.core, &live, &n)) != CKR_OK) return rv;
+    if (members && *count < n) {
+        rv = CKR_BUFFER_TOO_SMALL;
+    } else if (members) {
+        for (size_t i = 0; i < n; i++)
+            pool_member_export(&live[i], &members[i]);
+    }
+    *count = (CK_ULONG)n;
+    free(live);
+    return rv;
+}
+
 const HF_FUNCTION_LIST hf_vendor_functions = {
     {HF_INTERFACE_VERSION_MAJOR, HF_INTERFACE_VERSION_MINOR},
     HF_SetRequestContext,
@@ -288,4 +341,5 @@ const HF_FUNCTION_LIST hf_vendor_functions = {
     HF_GetKeyLink,
     HF_SetRequestAudit,
     HF_GetLastAuditResult,
+    HF_GetPoolStatus,
 };
