@@ -26,6 +26,7 @@ GATEWAY_SOURCES = \
 	gateway/reply.c \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
+	gateway/p11-pool.c \
 	gateway/keys.c gateway/keys.h gateway/keys-internal.h \
 	gateway/key-check.c \
 	gateway/blob.c gateway/blob.h \
@@ -38,6 +39,7 @@ GATEWAY_SOURCES = \
 	gateway/audit-fields.c \
 	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \
+	gateway/metrics-pool.c \
 	gateway/log.c gateway/log.h \
 	gateway/plugins.c gateway/plugins.h \
 	gateway/reload.c gateway/reload.h \

@@ -47,6 +47,9 @@ double hf_gw_metrics_ratio(unsigned long long within, unsigned long long total);
 /* The whole page, new (free()); key_source_up is the health probe's answer, audit (NULL: not
  * known) the audit log's space. */
 char *hf_gw_metrics_render(bool key_source_up, const HF_AUDIT_STATUS *audit, size_t *len);
+/* The HSM pools' series (metrics-pool.c) for members (hf_p11_pool_status's array, pool after
+ * pool), new (free()); "" for none, NULL when out of memory. Pure. */
+char *hf_gw_metrics_pool_render(const HF_POOL_MEMBER_STATUS *members, size_t n, size_t *len);
 void hf_gw_metrics_shutdown(void);
 
 #endif /* HF_GATEWAY_METRICS_H */

@@ -224,8 +224,15 @@ const HF_FUNCTION_LIST *hf_p11_vendor(void);
  * (so that operation's audit record is the request's). Call right before each key operation;
  * operation overrides the route's name when not NULL (e.g. "encrypt.verify"). */
 CK_RV hf_p11_begin(struct hf_request *req, const char *operation, CK_SESSION_HANDLE *session);
-/* The enum hf_status for a CK_RV from a key operation (CKR_HF_LINK_BLOCKED: KEY_DISABLED, ...). */
+/* The enum hf_status for a CK_RV from a key operation (CKR_HF_LINK_BLOCKED: KEY_DISABLED, ...;
+ * an HSM pool's CKR_FUNCTION_REJECTED, every member busy and its queue full: THROTTLED; its
+ * CKR_DEVICE_ERROR, no healthy member: UNAVAILABLE). */
 enum hf_status hf_status_from_ckr(CK_RV rv);
+/* Every HSM pool member's live status on this node (holdfast.h's HF_POOL_MEMBER_STATUS, from the
+ * module's HF_GetPoolStatus, 1.6), pool after pool: *out malloc'd (free()), *n entries (0: no
+ * pool). false when the module cannot say (another vendor's, or older). For health answers and
+ * status pages, never per key operation: it reads every pool's state. */
+bool hf_p11_pool_status(HF_POOL_MEMBER_STATUS **out, size_t *n);
 
 /* ---- keys, found by link and cached (provided by holdfastd) --------------------------------- */
 

@@ -628,6 +628,28 @@ static void healthz_answer(struct hf_request *req)
     if (n < 0 || !reply_set(req, body, (size_t)n)) req->http_status = 500;
 }
 
+/* The gateway's series, then the HSM pools' (read from the module here, on a scrape only). */
+static char *metrics_page(size_t *len)
+{
+    HF_AUDIT_STATUS st;
+    bool audit_known = hf_gw_p11_audit_status(&st);
+    HF_POOL_MEMBER_STATUS *members = NULL;
+    size_t n = 0, pools_len = 0;
+    char *page = hf_gw_metrics_render(hf_gw_p11_is_healthy(), audit_known ? &st : NULL, len);
+    char *pools = NULL, *joined;
+
+    if (page == NULL || !hf_p11_pool_status(&members, &n) || n == 0) goto done;
+    if ((pools = hf_gw_metrics_pool_render(members, n, &pools_len)) == NULL) goto done;
+    if ((joined = realloc(page, *len + pools_len + 1)) == NULL) goto done;
+    memcpy(joined + *len, pools, pools_len + 1);
+    page = joined;
+    *len += pools_len;
+done:
+    free(pools);
+    free(members);
+    return page;
+}
+
 /* /healthz (for balancers) and /metrics. */
 static enum MHD_Result builtin_answer(struct hf_request *req)
 {
@@ -644,9 +666,7 @@ static enum MHD_Result builtin_answer(struct hf_request *req)
         healthz_answer(req);
     } else {
         size_t len = 0;
-        HF_AUDIT_STATUS st;
-        bool audit_known = hf_gw_p11_audit_status(&st);
-        char *page = hf_gw_metrics_render(hf_gw_p11_is_healthy(), audit_known ? &st : NULL, &len);
+        char *page = metrics_page(&len);
         req->content_type = "text/plain; version=0.0.4; charset=utf-8";
         reply_drop(req);
         req->reply = page;

@@ -5,13 +5,21 @@
  * would work. The answer is reused for health_cache_seconds (the spec allows up to a minute)
  * while the health key's link stays open; a failed check is never reused, so recovery shows at
  * the next call. Never subject to secondary
- * authorization. */
+ * authorization.
+ *
+ * ekmFleetDetails: the token the module's session is on (the root KEK's), then one entry per HSM
+ * pool member behind the module, its healthStatus from the pool's live status on this node
+ * (hf_p11_pool_status), so KMS sees a member go out of service and come back. The pools are
+ * read only when an answer is made, never from the cache's path. */
 #include "hf-build.h"
 
 #include "gateway/plugins/aws-xks/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "gateway/plugins/aws-xks/health-fleet.h"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
@@ -119,7 +127,26 @@ static enum hf_status health_check(struct hf_xks_call *call, struct hf_request *
     return HF_STATUS_OK;
 }
 
-static struct json_object *health_answer(const struct hf_xks_state *state, const struct member *m)
+/* The pool members after the module's own token; a module that cannot tell adds none. Beyond
+ * the spec's ten entries the rest are left out (the health record's fields count them). */
+static bool fleet_add_pools(struct hf_request *req, struct json_object *fleet)
+{
+    HF_POOL_MEMBER_STATUS *members = NULL;
+    size_t n = 0, dropped = 0;
+    char count[24];
+    bool ok = true;
+
+    if (hf_p11_pool_status(&members, &n) && n > 0) {
+        ok = hf_xks_fleet_add_pools(fleet, members, n, &dropped);
+        snprintf(count, sizeof(count), "%zu", dropped);
+        if (dropped > 0) hf_request_set_audit_field(req, "fleet_members_left_out", count);
+    }
+    free(members);
+    return ok;
+}
+
+static struct json_object *health_answer(struct hf_request *req, const struct hf_xks_state *state,
+                                         const struct member *m)
 {
     struct json_object *o = json_object_new_object(), *fleet = json_object_new_array(),
                        *entry = json_object_new_object();
@@ -131,6 +158,7 @@ static struct json_object *health_answer(const struct hf_xks_state *state, const
         json_object_array_add(fleet, entry) != 0)
         goto fail;
     entry = NULL;
+    if (!fleet_add_pools(req, fleet)) goto fail;
     if (json_object_object_add(o, "xksProxyFleetSize",
                                json_object_new_int((int)state->cfg.fleet_size)) != 0 ||
         json_object_object_add(o, "xksProxyVendor", json_object_new_string("Holdfast")) != 0 ||
@@ -176,7 +204,7 @@ enum hf_status hf_xks_handle_health(void *state, struct hf_request *req)
     pthread_mutex_unlock(&call.rt->health_lock);
     if (answer == NULL) {
         if ((st = health_check(&call, req, &m)) != HF_STATUS_OK) goto done;
-        if ((answer = health_answer(xs, &m)) == NULL) {
+        if ((answer = health_answer(req, xs, &m)) == NULL) {
             st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
             goto done;
         }

@@ -7,7 +7,8 @@ gateway_plugins_aws_xks_libhf_xks_la_SOURCES = \
 	gateway/plugins/aws-xks/gcm.c gateway/plugins/aws-xks/crypto.c \
 	gateway/plugins/aws-xks/crypto.h \
 	gateway/plugins/aws-xks/config.c gateway/plugins/aws-xks/config.h \
-	gateway/plugins/aws-xks/authz.c
+	gateway/plugins/aws-xks/authz.c \
+	gateway/plugins/aws-xks/health-fleet.c gateway/plugins/aws-xks/health-fleet.h
 gateway_plugins_aws_xks_libhf_xks_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
 gateway_plugins_aws_xks_libhf_xks_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
 
