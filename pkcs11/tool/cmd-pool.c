@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pkcs11/tool/cli.h"
+#include "pkcs11/tool/cmd-pool-status.h"
 
 #define CONCURRENCY_DEFAULT 4
 
@@ -311,7 +312,7 @@ static int cmd_show(struct hf_cli *cli, int argc, char **argv)
 {
     struct hf_store_pool p = {0};
     struct hf_pool_member_status *st = NULL;
-    struct hf_pool *pool = NULL;
+    struct hf_cli_pool_live live = {0};
     const char *name;
     CK_RV rv, open_rv;
     int rc;
@@ -322,24 +323,24 @@ static int cmd_show(struct hf_cli *cli, int argc, char **argv)
     rv = hf_core_pool_get(cli->core, name, &cli->who, &p);
     if (rv != CKR_OK) return pool_fail(cli, rv, name);
     /* Live status when this node can open the pool; the definition either way. */
-    open_rv = hf_core_pool_open(cli->core, name, NULL, &pool);
-    if (open_rv == CKR_OK && (st = calloc(p.n_members, sizeof(*st))) != NULL)
-        hf_pool_status(pool, st, p.n_members);
+    open_rv = hf_cli_pool_live_get(cli, &p, &live);
+    st = live.st;
     if (cli->json) {
         json_object *o = pool_json(&p, st);
+        hf_cli_pool_live_json(&live, o);
         if (o && !st)
             json_object_object_add(o, "live_status_error",
                                    json_object_new_string(hf_cli_strerror(open_rv)));
         rc = hf_cli_json_print(o);
     } else {
         show_print(&p, st);
+        hf_cli_pool_live_print(&live);
         if (!st)
             printf("live status: unavailable on this node: %s (CKR 0x%lx)\n",
                    hf_cli_strerror(open_rv), open_rv);
         rc = HF_EXIT_OK;
     }
-    free(st);
-    if (pool) hf_pool_close(pool);
+    hf_cli_pool_live_clear(&live);
     hf_store_pool_clear(&p);
     return rc;
 }
