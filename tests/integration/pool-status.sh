@@ -1,0 +1,194 @@
+#!/bin/sh
+# HSM pools seen from outside (issue 14, visibility and throttling), with the real programs:
+# holdfastd's aws-xks plugin over pool keys whose members are hf-fault-shim copies over
+# SoftHSMv2 tokens.
+#
+# - Unavailable: the member that holds a pool key is made dead: the XKS encrypt on that key is
+#   the spec's InternalException (500: "failure of the backing HSM"), audited with
+#   CKR_DEVICE_ERROR; GetHealthStatus lists that member UNAVAILABLE and the other ACTIVE; /metrics
+#   says holdfast_pool_member_up 0 with a failure counted. The member comes back (the dead file
+#   removed, the pool's probe): ACTIVE, up 1, the encrypt works again.
+# - Throttled: a one-member pool at concurrency 1 with 1.5 s injected per HSM call: of two
+#   concurrent encrypts, one is served and the other, queued past the pool's 2 s wait, is 429
+#   ThrottlingException, audited with CKR_FUNCTION_REJECTED; holdfast_pool_throttled_total counts it.
+# - `holdfast pool show` prints the live figures (text and --json) with the dead member out.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+command -v curl >/dev/null || hf_skip "curl not installed"
+curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' || hf_skip "curl has no --aws-sigv4"
+HOLDFASTD="$top_builddir/gateway/holdfastd"
+XKS_PLUGIN="$top_builddir/gateway/plugins/aws-xks/.libs/aws-xks.so"
+[ -x "$HOLDFASTD" ] && [ -f "$XKS_PLUGIN" ] || hf_skip "holdfastd or the aws-xks plugin not built"
+hf_store_setup
+. "${top_srcdir:-.}/tests/integration/shim-lib.sh"
+shim_need
+
+hf() { "$HF_CLI" "$@"; }
+PY="python3 $top_srcdir/tests/integration/xks-body.py"
+
+# The members' tokens in the key store's own SoftHSMv2 (the shim loads the same module, which
+# the core has initialised for the root token already).
+SOFTHSM2_CONF="$HOLDFAST_STATE_DIR/softhsm2.conf"
+export SOFTHSM2_CONF
+HF_POOL_PIN=pool-pin-4711
+export HF_POOL_PIN
+for t in a b c; do
+    softhsm2-util --init-token --free --label "pool-$t" --pin "$HF_POOL_PIN" --so-pin so-pin-9999 \
+        >/dev/null || hf_fail "softhsm2-util --init-token pool-$t"
+    shim_copy "m$t"
+    conf "$SHIM_COPY"
+done
+A="$HF_TMP/ma.so" B="$HF_TMP/mb.so" C="$HF_TMP/mc.so"
+hf_expect_exit 0 hf pool add p1 --member "a,module=$A,token=pool-a,pin_env=HF_POOL_PIN" \
+    --member "b,module=$B,token=pool-b,pin_env=HF_POOL_PIN"
+hf_expect_exit 0 hf pool add p2 \
+    --member "c,module=$C,token=pool-c,pin_env=HF_POOL_PIN,concurrency=1"
+hf_expect_exit 0 hf key create kp --alg AES-256 --source pool:p1
+hf_expect_exit 0 hf key create kt --alg AES-256 --source pool:p2
+hf_expect_exit 0 hf key create hk
+for l in kp kt; do hf_expect_exit 0 hf link add aws-xks "$l" "$l"; done
+hf_expect_exit 0 hf link add aws-xks health hk
+# Which member holds kp (a plain-mode key lives on the member that made it).
+hf_expect_exit 0 hf --json key show kp
+V1=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["versions"][0]["uuid"])' <"$HF_OUT")
+DB="$HOLDFAST_STATE_DIR/holdfast.db"
+[ -f "$DB" ] || DB=$(ls "$HOLDFAST_STATE_DIR"/*.db | head -n 1)
+HOLDER=$(sqlite3 "$DB" "SELECT kek_label FROM key_versions WHERE uuid = '$V1'") ||
+    hf_fail "sqlite3: kp's version"
+HOLDER=${HOLDER#pool:p1/}
+case "$HOLDER" in a) OTHER=b ;; b) OTHER=a ;; *) hf_fail "kp is on '$HOLDER'" ;; esac
+
+AKID=AKIAIOSFODNN7EXAMPLE
+SEC=FYtE5EFA5FT0mCc3DrGUe2sti527BitkQ0Zr9MO9fvE
+P=$(hf_free_port)
+URL="http://127.0.0.1:$P"
+CONF="$HF_TMP/holdfastd.conf"
+cat >"$CONF" <<EOF
+$(hf_gateway_section aws-xks 32k "127.0.0.1:$P")
+threads = 4
+
+[plugin:aws-xks]
+path = $XKS_PLUGIN
+
+$(hf_xks_store health "$AKID:$SEC" kp,kt)
+EOF
+# Every health call a fresh answer: the test watches a member go and come back.
+sed -i 's/^health_key = health$/health_key = health\nhealth_cache_seconds = 0/' "$CONF"
+chmod 600 "$CONF"
+hf_gateway_start "$URL" "$HOLDFASTD" -f -c "$CONF"
+
+# xks PATH BODY [OUT]: CODE and the answer in OUT (default $HF_TMP/out.json).
+xks() {
+    _out=${3:-$HF_TMP/out.json}
+    curl -sS -o "$_out" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" \
+        --user "$AKID:$SEC" -H 'Content-Type: application/json' --data-binary "@$2" \
+        "$URL$1" 2>>"$HF_TMP/curl.err" || echo "curl-exit-$?"
+}
+errname() { $PY get "$1" errorName; }
+$PY encrypt --pt SGVsbG8gV29ybGQh >"$HF_TMP/enc.json" || hf_fail "xks-body encrypt"
+$PY health >"$HF_TMP/health.json" || hf_fail "xks-body health"
+
+# fleet: "id=healthStatus" for each ekmFleetDetails entry, sorted.
+fleet() {
+    _c=$(xks /kms/xks/v1/health "$HF_TMP/health.json" "$HF_TMP/h.json")
+    [ "$_c" = 200 ] || { cat "$HF_TMP/h.json"; hf_fail "health: HTTP $_c"; }
+    python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print(" ".join(sorted("%s=%s" % (e["id"], e["healthStatus"]) for e in d["ekmFleetDetails"])))' \
+        "$HF_TMP/h.json"
+}
+metric() {
+    curl -sS "$URL/metrics" >"$HF_TMP/metrics.txt" || hf_fail "GET /metrics"
+    awk -v k="$1" '$1 == k { print $2 }' "$HF_TMP/metrics.txt"
+}
+# wait_for WHAT CMD WANT: up to 5 s for CMD's output to be WANT.
+wait_for() {
+    _i=0
+    while [ "$($2)" != "$3" ]; do
+        _i=$((_i + 1))
+        [ "$_i" -lt 50 ] || hf_fail "$1: got '$($2)', want '$3'"
+        sleep 0.1
+    done
+}
+
+# ---- both members in service ----
+check "$(xks /kms/xks/v1/keys/kp/encrypt "$HF_TMP/enc.json")" 200 "encrypt on kp"
+f=$(fleet)
+case "$f" in
+*"p1/a=ACTIVE p1/b=ACTIVE p2/c=ACTIVE"*) ;;
+*) cat "$HF_TMP/h.json"; hf_fail "health with every member in: $f" ;;
+esac
+grep -q '"model":"ma.so token pool-a"' "$HF_TMP/h.json" || { cat "$HF_TMP/h.json"; hf_fail "model"; }
+check "$(metric "holdfast_pool_member_up{pool=\"p1\",member=\"$HOLDER\"}")" 1 "up before"
+check "$(metric "holdfast_pool_member_calls_total{pool=\"p1\",member=\"$HOLDER\"}")" 1 \
+    "calls: kp's encrypt ran on its member"
+check "$(metric 'holdfast_pool_member_concurrency_limit{pool="p2",member="c"}')" 1 "c's limit"
+check "$(metric 'holdfast_pool_queue_depth{pool="p1"}')" 0 "queue depth"
+grep -q "^holdfast_pool_member_call_duration_seconds_count{pool=\"p1\",member=\"$HOLDER\"} 1$" \
+    "$HF_TMP/metrics.txt" || hf_fail "no latency histogram for $HOLDER"
+
+# ---- kp's member dead: unavailable, on every face ----
+touch "$HF_TMP/m$HOLDER.so.dead"
+sleep 0.3 # the shim looks at its dead file every 100 ms
+code=$(xks /kms/xks/v1/keys/kp/encrypt "$HF_TMP/enc.json")
+check "$code $(errname "$HF_TMP/out.json")" "500 InternalException" "encrypt on a dead member"
+code=$(xks /kms/xks/v1/keys/kp/encrypt "$HF_TMP/enc.json")
+check "$code $(errname "$HF_TMP/out.json")" "500 InternalException" "encrypt with its member out"
+grep -q '"op":"encrypt".*"result":"0x30"' "$HOLDFAST_STATE_DIR/audit.log" ||
+    { grep '"op":"encrypt"' "$HOLDFAST_STATE_DIR/audit.log" | tail -n 3; hf_fail "no audited unavailable encrypt"; }
+f=$(fleet)
+case "$f" in
+*"p1/$HOLDER=UNAVAILABLE"*"p2/c=ACTIVE"*) ;;
+*) cat "$HF_TMP/h.json"; hf_fail "health with $HOLDER dead: $f" ;;
+esac
+case "$f" in *"p1/$OTHER=ACTIVE"*) ;; *) hf_fail "health: $OTHER is not ACTIVE: $f" ;; esac
+check "$(metric "holdfast_pool_member_up{pool=\"p1\",member=\"$HOLDER\"}")" 0 "up while dead"
+check "$(metric "holdfast_pool_member_up{pool=\"p1\",member=\"$OTHER\"}")" 1 "the other is up"
+[ "$(metric "holdfast_pool_member_failures_total{pool=\"p1\",member=\"$HOLDER\"}")" -ge 1 ] ||
+    hf_fail "no failure counted on $HOLDER"
+[ "$(metric 'holdfast_pool_unavailable_total{pool="p1"}')" -ge 1 ] ||
+    hf_fail "no unavailable answer counted on p1"
+
+# The CLI's own view: it opens the pool itself, so the dead member is out there too.
+hf_expect_exit 0 hf pool show p1
+grep -q "^queue: " "$HF_OUT" || { cat "$HF_OUT"; hf_fail "pool show: no queue line"; }
+grep -q "^  $HOLDER  *out  *0/4 " "$HF_OUT" || { cat "$HF_OUT"; hf_fail "pool show: $HOLDER not out"; }
+grep -q "^  $OTHER  *in  *0/4 " "$HF_OUT" || { cat "$HF_OUT"; hf_fail "pool show: $OTHER not in"; }
+hf_expect_exit 0 hf --json pool show p1
+check "$(python3 -c 'import json,sys
+d = json.load(sys.stdin)
+print(sorted((m["name"], m["healthy"], m["failovers"], len(m["latency_log2_us"])) for m in d["members"]), d["queue"]["max"])' <"$HF_OUT")" \
+    "$(python3 -c "import sys; print(sorted([('$HOLDER', False, 0, 24), ('$OTHER', True, 0, 24)]), 256)")" \
+    "pool show --json"
+
+# ---- it comes back (the pool's probe): ACTIVE, up, served ----
+rm -f "$HF_TMP/m$HOLDER.so.dead"
+wait_for "up after the dead file went" \
+    "metric holdfast_pool_member_up{pool=\"p1\",member=\"$HOLDER\"}" 1
+f=$(fleet)
+case "$f" in
+*"p1/a=ACTIVE p1/b=ACTIVE p2/c=ACTIVE"*) ;;
+*) cat "$HF_TMP/h.json"; hf_fail "health after the member came back: $f" ;;
+esac
+check "$(xks /kms/xks/v1/keys/kp/encrypt "$HF_TMP/enc.json")" 200 "encrypt after the member came back"
+
+# ---- throttled: every slot busy and the wait over ----
+check "$(xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json")" 200 "encrypt on kt (warms c's handle cache)"
+conf "$C" "latency_us = 1500000"
+sleep 0.3
+xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json" "$HF_TMP/t1.json" >"$HF_TMP/t1.code" &
+t1=$!
+sleep 0.2
+xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json" "$HF_TMP/t2.json" >"$HF_TMP/t2.code" &
+t2=$!
+wait "$t1" "$t2"
+got="$(cat "$HF_TMP/t1.code") $(cat "$HF_TMP/t2.code") $(errname "$HF_TMP/t2.json")"
+check "$got" "200 429 ThrottlingException" "two encrypts on a one-slot member 1.5 s per call"
+conf "$C"
+grep -q '"op":"encrypt".*"result":"0x200"' "$HOLDFAST_STATE_DIR/audit.log" ||
+    { grep '"op":"encrypt"' "$HOLDFAST_STATE_DIR/audit.log" | tail -n 3; hf_fail "no audited throttled encrypt"; }
+check "$(metric 'holdfast_pool_throttled_total{pool="p2"}')" 1 "throttled counted"
+check "$(metric 'holdfast_requests_total{api="aws-xks",operation="encrypt",status="429"}')" 1 \
+    "the 429 in the request metrics"
+hf_gateway_stop || true
+exit 0
