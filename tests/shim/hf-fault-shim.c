@@ -30,6 +30,8 @@
 
 #define REFRESH_NS (100 * 1000 * 1000LL)
 #define ENV_MAX 16
+/* More than the functions of SHIM_FUNCTIONS (a static assertion below checks it). */
+#define FN_MAX 96
 
 /* How the shim treats a call (the class column of the function table below). */
 enum fault_class {
@@ -47,7 +49,12 @@ struct conf {
     char env[ENV_MAX][256]; /* "NAME=VALUE" */
     int n_env;
     bool has_module;
+    bool fail_skip[FN_MAX]; /* by fn_index: never failed at random */
 };
+
+/* The index of a forwarded function by its name ("C_FindObjectsFinal"), -1 for none (defined
+ * after the function table). */
+static int fn_index(const char *name);
 
 /* Our own paths, resolved once on the first C_Initialize. */
 static char self_path[PATH_MAX];
@@ -70,6 +77,7 @@ static char dead_file[PATH_MAX];   /* under refresh_lock */
 static atomic_llong next_refresh_ns;
 static atomic_ulong latency_us;
 static atomic_ulong fail_permille;
+static atomic_bool fail_skip[FN_MAX];
 static atomic_bool dead;
 
 /* Counters, written to the stats file. */
@@ -142,6 +150,16 @@ static int conf_key(void *user, const char *section, const char *name, const cha
     if (strcmp(name, "latency_us") == 0) return parse_ulong(value, &c->latency_us);
     if (strcmp(name, "fail_permille") == 0)
         return parse_ulong(value, &c->fail_permille) && c->fail_permille <= 1000;
+    if (strcmp(name, "fail_skip") == 0) {
+        char buf[1024], *tok, *save = NULL;
+        if (!copy_str(buf, sizeof(buf), value)) return 0;
+        for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+            int i = fn_index(tok);
+            if (i < 0) return 0;
+            c->fail_skip[i] = true;
+        }
+        return 1;
+    }
     if (strcmp(name, "env") == 0) {
         const char *eq = strchr(value, '=');
         if (eq == NULL || eq == value || c->n_env == ENV_MAX) return 0;
@@ -175,6 +193,8 @@ static void conf_apply(const struct conf *c)
 {
     atomic_store(&latency_us, c->latency_us);
     atomic_store(&fail_permille, c->fail_permille);
+    for (int i = 0; i < FN_MAX; i++)
+        atomic_store(&fail_skip[i], c->fail_skip[i]);
     memcpy(dead_file, c->dead_file, sizeof(dead_file));
 }
 
@@ -227,7 +247,7 @@ static void refresh(bool force)
 }
 
 /* Whether a call of class cls may go on to the real module; *rv is its answer if not. */
-static bool may_forward(enum fault_class cls, CK_RV *rv)
+static bool may_forward(enum fault_class cls, int fn, CK_RV *rv)
 {
     atomic_fetch_add(&n_calls, 1);
     if (!atomic_load(&initialized)) {
@@ -243,7 +263,7 @@ static bool may_forward(enum fault_class cls, CK_RV *rv)
     }
     if (cls == PLAIN) goto forward;
     unsigned long permille = atomic_load(&fail_permille);
-    if (permille > 0 && draw_permille() < permille) {
+    if (permille > 0 && !(fn >= 0 && atomic_load(&fail_skip[fn])) && draw_permille() < permille) {
         atomic_fetch_add(&n_injected_random, 1);
         *rv = CKR_DEVICE_ERROR;
         return false;
@@ -433,9 +453,23 @@ forward:
     static CK_RV shim_##name params                                                                \
     {                                                                                              \
         CK_RV rv;                                                                                  \
-        if (!may_forward(cls, &rv)) return rv;                                                     \
+        if (!may_forward(cls, FN_##name, &rv)) return rv;                                          \
         return real->name args;                                                                    \
     }
+/* Each forwarded function's index (FN_C_Encrypt...) and name, for fail_skip. */
+#define SHIM_FN_ID(name, cls, params, args) FN_##name,
+enum { SHIM_FUNCTIONS(SHIM_FN_ID) FN_COUNT };
+_Static_assert(FN_COUNT <= FN_MAX, "FN_MAX must exceed the number of forwarded functions");
+#define SHIM_FN_NAME(name, cls, params, args) #name,
+static const char *const fn_names[FN_COUNT] = {SHIM_FUNCTIONS(SHIM_FN_NAME)};
+
+static int fn_index(const char *name)
+{
+    for (int i = 0; i < FN_COUNT; i++)
+        if (strcmp(fn_names[i], name) == 0) return i;
+    return -1;
+}
+
 SHIM_FUNCTIONS(SHIM_FORWARDER)
 
 /* Our own path, from the loader: each copy of the .so has its own. */
@@ -571,7 +605,7 @@ done:
 static CK_RV shim_C_GetInfo(CK_INFO_PTR info)
 {
     CK_RV rv;
-    if (!may_forward(ALWAYS, &rv)) return rv;
+    if (!may_forward(ALWAYS, -1, &rv)) return rv;
     return real->C_GetInfo(info);
 }
 
