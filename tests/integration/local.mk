@@ -32,3 +32,7 @@ check_PROGRAMS += tests/integration/exit-host
 tests_integration_exit_host_SOURCES = tests/integration/exit-host.c tests/p11-client.h
 tests_integration_exit_host_LDADD = $(LIBS)
 INTEGRATION_TESTS += tests/integration/exit-safety.sh
+
+# Issue 14, must-show 1: XKS through holdfastd on a clone pool whose member dies and comes back,
+# under hf-load (pool-xks-failover.sh; about 50 s).
+INTEGRATION_TESTS += tests/integration/pool-xks-failover.sh
