@@ -39,6 +39,16 @@ void core_pools_close(struct hf_core *core);
  * CKR_KEY_HANDLE_INVALID when the label names no member of the pool. */
 CK_RV core_pool_version(struct hf_core *core, const struct hf_key_version *v, struct hf_pool **pool,
                         size_t *member);
+/* core-pool-sync.c, clone and export pools (source-pool.h). core_pool_key_generate makes a
+ * version's key, labelled uuid, in pool name as the pool's mode says, and gives the version's
+ * kek_label (malloc'd: "pool:NAME/MEMBER" in plain mode, "pool:NAME" otherwise).
+ * core_pool_repl_establish puts the replication key on every member in service (at open);
+ * core_pool_resync copies to member every live version of the pool it lacks and removes the
+ * destroyed ones it holds (the probe thread's on_member_back). */
+CK_RV core_pool_key_generate(struct hf_core *core, const char *name, unsigned bits,
+                             const char *uuid, char **kek_label);
+void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_pool *pool);
+void core_pool_resync(struct hf_core *core, const char *name, struct hf_pool *pool, size_t member);
 /* Destroys the member's object of each pool version in vs, best effort (failures logged). */
 void core_pool_versions_destroy(struct hf_core *core, const struct hf_key_version *vs, size_t n);
 

@@ -161,32 +161,25 @@ static CK_RV version_build(struct hf_core *core, const char *key_uuid, unsigned 
     return hf_local_seal(core->local, m, v);
 }
 
-/* The new version numbered n of key (source "pool:NAME"), its AES key generated inside a member
- * and labelled with the version's UUID; the row records where it lives (key.h) and no material.
+/* The new version numbered n of key (source "pool:NAME"), its AES key generated inside the pool
+ * (on one member, or on all in clone and export mode: core_pool_key_generate) and labelled with
+ * the version's UUID; the row records where it lives (key.h) and no material.
  * *made: the object exists, for the caller to destroy if the row cannot be written. */
 static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, unsigned n,
                                 int64_t now, struct hf_key_version *v, bool *made)
 {
     const char *name = hf_key_pool_name(key);
-    struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
-    struct hf_pool *pool = NULL;
-    size_t member = 0, count;
-    char place[8 + 2 * HF_POOL_NAME_MAX];
     CK_RV rv;
 
     *made = false;
     version_init(key->uuid, n, now, v);
-    if ((rv = core_pool_use(core, name, &pool)) != CKR_OK) return rv;
-    if ((rv = hf_pool_key_generate(pool, key->bits, v->uuid, &member)) != CKR_OK) {
+    if ((rv = core_pool_key_generate(core, name, key->bits, v->uuid, &v->kek_label)) != CKR_OK) {
         hf_log_error("key '%s': pool %s could not generate version %u (0x%lx)", key->name, name, n,
                      (unsigned long)rv);
         return rv;
     }
     *made = true;
-    count = hf_pool_status(pool, st, HF_POOL_MEMBERS_MAX);
-    if (member >= count) return CKR_GENERAL_ERROR;
-    snprintf(place, sizeof(place), "%s%s/%s", HF_KEY_SOURCE_POOL_PREFIX, name, st[member].name);
-    return (v->kek_label = strdup(place)) != NULL ? CKR_OK : CKR_HOST_MEMORY;
+    return CKR_OK;
 }
 
 /* A pool key's rules: AES only (the only mechanism served is AES-GCM), never exportable (the
@@ -217,12 +210,6 @@ static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spe
     }
     rv = hf_store_pool_get(core->store, name, &pool);
     if (rv == CKR_KEY_HANDLE_INVALID) hf_log_error("there is no pool named '%s'", name);
-    /* Copying keys to every member (clone) and keeping a wrapped copy (export) come later: until
-     * then a key of any pool lives on the member that made it, as in plain mode. */
-    if (rv == CKR_OK && pool.mode != HF_POOL_MODE_PLAIN)
-        hf_log_warn("key '%s': pool %s is in %s mode, which is not served yet: the key lives on "
-                    "one member only",
-                    spec->name, name, hf_pool_mode_name(pool.mode));
     hf_store_pool_clear(&pool);
     return rv;
 }

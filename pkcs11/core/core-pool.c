@@ -7,7 +7,9 @@
 
 #include "core-internal.h"
 #include "log.h"
+#include "pool-clone.h"
 #include "secmem.h"
+#include "source-pool.h"
 
 #include "pkcs11/common/secret-file.h"
 
@@ -410,6 +412,14 @@ done:
 
 /* ---- pools in use: the pool key source's executors ---- */
 
+/* A pool in use, as core-internal.h's entry (first, so the list frees it as one) plus what its
+ * re-sync needs on the probe thread. Allocated and freed here only. */
+struct pool_entry {
+    struct core_pool base;
+    struct hf_core *core;
+    enum hf_pool_mode mode;
+};
+
 static struct core_pool *pool_entry_find(struct hf_core *core, const char *name)
 {
     for (struct core_pool *e = core->pools; e != NULL; e = e->next)
@@ -426,9 +436,52 @@ static void pool_entry_unlink(struct hf_core *core, struct core_pool *e)
     *link = e->next;
 }
 
+static bool mode_is_clone(enum hf_pool_mode mode)
+{
+    return mode == HF_POOL_MODE_CLONE || mode == HF_POOL_MODE_EXPORT;
+}
+
+/* on_member_back: the member came back or lacks a key (pool.h); runs on the probe thread. */
+static void pool_member_back(struct hf_pool *pool, size_t member, void *arg)
+{
+    struct pool_entry *e = arg;
+
+    core_pool_resync(e->core, e->base.name, pool, member);
+}
+
+/* Opens the pool of entry e; a clone or export pool gets its re-sync hook, its replication key
+ * on every member in service, and each member in service re-synced before the first request:
+ * once per process, a search per member when nothing is missing, and a short-lived process
+ * (the CLI) would otherwise end before the probe thread's first round. Members out of service
+ * are re-synced when they come back. */
+static CK_RV pool_entry_open(struct hf_core *core, struct pool_entry *e, struct hf_pool **out)
+{
+    struct hf_store_pool def = {0};
+    struct hf_pool_options opts = {.queue_max = HF_POOL_QUEUE_MAX_DEFAULT};
+    struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
+    size_t n;
+    CK_RV rv;
+
+    if ((rv = hf_store_pool_get(core->store, e->base.name, &def)) != CKR_OK) return rv;
+    e->mode = def.mode;
+    hf_store_pool_clear(&def);
+    if (mode_is_clone(e->mode)) {
+        opts.on_member_back = pool_member_back;
+        opts.on_member_back_arg = e;
+    }
+    if ((rv = hf_core_pool_open(core, e->base.name, &opts, out)) != CKR_OK) return rv;
+    if (!mode_is_clone(e->mode)) return CKR_OK;
+    core_pool_repl_establish(core, e->base.name, *out);
+    n = hf_pool_status(*out, st, HF_POOL_MEMBERS_MAX);
+    for (size_t i = 0; i < n && i < HF_POOL_MEMBERS_MAX; i++)
+        if (st[i].healthy) core_pool_resync(core, e->base.name, *out, i);
+    return CKR_OK;
+}
+
 CK_RV core_pool_use(struct hf_core *core, const char *name, struct hf_pool **out)
 {
-    struct core_pool *e;
+    struct core_pool *found;
+    struct pool_entry *e;
     struct hf_pool *pool = NULL;
     CK_RV rv;
 
@@ -438,34 +491,35 @@ CK_RV core_pool_use(struct hf_core *core, const char *name, struct hf_pool **out
     /* One thread opens a pool; the others wait for it rather than load its members twice. A
      * failed open leaves no entry, so the next caller tries again (a pool whose members were
      * all down at first use comes back without a restart). */
-    while ((e = pool_entry_find(core, name)) != NULL && e->opening)
+    while ((found = pool_entry_find(core, name)) != NULL && found->opening)
         pthread_cond_wait(&core->pools_cond, &core->pools_lock);
-    if (e != NULL) {
-        *out = e->pool;
+    if (found != NULL) {
+        *out = found->pool;
         pthread_mutex_unlock(&core->pools_lock);
         return CKR_OK;
     }
     e = calloc(1, sizeof(*e));
-    if (e == NULL || (e->name = strdup(name)) == NULL) {
+    if (e == NULL || (e->base.name = strdup(name)) == NULL) {
         pthread_mutex_unlock(&core->pools_lock);
         free(e);
         return CKR_HOST_MEMORY;
     }
-    e->opening = true;
-    e->next = core->pools;
-    core->pools = e;
+    e->core = core;
+    e->base.opening = true;
+    e->base.next = core->pools;
+    core->pools = &e->base;
     pthread_mutex_unlock(&core->pools_lock);
 
-    rv = hf_core_pool_open(core, name, NULL, &pool);
+    rv = pool_entry_open(core, e, &pool);
 
     pthread_mutex_lock(&core->pools_lock);
     if (rv == CKR_OK) {
-        e->pool = pool;
-        e->opening = false;
+        e->base.pool = pool;
+        e->base.opening = false;
         *out = pool;
     } else {
-        pool_entry_unlink(core, e);
-        free(e->name);
+        pool_entry_unlink(core, &e->base);
+        free(e->base.name);
         free(e);
     }
     pthread_cond_broadcast(&core->pools_cond);
@@ -487,17 +541,19 @@ void core_pools_close(struct hf_core *core)
     core->pools = NULL;
 }
 
-/* kek_label "pool:NAME/MEMBER" split into its pool and member names. */
+/* kek_label "pool:NAME/MEMBER" split into its pool and member names; "pool:NAME" (a clone or
+ * export version, on every member) gives *member NULL. */
 static bool version_place(const struct hf_key_version *v, char *pool, size_t pool_len,
                           const char **member)
 {
     const char *p = v->kek_label + strlen(HF_KEY_SOURCE_POOL_PREFIX);
     const char *slash = strchr(p, '/');
+    size_t len = slash != NULL ? (size_t)(slash - p) : strlen(p);
 
-    if (slash == NULL || (size_t)(slash - p) >= pool_len || slash[1] == '\0') return false;
-    memcpy(pool, p, (size_t)(slash - p));
-    pool[slash - p] = '\0';
-    *member = slash + 1;
+    if (len == 0 || len >= pool_len || (slash != NULL && slash[1] == '\0')) return false;
+    memcpy(pool, p, len);
+    pool[len] = '\0';
+    *member = slash != NULL ? slash + 1 : NULL;
     return true;
 }
 
@@ -513,6 +569,10 @@ CK_RV core_pool_version(struct hf_core *core, const struct hf_key_version *v, st
     if (!hf_key_version_is_in_pool(v) || !version_place(v, name, sizeof(name), &mname))
         return CKR_KEY_HANDLE_INVALID;
     if ((rv = core_pool_use(core, name, pool)) != CKR_OK) return rv;
+    if (mname == NULL) {
+        *member = HF_POOL_KEY_ANY_MEMBER;
+        return CKR_OK;
+    }
     n = hf_pool_status(*pool, st, HF_POOL_MEMBERS_MAX);
     for (size_t i = 0; i < n && i < HF_POOL_MEMBERS_MAX; i++) {
         if (strcmp(st[i].name, mname) == 0) {

@@ -83,6 +83,7 @@ struct member {
      * without the lock until its call ends. */
     struct hf_hsm *hsm;
     bool healthy, disabled;
+    bool stale; /* hf_pool_member_stale: on_member_back is due on the probe thread */
     unsigned in_flight;
     uint64_t calls, queued, failures, failovers, last_latency_us;
     uint64_t latency[HF_POOL_LATENCY_BUCKETS];
@@ -473,15 +474,28 @@ static void *probe_main(void *arg)
             ;
         for (size_t i = 0; i < pool->n && !pool->stopping; i++) {
             struct member *m = &pool->members[i];
-            if (m->healthy || m->disabled) continue;
+            bool back;
+            if (m->disabled || (m->healthy && !m->stale)) continue;
+            /* A healthy member marked stale gets on_member_back without a probe: it never left
+             * service, it only lacks something (hf_pool_member_stale). */
+            back = m->healthy;
+            m->stale = false;
             pthread_mutex_unlock(&pool->lock);
-            if (member_probe(pool, i) && pool->opts.on_member_back != NULL)
+            if ((back || member_probe(pool, i)) && pool->opts.on_member_back != NULL)
                 pool->opts.on_member_back(pool, i, pool->opts.on_member_back_arg);
             pthread_mutex_lock(&pool->lock);
         }
     }
     pthread_mutex_unlock(&pool->lock);
     return NULL;
+}
+
+void hf_pool_member_stale(struct hf_pool *pool, size_t member)
+{
+    if (pool == NULL || member >= pool->n) return;
+    pthread_mutex_lock(&pool->lock);
+    pool->members[member].stale = true;
+    pthread_mutex_unlock(&pool->lock);
 }
 
 /* ---- open, close, status --------------------------------------------------------------------- */

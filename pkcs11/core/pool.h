@@ -61,8 +61,9 @@ struct hf_pool_member_spec {
  * it on one member), so it must be safe to repeat. */
 typedef CK_RV (*hf_pool_fn)(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
                             CK_SESSION_HANDLE s, void *arg);
-/* Called on the probe thread, with no pool lock held, after member went back into service (for
- * a later re-sync of a clone-mode member); the member already takes calls. It may call
+/* Called on the probe thread, with no pool lock held, after member went back into service, or
+ * after hf_pool_member_stale marked it (the re-sync of a clone-mode member); the member
+ * already takes calls. It may call
  * hf_pool_run and hf_pool_status, never hf_pool_close; while it runs, no other member is
  * probed. */
 typedef void (*hf_pool_member_back_fn)(struct hf_pool *pool, size_t member, void *arg);
@@ -122,6 +123,13 @@ CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg);
  * HF_POOL_RV_UNAVAILABLE, as does the member being out of service. CKR_ARGUMENTS_BAD for a
  * member out of range. */
 CK_RV hf_pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg);
+
+/* Marks member as lacking something the layer above keeps on every member (a clone-mode key,
+ * source-pool.h): on its next round (probe_interval_ms at most), the probe thread calls
+ * on_member_back for it as if it had come back, so the re-sync runs there and never on the
+ * caller's thread; the member stays in service meanwhile. A member out of service gets it
+ * anyway when it comes back. No-op for NULL or a member out of range. */
+void hf_pool_member_stale(struct hf_pool *pool, size_t member);
 
 /* True for results that move a call to another member: the device class (CKR_DEVICE_ERROR,
  * CKR_DEVICE_REMOVED, CKR_DEVICE_MEMORY, CKR_TOKEN_NOT_PRESENT, CKR_TOKEN_NOT_RECOGNIZED,

@@ -4,6 +4,7 @@
 #include "source-pool.h"
 
 #include "log.h"
+#include "pool-clone.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 struct gen_call {
     const char *label;
     CK_ULONG value_len;
+    bool extractable;
     size_t member;
 };
 
@@ -25,11 +27,14 @@ static CK_RV gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
     CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
     CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
     CK_KEY_TYPE type = CKK_AES;
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-    /* Sensitive and never extractable: the key never leaves the member. Clone mode will need
-     * it extractable under the pool's replication key only (CKA_WRAP_WITH_TRUSTED, a trusted
-     * replication key), and export mode a wrapped copy under the backup KEK: both change this
-     * template, nothing else does. */
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE, extractable = g->extractable ? CK_TRUE : CK_FALSE;
+    /* Always sensitive: the value is never readable in clear. A plain-mode key is never
+     * extractable either, so it never leaves its member. A clone-mode key must be extractable,
+     * since copying it to another member is C_WrapKey under the replication key (and an export
+     * pool's copy under its backup KEK is another C_WrapKey). CKA_WRAP_WITH_TRUSTED would narrow
+     * that to trusted wrapping keys, but only a Security Officer session may set CKA_TRUSTED
+     * on the replication key, and Holdfast holds members' user PINs only: whoever holds a
+     * member's user PIN can wrap a clone-mode key under a key of their own. */
     CK_ATTRIBUTE tmpl[] = {
         {CKA_CLASS, &cls, sizeof(cls)},
         {CKA_KEY_TYPE, &type, sizeof(type)},
@@ -37,7 +42,7 @@ static CK_RV gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
         {CKA_TOKEN, &yes, sizeof(yes)},
         {CKA_PRIVATE, &yes, sizeof(yes)},
         {CKA_SENSITIVE, &yes, sizeof(yes)},
-        {CKA_EXTRACTABLE, &no, sizeof(no)},
+        {CKA_EXTRACTABLE, &extractable, sizeof(extractable)},
         {CKA_ENCRYPT, &yes, sizeof(yes)},
         {CKA_DECRYPT, &yes, sizeof(yes)},
         {CKA_WRAP, &no, sizeof(no)},
@@ -56,7 +61,7 @@ static CK_RV gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
 
 CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *label, size_t *member)
 {
-    struct gen_call g = {label, bits / 8, 0};
+    struct gen_call g = {label, bits / 8, false, 0};
     CK_RV rv;
 
     if (pool == NULL || label == NULL || member == NULL) return CKR_ARGUMENTS_BAD;
@@ -66,6 +71,38 @@ CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *labe
     rv = hf_pool_run(pool, gen_fn, &g);
     if (rv == CKR_OK) *member = g.member;
     return rv;
+}
+
+/* Copies label from member made to every other member; one that is out of service or cannot
+ * take it now is marked stale, so the probe thread's re-sync gives it the key later. */
+static void clone_spread(struct hf_pool *pool, const char *repl_label, const char *label,
+                         size_t made)
+{
+    size_t n = hf_pool_status(pool, NULL, 0);
+
+    for (size_t i = 0; i < n; i++) {
+        CK_RV rv;
+        if (i == made) continue;
+        rv = hf_pool_clone_copy(pool, repl_label, label, made, i);
+        if (rv == CKR_OK) continue;
+        if (rv != HF_POOL_RV_UNAVAILABLE)
+            hf_log_warn("pool: key %s not copied to member %zu now (0x%lx): left to its re-sync",
+                        label, i, (unsigned long)rv);
+        hf_pool_member_stale(pool, i);
+    }
+}
+
+CK_RV hf_pool_key_generate_clone(struct hf_pool *pool, unsigned bits, const char *label,
+                                 const char *repl_label)
+{
+    struct gen_call g = {label, bits / 8, true, 0};
+    CK_RV rv;
+
+    if (pool == NULL || label == NULL || repl_label == NULL) return CKR_ARGUMENTS_BAD;
+    if (bits != 128 && bits != 192 && bits != 256) return CKR_KEY_SIZE_RANGE;
+    if ((rv = hf_pool_run(pool, gen_fn, &g)) != CKR_OK) return rv;
+    clone_spread(pool, repl_label, label, g.member);
+    return CKR_OK;
 }
 
 /* ---- AES-GCM ---- */
@@ -79,6 +116,7 @@ struct gcm_call {
     unsigned char *scratch; /* inlen + tag bytes: what any member may ask for */
     size_t scratch_len;
     size_t result_len;
+    bool *missing; /* clone keys: per member, it answered that it lacks the object */
 };
 
 static bool rv_is_stale_handle(CK_RV rv)
@@ -95,12 +133,14 @@ static CK_RV gcm_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
     CK_ULONG n = (CK_ULONG)c->scratch_len;
     CK_RV rv = CKR_OK;
 
-    (void)member;
     /* A cached handle the token no longer knows (the object deleted and made again by another
      * process) is forgotten and searched for once more. */
     for (int pass = 0; pass < 2; pass++) {
         if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, c->label, &h)) != CKR_OK) return rv;
-        if (h == CK_INVALID_HANDLE) return CKR_KEY_HANDLE_INVALID;
+        if (h == CK_INVALID_HANDLE) {
+            if (c->missing != NULL) c->missing[member] = true;
+            return CKR_KEY_HANDLE_INVALID;
+        }
         rv = c->encrypt ? f->C_EncryptInit(s, &mech, h) : f->C_DecryptInit(s, &mech, h);
         if (!rv_is_stale_handle(rv)) break;
         hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->label);
@@ -119,6 +159,32 @@ static CK_RV gcm_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
     }
     if (rv == CKR_BUFFER_TOO_SMALL) rv = CKR_GENERAL_ERROR; /* never: the buffer is sized */
     if (rv == CKR_OK) c->result_len = n;
+    return rv;
+}
+
+/* A clone-mode key's work (fn sets (*missing)[member] when the member lacks the object) on any
+ * healthy member, failover included; when the member it lands on lacks the object, on each other
+ * member in turn until one has it. Each member that lacked it is marked stale for its re-sync,
+ * never taken out of service: one missing object says nothing of the member's health. Every
+ * attempt is a call of its own, so no member's slot is held while another's is awaited. */
+static CK_RV clone_run(struct hf_pool *pool, hf_pool_fn fn, void *arg, bool **missing)
+{
+    size_t n = hf_pool_status(pool, NULL, 0);
+    CK_RV rv;
+
+    if ((*missing = calloc(n ? n : 1, sizeof(**missing))) == NULL) return CKR_HOST_MEMORY;
+    rv = hf_pool_run(pool, fn, arg);
+    for (size_t i = 0; rv == CKR_KEY_HANDLE_INVALID && i < n; i++) {
+        CK_RV one;
+        if ((*missing)[i]) continue;
+        one = hf_pool_run_on(pool, i, fn, arg);
+        /* A member out of service cannot say; any other answer is the call's. */
+        if (one != HF_POOL_RV_UNAVAILABLE && one != HF_POOL_RV_THROTTLED) rv = one;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((*missing)[i]) hf_pool_member_stale(pool, i);
+    free(*missing);
+    *missing = NULL;
     return rv;
 }
 
@@ -149,7 +215,8 @@ CK_RV hf_pool_key_gcm(struct hf_pool *pool, size_t member, const char *label, bo
                                .ulTagBits = (CK_ULONG)taglen * 8};
     c.scratch_len = inlen + taglen + 1;
     if ((c.scratch = malloc(c.scratch_len)) == NULL) return CKR_HOST_MEMORY;
-    rv = hf_pool_run_on(pool, member, gcm_fn, &c);
+    rv = member == HF_POOL_KEY_ANY_MEMBER ? clone_run(pool, gcm_fn, &c, &c.missing)
+                                          : hf_pool_run_on(pool, member, gcm_fn, &c);
     if (rv == CKR_OK && c.result_len != need) rv = CKR_GENERAL_ERROR;
     if (rv == CKR_OK) {
         memcpy(out, c.scratch, need);
@@ -169,15 +236,29 @@ static CK_RV destroy_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR 
     CK_RV rv;
 
     (void)member;
-    if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, label, &h)) != CKR_OK) return rv;
-    if (h == CK_INVALID_HANDLE) return CKR_OK;
-    rv = f->C_DestroyObject(s, h);
-    hf_hsm_object_forget(hsm, CKO_SECRET_KEY, label);
-    return rv_is_stale_handle(rv) ? CKR_OK : rv;
+    /* Two copiers racing (a re-sync on two nodes) can leave two objects under one label: all go. */
+    for (int i = 0; i < 8; i++) {
+        if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, label, &h)) != CKR_OK) return rv;
+        if (h == CK_INVALID_HANDLE) return CKR_OK;
+        rv = f->C_DestroyObject(s, h);
+        hf_hsm_object_forget(hsm, CKO_SECRET_KEY, label);
+        if (rv != CKR_OK && !rv_is_stale_handle(rv)) return rv;
+    }
+    return CKR_OK;
 }
 
 CK_RV hf_pool_key_destroy(struct hf_pool *pool, size_t member, const char *label)
 {
+    size_t n = hf_pool_status(pool, NULL, 0);
+    CK_RV rv = CKR_OK;
+
     if (pool == NULL || label == NULL) return CKR_ARGUMENTS_BAD;
-    return hf_pool_run_on(pool, member, destroy_fn, (void *)label);
+    if (member != HF_POOL_KEY_ANY_MEMBER)
+        return hf_pool_run_on(pool, member, destroy_fn, (void *)label);
+    /* Every member it can reach; the first failure is the answer, the others still tried. */
+    for (size_t i = 0; i < n; i++) {
+        CK_RV one = hf_pool_run_on(pool, i, destroy_fn, (void *)label);
+        if (one != CKR_OK && rv == CKR_OK) rv = one;
+    }
+    return rv;
 }

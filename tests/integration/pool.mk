@@ -6,3 +6,6 @@ tests_integration_pool_failover_SOURCES = tests/integration/pool-failover.c
 tests_integration_pool_failover_LDADD = libholdfast-core.la $(CRYPTO_LIBS) $(PTHREAD_LIBS) $(LIBS)
 TESTS += tests/integration/pool-failover.sh
 EXTRA_DIST += tests/integration/pool-failover.sh
+# Clone-mode pools with the real CLI: keys on every member, re-sync after a member comes back.
+TESTS += tests/integration/pool-clone.sh
+EXTRA_DIST += tests/integration/pool-clone.sh

@@ -1,6 +1,9 @@
 /* Keys whose material lives in an HSM pool (issue 14): AES keys generated inside a member of a
  * two-token SoftHSMv2 pool, used for AES-GCM through the core and through the PKCS#11 module,
- * rotated and destroyed; the store keeps no material for them. */
+ * rotated and destroyed; the store keeps no material for them. A clone-mode pool on the same two
+ * tokens: its keys are on both members, either member decrypts alone, a member that lost a key's
+ * object is re-synced in the background while requests go to the other, and destroying the key
+ * removes it from both. */
 #include "hf-build.h"
 
 #include <stdio.h>
@@ -11,6 +14,9 @@
 #include "module-loader.h"
 #include "pkcs11/core/core.h"
 #include "pkcs11/core/hsm.h"
+#include "pkcs11/core/source-pool.h"
+
+#include <unistd.h>
 
 #define TOKEN_A "hf-pool-a"
 #define TOKEN_B "hf-pool-b"
@@ -26,14 +32,15 @@ static const unsigned char msg32[32] = "a 32-byte data key, in clear...";
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
-static CK_RV pool_add(const char *name, const char *label_a, const char *label_b)
+static CK_RV pool_add_mode(const char *name, enum hf_pool_mode mode, const char *label_a,
+                           const char *label_b)
 {
     struct hf_store_pool p = {0};
     const char *labels[2] = {label_a, label_b};
     CK_RV rv;
 
     p.name = strdup(name);
-    p.mode = HF_POOL_MODE_PLAIN;
+    p.mode = mode;
     p.n_members = label_b ? 2 : 1;
     p.members = calloc(p.n_members, sizeof(*p.members));
     for (size_t i = 0; i < p.n_members; i++) {
@@ -46,6 +53,11 @@ static CK_RV pool_add(const char *name, const char *label_a, const char *label_b
     rv = hf_core_pool_add(core, &p, &who);
     hf_store_pool_clear(&p);
     return rv;
+}
+
+static CK_RV pool_add(const char *name, const char *label_a, const char *label_b)
+{
+    return pool_add_mode(name, HF_POOL_MODE_PLAIN, label_a, label_b);
 }
 
 /* What a member token says about the object labelled label. */
@@ -123,6 +135,7 @@ static int suite_init(void)
     if (rv == CKR_OK) rv = pool_add("p1", TOKEN_A, TOKEN_B);
     /* A pool whose only member's token does not exist: it can never open. */
     if (rv == CKR_OK) rv = pool_add("dead", "hf-no-such-token", NULL);
+    if (rv == CKR_OK) rv = pool_add_mode("cl", HF_POOL_MODE_CLONE, TOKEN_A, TOKEN_B);
     if (rv != CKR_OK) fprintf(stderr, "suite setup failed: 0x%lx\n", (unsigned long)rv);
     return rv == CKR_OK ? 0 : -1;
 }
@@ -297,6 +310,108 @@ static void test_destroying_a_version_or_the_key_destroys_the_member_objects(voi
     hf_key_version_clear(&v3);
 }
 
+/* ---- clone mode -------------------------------------------------------------------------------
+ */
+
+static CK_RV destroy_on_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
+                           void *arg)
+{
+    CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
+    CK_RV rv;
+
+    hf_hsm_object_forget(hsm, CKO_SECRET_KEY, arg);
+    if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, arg, &h)) != CKR_OK) return rv;
+    return h == CK_INVALID_HANDLE ? CKR_KEY_HANDLE_INVALID : f->C_DestroyObject(s, h);
+}
+
+/* Destroys the object labelled label on one token behind the core's back. */
+static CK_RV destroy_on(const char *token, const char *label)
+{
+    struct hf_hsm *hsm = NULL;
+    CK_RV rv = hf_hsm_open(env.cfg.hsm_module, NULL, token, HF_TEST_USER_PIN, &hsm);
+
+    if (rv == CKR_OK) rv = hf_hsm_run(hsm, destroy_on_fn, (void *)label);
+    hf_hsm_close(hsm);
+    return rv;
+}
+
+static void test_a_clone_key_is_on_both_members_and_either_member_alone_decrypts(void)
+{
+    struct hf_key k = {0};
+    struct hf_key_version v = {0};
+    struct hf_pool *pool = NULL;
+    struct probe p = {0};
+    unsigned char ct[48], pt[32];
+    size_t ct_len = sizeof(ct);
+
+    CU_ASSERT_EQUAL_FATAL(key_make("ck-both", "pool:cl", &k, &v), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v.kek_label, "pool:cl");
+    CU_ASSERT_PTR_NULL(v.wrapped);
+    CU_ASSERT_EQUAL(members_holding(v.uuid, &p), 2);
+    /* Never readable; extractable, since a copy is a wrap under the replication key. */
+    CU_ASSERT_EQUAL(p.sensitive, CK_TRUE);
+    CU_ASSERT_EQUAL(p.extractable, CK_TRUE);
+    CU_ASSERT_EQUAL(members_holding("holdfast-pool-replication:cl", &p), 2);
+    CU_ASSERT_EQUAL(p.sensitive, CK_TRUE);
+    CU_ASSERT_EQUAL(gcm(&k, &v, true, msg32, sizeof(msg32), ct, &ct_len), CKR_OK);
+    /* Each member on its own, through an executor of our own. */
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_open(core, "cl", NULL, &pool), CKR_OK);
+    for (size_t m = 0; m < 2; m++) {
+        size_t pt_len = sizeof(pt);
+        memset(pt, 0, sizeof(pt));
+        CU_ASSERT_EQUAL(hf_pool_key_gcm(pool, m, v.uuid, false, iv12, sizeof(iv12), aad,
+                                        sizeof(aad), 16, ct, ct_len, pt, &pt_len),
+                        CKR_OK);
+        CU_ASSERT(pt_len == sizeof(msg32) && memcmp(pt, msg32, sizeof(msg32)) == 0);
+    }
+    hf_pool_close(pool);
+    hf_key_clear(&k);
+    hf_key_version_clear(&v);
+}
+
+static void test_a_member_that_lost_a_clone_key_fails_no_request_and_is_re_synced(void)
+{
+    struct hf_key k = {0};
+    struct hf_key_version v = {0};
+    unsigned char ct[48], pt[32];
+    size_t ct_len = sizeof(ct);
+    int waited = 0;
+
+    CU_ASSERT_EQUAL_FATAL(key_make("ck-lost", "pool:cl", &k, &v), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(gcm(&k, &v, true, msg32, sizeof(msg32), ct, &ct_len), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, v.uuid), CKR_OK);
+    CU_ASSERT_EQUAL(members_holding(v.uuid, NULL), 1);
+    /* Requests alternate between the members: those landing on b move to a. */
+    for (int i = 0; i < 4; i++) {
+        size_t pt_len = sizeof(pt);
+        CU_ASSERT_EQUAL(gcm(&k, &v, false, ct, ct_len, pt, &pt_len), CKR_OK);
+    }
+    /* The probe thread copies the key back to b. */
+    while (members_holding(v.uuid, NULL) < 2 && waited++ < 50)
+        usleep(100 * 1000);
+    CU_ASSERT_EQUAL(members_holding(v.uuid, NULL), 2);
+    hf_key_clear(&k);
+    hf_key_version_clear(&v);
+}
+
+static void test_destroying_a_clone_key_removes_it_from_every_member(void)
+{
+    struct hf_key k = {0};
+    struct hf_key_version v1 = {0}, v2 = {0};
+
+    CU_ASSERT_EQUAL_FATAL(key_make("ck-gone", "pool:cl", &k, &v1), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_key_rotate(core, "ck-gone", &who, &v2), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v2.kek_label, "pool:cl");
+    CU_ASSERT_EQUAL(members_holding(v1.uuid, NULL), 2);
+    CU_ASSERT_EQUAL(members_holding(v2.uuid, NULL), 2);
+    CU_ASSERT_EQUAL(hf_core_key_destroy(core, "ck-gone", &who), CKR_OK);
+    CU_ASSERT_EQUAL(members_holding(v1.uuid, NULL), 0);
+    CU_ASSERT_EQUAL(members_holding(v2.uuid, NULL), 0);
+    hf_key_clear(&k);
+    hf_key_version_clear(&v1);
+    hf_key_version_clear(&v2);
+}
+
 /* ---- through the PKCS#11 module -----------------------------------------------------------------
  */
 
@@ -410,6 +525,12 @@ int main(void)
          test_destroying_a_version_or_the_key_destroys_the_member_objects},
         {"the module encrypts and decrypts with a pool key as with a local one",
          test_the_module_encrypts_and_decrypts_with_a_pool_key_as_with_a_local_one},
+        {"a clone key is on both members and either member alone decrypts",
+         test_a_clone_key_is_on_both_members_and_either_member_alone_decrypts},
+        {"a member that lost a clone key fails no request and is re-synced",
+         test_a_member_that_lost_a_clone_key_fails_no_request_and_is_re_synced},
+        {"destroying a clone key removes it from every member",
+         test_destroying_a_clone_key_removes_it_from_every_member},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {

@@ -1,0 +1,223 @@
+/* Clone and export pools in the core (issue 14; source-pool.h has the modes): which versions a
+ * pool must hold comes from the store, so generating a version, establishing the replication key
+ * and re-syncing a member are done here, over the executor and pool-clone.h's copies. */
+#include "hf-build.h"
+
+#include "core-internal.h"
+#include "log.h"
+#include "pool-clone.h"
+#include "source-pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the pool's versions in the store ---- */
+
+struct uuid_list {
+    char (*v)[HF_UUID_LEN + 1];
+    size_t n, cap;
+};
+
+struct pool_versions {
+    char kek_label[sizeof(HF_KEY_SOURCE_POOL_PREFIX) + HF_POOL_NAME_MAX];
+    struct uuid_list live; /* to be on every member */
+    struct uuid_list dead; /* destroyed: to be on none */
+};
+
+static CK_RV uuid_push(struct uuid_list *l, const char *uuid)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 32;
+        void *grown = realloc(l->v, cap * sizeof(*l->v));
+        if (grown == NULL) return CKR_HOST_MEMORY;
+        l->v = grown;
+        l->cap = cap;
+    }
+    snprintf(l->v[l->n++], sizeof(*l->v), "%s", uuid);
+    return CKR_OK;
+}
+
+static CK_RV versions_fn(const struct hf_key *key, const struct hf_key_version *v, void *arg)
+{
+    struct pool_versions *pv = arg;
+
+    (void)key;
+    /* Clone and export versions name the pool alone; a plain version's member is its only home. */
+    if (v->kek_label == NULL || strcmp(v->kek_label, pv->kek_label) != 0) return CKR_OK;
+    return uuid_push(v->state == HF_STATE_DESTROYED ? &pv->dead : &pv->live, v->uuid);
+}
+
+static void versions_free(struct pool_versions *pv)
+{
+    free(pv->live.v);
+    free(pv->dead.v);
+    memset(pv, 0, sizeof(*pv));
+}
+
+static CK_RV versions_read(struct hf_core *core, const char *name, struct pool_versions *pv)
+{
+    CK_RV rv;
+
+    memset(pv, 0, sizeof(*pv));
+    snprintf(pv->kek_label, sizeof(pv->kek_label), "%s%s", HF_KEY_SOURCE_POOL_PREFIX, name);
+    rv = hf_store_version_each(core->store, versions_fn, pv);
+    if (rv != CKR_OK) versions_free(pv);
+    return rv;
+}
+
+/* ---- the replication key ---- */
+
+void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_pool *pool)
+{
+    char repl[HF_POOL_REPL_LABEL_MAX];
+    struct pool_versions pv;
+    size_t n = hf_pool_status(pool, NULL, 0);
+    bool may_generate;
+
+    if (versions_read(core, name, &pv) != CKR_OK) {
+        hf_log_warn("pool %s: its versions could not be read: replication key left as it is", name);
+        return;
+    }
+    /* Once a version was copied, some member holds the key, maybe one out of service now. */
+    may_generate = pv.live.n == 0 && pv.dead.n == 0;
+    versions_free(&pv);
+    hf_pool_repl_label(name, repl);
+    /* The first member in service makes it when nobody has it; the others copy it from a
+     * holder. Members out of service get it at their re-sync. */
+    for (size_t i = 0; i < n; i++) {
+        CK_RV rv = hf_pool_repl_ensure(pool, repl, i, may_generate);
+        if (rv == CKR_OK)
+            may_generate = false;
+        else if (rv != HF_POOL_RV_UNAVAILABLE)
+            hf_log_warn("pool %s: member %zu has no replication key (0x%lx)", name, i,
+                        (unsigned long)rv);
+    }
+}
+
+/* ---- generating a version ---- */
+
+CK_RV core_pool_key_generate(struct hf_core *core, const char *name, unsigned bits,
+                             const char *uuid, char **kek_label)
+{
+    struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
+    struct hf_store_pool def = {0};
+    char place[sizeof(HF_KEY_SOURCE_POOL_PREFIX) + 2 * HF_POOL_NAME_MAX + 1];
+    char repl[HF_POOL_REPL_LABEL_MAX];
+    struct hf_pool *pool = NULL;
+    enum hf_pool_mode mode;
+    size_t member = 0;
+    CK_RV rv;
+
+    *kek_label = NULL;
+    if ((rv = hf_store_pool_get(core->store, name, &def)) != CKR_OK) return rv;
+    mode = def.mode;
+    hf_store_pool_clear(&def);
+    if ((rv = core_pool_use(core, name, &pool)) != CKR_OK) return rv;
+    if (mode == HF_POOL_MODE_PLAIN) {
+        if ((rv = hf_pool_key_generate(pool, bits, uuid, &member)) != CKR_OK) return rv;
+        if (member >= hf_pool_status(pool, st, HF_POOL_MEMBERS_MAX)) return CKR_GENERAL_ERROR;
+        snprintf(place, sizeof(place), "%s%s/%s", HF_KEY_SOURCE_POOL_PREFIX, name, st[member].name);
+    } else {
+        hf_pool_repl_label(name, repl);
+        if ((rv = hf_pool_key_generate_clone(pool, bits, uuid, repl)) != CKR_OK) return rv;
+        snprintf(place, sizeof(place), "%s%s", HF_KEY_SOURCE_POOL_PREFIX, name);
+    }
+    if ((*kek_label = strdup(place)) != NULL) return CKR_OK;
+    hf_pool_key_destroy(pool, mode == HF_POOL_MODE_PLAIN ? member : HF_POOL_KEY_ANY_MEMBER, uuid);
+    return CKR_HOST_MEMORY;
+}
+
+/* ---- re-sync ---- */
+
+struct resync {
+    size_t copied, failed, removed;
+    CK_RV first_rv;
+};
+
+static void resync_audit(struct hf_core *core, const char *name, const char *member,
+                         const struct resync *r, uint64_t t0)
+{
+    char detail[160];
+    struct hf_audit_record rec = {
+        .api = "core",
+        .operation = "pool.resync",
+        .detail = detail,
+        .result = r->failed ? r->first_rv : CKR_OK,
+        .latency_us = hf_monotonic_us() - t0,
+        .authenticated = true,
+    };
+
+    snprintf(detail, sizeof(detail), "pool=%s member=%s copied=%zu failed=%zu removed=%zu", name,
+             member, r->copied, r->failed, r->removed);
+    if (hf_audit_append(core->audit, &rec, NULL) != CKR_OK)
+        hf_log_error("audit log failed: pool.resync (%s) is not recorded", detail);
+}
+
+static void resync_member(struct hf_pool *pool, const char *repl, const struct pool_versions *pv,
+                          size_t member, char **labels, size_t n_labels, struct resync *r)
+{
+    for (size_t i = 0; i < pv->live.n; i++) {
+        CK_RV rv;
+        if (hf_pool_labels_has(labels, n_labels, pv->live.v[i])) continue;
+        rv = hf_pool_clone_copy_any(pool, repl, pv->live.v[i], member);
+        if (rv == CKR_OK) {
+            r->copied++;
+            continue;
+        }
+        if (r->failed++ == 0) r->first_rv = rv;
+        hf_log_warn("pool: version %s not copied to member %zu (0x%lx)", pv->live.v[i], member,
+                    (unsigned long)rv);
+    }
+    /* A member out of service when a version was destroyed still holds it: not for long. */
+    for (size_t i = 0; i < pv->dead.n; i++) {
+        if (!hf_pool_labels_has(labels, n_labels, pv->dead.v[i])) continue;
+        if (hf_pool_key_destroy(pool, member, pv->dead.v[i]) == CKR_OK) r->removed++;
+    }
+}
+
+void core_pool_resync(struct hf_core *core, const char *name, struct hf_pool *pool, size_t member)
+{
+    struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
+    char repl[HF_POOL_REPL_LABEL_MAX];
+    struct pool_versions pv;
+    struct resync r = {0};
+    char **labels = NULL;
+    size_t n_labels = 0, n;
+    uint64_t t0 = hf_monotonic_us();
+    CK_RV rv;
+
+    n = hf_pool_status(pool, st, HF_POOL_MEMBERS_MAX);
+    if (member >= n || member >= HF_POOL_MEMBERS_MAX) return;
+    if ((rv = versions_read(core, name, &pv)) != CKR_OK) {
+        hf_log_warn("pool %s: member %s not re-synced: the store answered 0x%lx", name,
+                    st[member].name, (unsigned long)rv);
+        return;
+    }
+    hf_pool_repl_label(name, repl);
+    rv = hf_pool_repl_ensure(pool, repl, member, pv.live.n == 0 && pv.dead.n == 0);
+    if (rv == CKR_OK) rv = hf_pool_labels(pool, member, &labels, &n_labels);
+    if (rv != CKR_OK) {
+        /* Out of service again, or no replication key anywhere in service: the next time it
+         * comes back, or lacks a key under a request, tries again. */
+        if (rv != HF_POOL_RV_UNAVAILABLE) {
+            r.failed = pv.live.n;
+            r.first_rv = rv;
+            resync_audit(core, name, st[member].name, &r, t0);
+        }
+        hf_log_warn("pool %s: member %s not re-synced (0x%lx)", name, st[member].name,
+                    (unsigned long)rv);
+        versions_free(&pv);
+        return;
+    }
+    resync_member(pool, repl, &pv, member, labels, n_labels, &r);
+    /* Only a re-sync that changed or failed something is a record: one that found the member
+     * whole happens at every open. */
+    if (r.copied || r.failed || r.removed) {
+        hf_log_info("pool %s: member %s re-synced: %zu copied, %zu failed, %zu removed", name,
+                    st[member].name, r.copied, r.failed, r.removed);
+        resync_audit(core, name, st[member].name, &r, t0);
+    }
+    hf_pool_labels_free(labels, n_labels);
+    versions_free(&pv);
+}

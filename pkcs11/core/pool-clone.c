@@ -1,0 +1,490 @@
+/* Copying keys between pool members (pool-clone.h). */
+#include "hf-build.h"
+
+#include "pool-clone.h"
+
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+/* An RSA modulus of this size wraps the replication key for the moment it crosses between two
+ * members (128-bit strength, as the AES-256 key it carries deserves more than RSA-2048's 112). */
+#define RSA_BITS 3072
+#define RSA_MODULUS_MAX (RSA_BITS / 8)
+
+static CK_MECHANISM kwp_mech = {CKM_AES_KEY_WRAP_PAD, NULL, 0};
+
+void hf_pool_repl_label(const char *pool_name, char buf[HF_POOL_REPL_LABEL_MAX])
+{
+    snprintf(buf, HF_POOL_REPL_LABEL_MAX, "%s%s", HF_POOL_REPL_LABEL_PREFIX, pool_name);
+}
+
+static bool rv_is_stale_handle(CK_RV rv)
+{
+    return rv == CKR_KEY_HANDLE_INVALID || rv == CKR_OBJECT_HANDLE_INVALID ||
+           rv == CKR_WRAPPING_KEY_HANDLE_INVALID || rv == CKR_UNWRAPPING_KEY_HANDLE_INVALID;
+}
+
+/* The secret key labelled label: CKR_KEY_HANDLE_INVALID when the token has none. */
+static CK_RV key_find(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
+                      CK_OBJECT_HANDLE *h)
+{
+    CK_RV rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, label, h);
+
+    if (rv == CKR_OK && *h == CK_INVALID_HANDLE) rv = CKR_KEY_HANDLE_INVALID;
+    return rv;
+}
+
+/* ---- listing a member's keys ---- */
+
+struct labels_call {
+    char **labels;
+    size_t n, cap;
+};
+
+static void labels_reset(struct labels_call *c)
+{
+    hf_pool_labels_free(c->labels, c->n);
+    memset(c, 0, sizeof(*c));
+}
+
+static CK_RV label_push(struct labels_call *c, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
+                        CK_OBJECT_HANDLE h)
+{
+    CK_ATTRIBUTE a = {CKA_LABEL, NULL, 0};
+    char *label;
+    CK_RV rv;
+
+    if ((rv = f->C_GetAttributeValue(s, h, &a, 1)) != CKR_OK) return rv;
+    if (a.ulValueLen == (CK_ULONG)-1 || a.ulValueLen > 256) return CKR_OK; /* none of ours */
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        char **grown = realloc(c->labels, cap * sizeof(*grown));
+        if (grown == NULL) return CKR_HOST_MEMORY;
+        c->labels = grown;
+        c->cap = cap;
+    }
+    if ((label = calloc(1, a.ulValueLen + 1)) == NULL) return CKR_HOST_MEMORY;
+    a.pValue = label;
+    if ((rv = f->C_GetAttributeValue(s, h, &a, 1)) != CKR_OK) {
+        free(label);
+        return rv;
+    }
+    c->labels[c->n++] = label;
+    return CKR_OK;
+}
+
+static CK_RV labels_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                       CK_SESSION_HANDLE s, void *arg)
+{
+    struct labels_call *c = arg;
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_BBOOL yes = CK_TRUE;
+    CK_ATTRIBUTE tmpl[] = {{CKA_CLASS, &cls, sizeof(cls)}, {CKA_TOKEN, &yes, sizeof(yes)}};
+    CK_OBJECT_HANDLE hs[64];
+    CK_ULONG got = 0;
+    CK_RV rv, rv2;
+
+    (void)hsm;
+    (void)member;
+    labels_reset(c); /* hf_hsm_run may run this twice */
+    if ((rv = f->C_FindObjectsInit(s, tmpl, 2)) != CKR_OK) return rv;
+    do {
+        rv = f->C_FindObjects(s, hs, sizeof(hs) / sizeof(hs[0]), &got);
+        for (CK_ULONG i = 0; rv == CKR_OK && i < got; i++)
+            rv = label_push(c, f, s, hs[i]);
+    } while (rv == CKR_OK && got > 0);
+    rv2 = f->C_FindObjectsFinal(s);
+    return rv != CKR_OK ? rv : rv2;
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+CK_RV hf_pool_labels(struct hf_pool *pool, size_t member, char ***labels, size_t *n)
+{
+    struct labels_call c = {0};
+    CK_RV rv;
+
+    if (pool == NULL || labels == NULL || n == NULL) return CKR_ARGUMENTS_BAD;
+    *labels = NULL;
+    *n = 0;
+    rv = hf_pool_run_on(pool, member, labels_fn, &c);
+    if (rv != CKR_OK) {
+        labels_reset(&c);
+        return rv;
+    }
+    if (c.n > 0) qsort(c.labels, c.n, sizeof(*c.labels), label_cmp);
+    *labels = c.labels;
+    *n = c.n;
+    return CKR_OK;
+}
+
+void hf_pool_labels_free(char **labels, size_t n)
+{
+    for (size_t i = 0; labels != NULL && i < n; i++)
+        free(labels[i]);
+    free(labels);
+}
+
+bool hf_pool_labels_has(char *const *labels, size_t n, const char *label)
+{
+    return n > 0 && bsearch(&label, labels, n, sizeof(*labels), label_cmp) != NULL;
+}
+
+/* ---- presence ---- */
+
+static CK_RV has_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
+                    void *arg)
+{
+    const char *label = arg;
+    CK_OBJECT_HANDLE h;
+
+    (void)member;
+    (void)f;
+    return key_find(hsm, s, label, &h);
+}
+
+/* CKR_OK when member holds label, CKR_KEY_HANDLE_INVALID when not, else the executor's. */
+static CK_RV member_has(struct hf_pool *pool, size_t member, const char *label)
+{
+    return hf_pool_run_on(pool, member, has_fn, (void *)label);
+}
+
+/* ---- copying a key version under the replication key ---- */
+
+struct wrap_call {
+    const char *repl_label, *label;
+    unsigned char *blob;
+    CK_ULONG blob_len;
+};
+
+static CK_RV wrap_once(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
+                       struct wrap_call *c)
+{
+    CK_OBJECT_HANDLE r, h;
+    CK_ULONG len = 0;
+    CK_RV rv;
+
+    if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
+    if ((rv = key_find(hsm, s, c->label, &h)) != CKR_OK) return rv;
+    if ((rv = f->C_WrapKey(s, &kwp_mech, r, h, NULL, &len)) != CKR_OK) return rv;
+    free(c->blob);
+    if ((c->blob = malloc(len)) == NULL) return CKR_HOST_MEMORY;
+    rv = f->C_WrapKey(s, &kwp_mech, r, h, c->blob, &len);
+    c->blob_len = len;
+    return rv;
+}
+
+static CK_RV wrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
+                     void *arg)
+{
+    struct wrap_call *c = arg;
+    CK_RV rv = CKR_OK;
+
+    (void)member;
+    /* A cached handle the token no longer knows is forgotten and searched for once more. */
+    for (int pass = 0; pass < 2; pass++) {
+        rv = wrap_once(hsm, f, s, c);
+        if (!rv_is_stale_handle(rv) || pass == 1) break;
+        hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->repl_label);
+        hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->label);
+    }
+    return rv;
+}
+
+/* A copied version's object: as a clone-mode generation makes it (source-pool.c says why each
+ * attribute is what it is), so every member's copy can be copied again. */
+static CK_RV unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                       CK_SESSION_HANDLE s, void *arg)
+{
+    struct wrap_call *c = arg;
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},
+        {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_PRIVATE, &yes, sizeof(yes)},
+        {CKA_SENSITIVE, &yes, sizeof(yes)},
+        {CKA_EXTRACTABLE, &yes, sizeof(yes)},
+        {CKA_ENCRYPT, &yes, sizeof(yes)},
+        {CKA_DECRYPT, &yes, sizeof(yes)},
+        {CKA_WRAP, &no, sizeof(no)},
+        {CKA_UNWRAP, &no, sizeof(no)},
+        {CKA_LABEL, (void *)c->label, strlen(c->label)},
+        {CKA_ID, (void *)c->label, strlen(c->label)},
+    };
+    CK_OBJECT_HANDLE r = CK_INVALID_HANDLE, h = CK_INVALID_HANDLE;
+    CK_RV rv;
+
+    (void)member;
+    /* Another copier (a re-sync, another node) may have been first: one object per label. */
+    if (key_find(hsm, s, c->label, &h) == CKR_OK) return CKR_OK;
+    for (int pass = 0; pass < 2; pass++) {
+        if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
+        rv = f->C_UnwrapKey(s, &kwp_mech, r, c->blob, c->blob_len, tmpl,
+                            sizeof(tmpl) / sizeof(tmpl[0]), &h);
+        if (!rv_is_stale_handle(rv)) break;
+        hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->repl_label);
+    }
+    return rv;
+}
+
+CK_RV hf_pool_clone_copy(struct hf_pool *pool, const char *repl_label, const char *label,
+                         size_t src, size_t dst)
+{
+    struct wrap_call c = {.repl_label = repl_label, .label = label};
+    CK_RV rv;
+
+    if (pool == NULL || repl_label == NULL || label == NULL || src == dst) return CKR_ARGUMENTS_BAD;
+    if ((rv = member_has(pool, dst, label)) != CKR_KEY_HANDLE_INVALID) return rv;
+    /* Two calls, never one inside the other: src's slot is free again before dst's is taken. */
+    rv = hf_pool_run_on(pool, src, wrap_fn, &c);
+    if (rv == CKR_OK) rv = hf_pool_run_on(pool, dst, unwrap_fn, &c);
+    free(c.blob); /* ciphertext under the replication key: nothing in clear */
+    return rv;
+}
+
+CK_RV hf_pool_clone_copy_any(struct hf_pool *pool, const char *repl_label, const char *label,
+                             size_t dst)
+{
+    size_t n = hf_pool_status(pool, NULL, 0);
+    CK_RV rv = CKR_KEY_HANDLE_INVALID;
+
+    for (size_t src = 0; src < n; src++) {
+        CK_RV one;
+        if (src == dst) continue;
+        one = hf_pool_clone_copy(pool, repl_label, label, src, dst);
+        if (one == CKR_OK) return CKR_OK;
+        /* The copy's own failures say more than "not on that member". */
+        if (one != CKR_KEY_HANDLE_INVALID && one != HF_POOL_RV_UNAVAILABLE) rv = one;
+    }
+    return rv;
+}
+
+/* ---- the replication key ---- */
+
+/* The replication key: sensitive (its value is never readable), extractable only because a new
+ * member gets it by wrapping (RSA-OAEP) and an export pool keeps it wrapped under its backup KEK;
+ * wraps and unwraps, never encrypts data, so it is no oracle for anything but keys. */
+static CK_RV repl_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                         CK_SESSION_HANDLE s, void *arg)
+{
+    const char *label = arg;
+    CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_ULONG len = 32;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},       {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_VALUE_LEN, &len, sizeof(len)},   {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_PRIVATE, &yes, sizeof(yes)},     {CKA_SENSITIVE, &yes, sizeof(yes)},
+        {CKA_EXTRACTABLE, &yes, sizeof(yes)}, {CKA_ENCRYPT, &no, sizeof(no)},
+        {CKA_DECRYPT, &no, sizeof(no)},       {CKA_WRAP, &yes, sizeof(yes)},
+        {CKA_UNWRAP, &yes, sizeof(yes)},      {CKA_LABEL, (void *)label, strlen(label)},
+    };
+    CK_OBJECT_HANDLE h;
+
+    (void)member;
+    if (key_find(hsm, s, label, &h) == CKR_OK) return CKR_OK;
+    return f->C_GenerateKey(s, &mech, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), &h);
+}
+
+/* Step 1, on the member that lacks the key: an RSA pair of session objects, gone with the
+ * session at the latest. The private key unwraps only and is never extractable. */
+struct rsa_call {
+    CK_OBJECT_HANDLE priv;
+    unsigned char modulus[RSA_MODULUS_MAX];
+    unsigned char exponent[8];
+    CK_ULONG modulus_len, exponent_len;
+};
+
+static CK_RV rsa_pair_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                         CK_SESSION_HANDLE s, void *arg)
+{
+    struct rsa_call *c = arg;
+    CK_MECHANISM mech = {CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0};
+    CK_ULONG bits = RSA_BITS;
+    CK_BYTE e[] = {1, 0, 1};
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_ATTRIBUTE pub[] = {
+        {CKA_TOKEN, &no, sizeof(no)},
+        {CKA_ENCRYPT, &no, sizeof(no)},
+        {CKA_VERIFY, &no, sizeof(no)},
+        {CKA_WRAP, &yes, sizeof(yes)},
+        {CKA_MODULUS_BITS, &bits, sizeof(bits)},
+        {CKA_PUBLIC_EXPONENT, e, sizeof(e)},
+    };
+    CK_ATTRIBUTE priv[] = {
+        {CKA_TOKEN, &no, sizeof(no)},       {CKA_PRIVATE, &yes, sizeof(yes)},
+        {CKA_SENSITIVE, &yes, sizeof(yes)}, {CKA_EXTRACTABLE, &no, sizeof(no)},
+        {CKA_DECRYPT, &no, sizeof(no)},     {CKA_SIGN, &no, sizeof(no)},
+        {CKA_UNWRAP, &yes, sizeof(yes)},
+    };
+    CK_OBJECT_HANDLE hpub = CK_INVALID_HANDLE;
+    CK_ATTRIBUTE out[] = {{CKA_MODULUS, c->modulus, sizeof(c->modulus)},
+                          {CKA_PUBLIC_EXPONENT, c->exponent, sizeof(c->exponent)}};
+    CK_RV rv;
+
+    (void)hsm;
+    (void)member;
+    rv = f->C_GenerateKeyPair(s, &mech, pub, sizeof(pub) / sizeof(pub[0]), priv,
+                              sizeof(priv) / sizeof(priv[0]), &hpub, &c->priv);
+    if (rv != CKR_OK) return rv;
+    rv = f->C_GetAttributeValue(s, hpub, out, 2);
+    c->modulus_len = out[0].ulValueLen;
+    c->exponent_len = out[1].ulValueLen;
+    f->C_DestroyObject(s, hpub);
+    if (rv != CKR_OK) f->C_DestroyObject(s, c->priv);
+    return rv;
+}
+
+/* OAEP's hash: SHA-256 first. SoftHSMv2 2.6 refuses any OAEP hash but SHA-1 with MGF1-SHA-1
+ * (MechParamCheckRSAPKCSOAEP: CKR_ARGUMENTS_BAD), so SHA-1 is the fallback; OAEP needs no
+ * collision resistance from its hash, so OAEP-SHA-1 still protects the key. */
+struct oaep_call {
+    struct rsa_call *rsa;
+    const char *repl_label;
+    CK_RSA_PKCS_OAEP_PARAMS params;
+    unsigned char *blob;
+    CK_ULONG blob_len;
+};
+
+static bool rv_is_param_refused(CK_RV rv)
+{
+    return rv == CKR_ARGUMENTS_BAD || rv == CKR_MECHANISM_PARAM_INVALID ||
+           rv == CKR_MECHANISM_INVALID;
+}
+
+/* Step 2, on the holder: the public key imported as a session object, the replication key
+ * wrapped under it. */
+static CK_RV oaep_wrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                          CK_SESSION_HANDLE s, void *arg)
+{
+    struct oaep_call *c = arg;
+    CK_MECHANISM mech = {CKM_RSA_PKCS_OAEP, &c->params, sizeof(c->params)};
+    CK_OBJECT_CLASS cls = CKO_PUBLIC_KEY;
+    CK_KEY_TYPE type = CKK_RSA;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_ATTRIBUTE pub[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},
+        {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_TOKEN, &no, sizeof(no)},
+        {CKA_WRAP, &yes, sizeof(yes)},
+        {CKA_ENCRYPT, &no, sizeof(no)},
+        {CKA_VERIFY, &no, sizeof(no)},
+        {CKA_MODULUS, c->rsa->modulus, c->rsa->modulus_len},
+        {CKA_PUBLIC_EXPONENT, c->rsa->exponent, c->rsa->exponent_len},
+    };
+    CK_OBJECT_HANDLE hpub = CK_INVALID_HANDLE, r;
+    CK_ULONG len = 0;
+    CK_RV rv;
+
+    (void)member;
+    if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
+    if ((rv = f->C_CreateObject(s, pub, sizeof(pub) / sizeof(pub[0]), &hpub)) != CKR_OK) return rv;
+    rv = f->C_WrapKey(s, &mech, hpub, r, NULL, &len);
+    if (rv == CKR_OK) {
+        free(c->blob);
+        c->blob = malloc(len);
+        rv = c->blob == NULL ? CKR_HOST_MEMORY : f->C_WrapKey(s, &mech, hpub, r, c->blob, &len);
+        c->blob_len = len;
+    }
+    if (rv_is_stale_handle(rv) && rv != CKR_WRAPPING_KEY_HANDLE_INVALID)
+        hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->repl_label);
+    f->C_DestroyObject(s, hpub);
+    return rv;
+}
+
+/* Step 3, on the member that lacks the key: unwrapped into a token object, attributes as
+ * repl_gen_fn's. */
+static CK_RV oaep_unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                            CK_SESSION_HANDLE s, void *arg)
+{
+    struct oaep_call *c = arg;
+    CK_MECHANISM mech = {CKM_RSA_PKCS_OAEP, &c->params, sizeof(c->params)};
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_ATTRIBUTE tmpl[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},
+        {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_PRIVATE, &yes, sizeof(yes)},
+        {CKA_SENSITIVE, &yes, sizeof(yes)},
+        {CKA_EXTRACTABLE, &yes, sizeof(yes)},
+        {CKA_ENCRYPT, &no, sizeof(no)},
+        {CKA_DECRYPT, &no, sizeof(no)},
+        {CKA_WRAP, &yes, sizeof(yes)},
+        {CKA_UNWRAP, &yes, sizeof(yes)},
+        {CKA_LABEL, (void *)c->repl_label, strlen(c->repl_label)},
+    };
+    CK_OBJECT_HANDLE h;
+
+    (void)member;
+    if (key_find(hsm, s, c->repl_label, &h) == CKR_OK) return CKR_OK;
+    return f->C_UnwrapKey(s, &mech, c->rsa->priv, c->blob, c->blob_len, tmpl,
+                          sizeof(tmpl) / sizeof(tmpl[0]), &h);
+}
+
+static CK_RV priv_destroy_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                             CK_SESSION_HANDLE s, void *arg)
+{
+    (void)hsm;
+    (void)member;
+    f->C_DestroyObject(s, ((struct rsa_call *)arg)->priv);
+    return CKR_OK;
+}
+
+/* The replication key from holder to dst by RSA-OAEP; the steps as the file comment says, one
+ * member's slot at a time. */
+static CK_RV repl_copy(struct hf_pool *pool, const char *repl_label, size_t holder, size_t dst)
+{
+    static const CK_MECHANISM_TYPE hashes[] = {CKM_SHA256, CKM_SHA_1};
+    static const CK_RSA_PKCS_MGF_TYPE mgfs[] = {CKG_MGF1_SHA256, CKG_MGF1_SHA1};
+    struct rsa_call rsa = {0};
+    struct oaep_call c = {.rsa = &rsa, .repl_label = repl_label};
+    CK_RV rv;
+
+    if ((rv = hf_pool_run_on(pool, dst, rsa_pair_fn, &rsa)) != CKR_OK) return rv;
+    for (size_t i = 0; i < sizeof(hashes) / sizeof(hashes[0]); i++) {
+        c.params = (CK_RSA_PKCS_OAEP_PARAMS){
+            .hashAlg = hashes[i], .mgf = mgfs[i], .source = CKZ_DATA_SPECIFIED};
+        rv = hf_pool_run_on(pool, holder, oaep_wrap_fn, &c);
+        if (rv == CKR_OK) rv = hf_pool_run_on(pool, dst, oaep_unwrap_fn, &c);
+        if (!rv_is_param_refused(rv)) break;
+    }
+    hf_pool_run_on(pool, dst, priv_destroy_fn, &rsa);
+    free(c.blob);
+    OPENSSL_cleanse(&rsa, sizeof(rsa)); /* a public key only, but no reason to leave it */
+    return rv;
+}
+
+CK_RV hf_pool_repl_ensure(struct hf_pool *pool, const char *repl_label, size_t member,
+                          bool may_generate)
+{
+    size_t n = hf_pool_status(pool, NULL, 0);
+    CK_RV rv;
+
+    if (pool == NULL || repl_label == NULL || member >= n) return CKR_ARGUMENTS_BAD;
+    if ((rv = member_has(pool, member, repl_label)) != CKR_KEY_HANDLE_INVALID) return rv;
+    for (size_t holder = 0; holder < n; holder++) {
+        if (holder == member || member_has(pool, holder, repl_label) != CKR_OK) continue;
+        rv = repl_copy(pool, repl_label, holder, member);
+        if (rv != CKR_OK)
+            hf_log_warn("pool: the replication key could not be copied to a member (0x%lx)",
+                        (unsigned long)rv);
+        return rv;
+    }
+    if (!may_generate) return CKR_KEY_HANDLE_INVALID;
+    return hf_pool_run_on(pool, member, repl_gen_fn, (void *)repl_label);
+}

@@ -1,0 +1,61 @@
+/* Copying keys between the members of a clone- or export-mode HSM pool (issue 14; source-pool.h
+ * says what the modes are). Everything here runs through pool.h's executor, one member at a time:
+ * a step that needs two members (wrap on one, unwrap on the other) takes the first member's slot,
+ * lets it go, then takes the second's, so no caller ever holds one member's concurrency slot while
+ * it waits for another's (two copies in opposite directions would otherwise deadlock under load).
+ *
+ * - The pool's replication key: one AES-256 token object in every member, labelled
+ *   HF_POOL_REPL_LABEL_PREFIX + the pool name, the same value everywhere, sensitive and able to
+ *   wrap and unwrap only. It is generated inside one member; a member that lacks it gets it by
+ *   RSA-OAEP: that member makes an RSA key pair as session objects, the holder imports the
+ *   public key (a session object too) and wraps the replication key under it, the lacking member
+ *   unwraps it with its private key into a token object, then drops the pair. So the key is
+ *   never in clear outside an HSM.
+ * - A key version's object (labelled with the version's UUID) is copied by C_WrapKey under the
+ *   replication key on a member that has it (CKM_AES_KEY_WRAP_PAD) and C_UnwrapKey into the
+ *   other member with the same label and attributes.
+ *
+ * Results: CKR_OK; CKR_KEY_HANDLE_INVALID when the object to copy (or the replication key) is on
+ * no member asked; the executor's (HF_POOL_RV_UNAVAILABLE for a member out of service); the
+ * token's. Member indexes are pool.h's. */
+#ifndef HF_POOL_CLONE_H
+#define HF_POOL_CLONE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pool.h"
+
+#define HF_POOL_REPL_LABEL_PREFIX "holdfast-pool-replication:"
+/* Room for the prefix, a pool name (store.h: at most 32 bytes) and the NUL. */
+#define HF_POOL_REPL_LABEL_MAX 64
+
+/* The label of pool_name's replication key into buf (HF_POOL_REPL_LABEL_MAX bytes). */
+void hf_pool_repl_label(const char *pool_name, char buf[HF_POOL_REPL_LABEL_MAX]);
+
+/* The labels of every secret-key token object on member, sorted (strcmp), for a re-sync to see
+ * in one search what the member lacks (SoftHSMv2 2.6 rereads every object per C_FindObjects, so
+ * one search per version would be quadratic). *labels and each string are the caller's:
+ * hf_pool_labels_free. */
+CK_RV hf_pool_labels(struct hf_pool *pool, size_t member, char ***labels, size_t *n);
+void hf_pool_labels_free(char **labels, size_t n);
+bool hf_pool_labels_has(char *const *labels, size_t n, const char *label);
+
+/* Makes sure member holds the replication key repl_label: CKR_OK when it has it; else copied
+ * from a healthy member that has it (RSA-OAEP, above); else, when may_generate, generated on
+ * member. The caller says may_generate false once keys were copied under a replication key (the
+ * store has clone versions of the pool): a member out of service may then hold the only one, and
+ * a second, different key under the same label would make copies between them fail. */
+CK_RV hf_pool_repl_ensure(struct hf_pool *pool, const char *repl_label, size_t member,
+                          bool may_generate);
+
+/* Copies the object labelled label from member src to member dst under the replication key;
+ * CKR_OK at once when dst has it already. */
+CK_RV hf_pool_clone_copy(struct hf_pool *pool, const char *repl_label, const char *label,
+                         size_t src, size_t dst);
+
+/* As hf_pool_clone_copy, from the first healthy member other than dst that holds label. */
+CK_RV hf_pool_clone_copy_any(struct hf_pool *pool, const char *repl_label, const char *label,
+                             size_t dst);
+
+#endif

@@ -1,0 +1,104 @@
+#!/bin/sh
+# Clone-mode HSM pools (issue 14, must-show 2, clone), with the real CLI: a two-member pool on two
+# SoftHSMv2 tokens, each behind its own copy of the fault shim so either can be made dead.
+# - `holdfast key create --source pool:c1` puts the key on both members (store row "pool:c1", no
+#   material; each token holds a sensitive object labelled with the version UUID, and the pool's
+#   replication key), and ciphertexts decrypt with either member alone.
+# - A key created while member b is dead is on b once b is back and the pool is opened again
+#   (the open re-syncs every member in service), and then decrypts with b alone.
+# - Destroying a key removes its objects from both members.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+. "${top_srcdir:-.}/tests/integration/shim-lib.sh"
+
+shim_need
+command -v sqlite3 >/dev/null || hf_skip "sqlite3 not installed"
+command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (OpenSC) not installed"
+hf_store_setup
+
+hf() { "$HF_CLI" "$@"; }
+DB="$HOLDFAST_STATE_DIR/holdfast.db"
+[ -f "$DB" ] || DB=$(ls "$HOLDFAST_STATE_DIR"/*.db | head -n 1)
+
+# The members' tokens beside the root KEK's, in the key store's own SoftHSMv2; each member is
+# reached through a shim copy whose dead file kills it.
+SOFTHSM2_CONF="$HOLDFAST_STATE_DIR/softhsm2.conf"
+export SOFTHSM2_CONF
+POOL_PIN=pool-pin-4711
+for t in a b; do
+    softhsm2-util --init-token --free --label "clone-$t" --pin "$POOL_PIN" --so-pin so-pin-9999 \
+        >/dev/null || hf_fail "softhsm2-util --init-token clone-$t"
+    shim_copy "$t"
+    conf "$SHIM_COPY"
+done
+A="$HF_TMP/a.so"
+B="$HF_TMP/b.so"
+HF_POOL_PIN=$POOL_PIN
+export HF_POOL_PIN
+hf_expect_exit 0 hf pool add c1 --mode clone --member "a,module=$A,token=clone-a,pin_env=HF_POOL_PIN" \
+    --member "b,module=$B,token=clone-b,pin_env=HF_POOL_PIN"
+
+# on TOKEN LABEL: whether the member token holds a secret key labelled LABEL (read directly,
+# not through the shim, so a dead member can be looked at too).
+on() {
+    pkcs11-tool --module "$SOFTHSM_MODULE" --token-label "$1" --login --pin "$POOL_PIN" \
+        --list-objects --type secrkey >"$HF_TMP/objects" 2>&1 || hf_fail "pkcs11-tool on $1"
+    grep -qF "label:      $2" "$HF_TMP/objects"
+}
+dead() { touch "$1.dead" && sleep 0.3; }
+alive() { rm -f "$1.dead" && sleep 0.3; }
+version_uuid() {
+    hf_expect_exit 0 hf --json key show "$1"
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["versions"][-1]["uuid"])' \
+        <"$HF_OUT" || hf_fail "key show --json $1: no version uuid"
+}
+decrypts() { # CIPHERTEXT: decrypts to the plaintext
+    hf_expect_exit 0 hf decrypt --in "$1" --out "$1.out"
+    cmp -s "$HF_TMP/plain" "$1.out" || hf_fail "decrypt of $1 gave something else"
+}
+
+# ---- a key on both members ----
+hf_expect_exit 0 hf key create kc --alg AES-256 --source pool:c1
+V1=$(version_uuid kc)
+row=$(sqlite3 "$DB" "SELECT kek_label, wrapped IS NULL, state FROM key_versions WHERE uuid = '$V1'")
+check "$row" "pool:c1|1|2" "the store row of a clone version (pool, no material, active)"
+for t in a b; do
+    on "clone-$t" "$V1" || { cat "$HF_TMP/objects"; hf_fail "clone-$t lacks $V1"; }
+    grep -q "Access:.*sensitive" "$HF_TMP/objects" || hf_fail "clone-$t: not sensitive"
+    on "clone-$t" "holdfast-pool-replication:c1" || hf_fail "clone-$t: no replication key"
+done
+
+# ---- either member alone decrypts ----
+printf 'clone secret' >"$HF_TMP/plain"
+hf_expect_exit 0 hf encrypt --key kc --in "$HF_TMP/plain" --out "$HF_TMP/c1"
+dead "$A"
+decrypts "$HF_TMP/c1"
+hf_expect_exit 0 hf encrypt --key kc --in "$HF_TMP/plain" --out "$HF_TMP/c2"
+alive "$A"
+dead "$B"
+decrypts "$HF_TMP/c1"
+decrypts "$HF_TMP/c2"
+
+# ---- created while b is dead: on b after b comes back ----
+hf_expect_exit 0 hf key create kd --alg AES-256 --source pool:c1
+V2=$(version_uuid kd)
+hf_expect_exit 0 hf key rotate kc
+V3=$(version_uuid kc)
+on clone-a "$V2" || hf_fail "clone-a lacks $V2"
+on clone-b "$V2" && hf_fail "clone-b got $V2 while dead"
+hf_expect_exit 0 hf encrypt --key kd --in "$HF_TMP/plain" --out "$HF_TMP/d1"
+hf_expect_exit 0 hf encrypt --key kc --in "$HF_TMP/plain" --out "$HF_TMP/c3"
+alive "$B"
+hf_expect_exit 0 hf pool probe c1 # any command that opens the pool re-syncs it
+hf_expect_exit 0 hf key show kd
+hf_expect_exit 0 hf encrypt --key kd --in "$HF_TMP/plain" --out "$HF_TMP/d2"
+for v in "$V2" "$V3"; do on clone-b "$v" || hf_fail "clone-b lacks $v after its re-sync"; done
+dead "$A"
+for c in c1 c2 c3 d1 d2; do decrypts "$HF_TMP/$c"; done
+alive "$A"
+grep -q '"op":"pool.resync".*member=b copied=2' "$HOLDFAST_STATE_DIR/audit.log" ||
+    hf_fail "no pool.resync audit record for b's two copies"
+
+# ---- destroy: gone from both ----
+hf_expect_exit 0 hf key destroy kd --yes
+for t in a b; do on "clone-$t" "$V2" && hf_fail "clone-$t still holds destroyed $V2"; done
+exit 0
