@@ -11,6 +11,9 @@
 # - Throttled: a one-member pool at concurrency 1 with 1.5 s injected per HSM call: of two
 #   concurrent encrypts, one is served and the other, queued past the pool's 2 s wait, is 429
 #   ThrottlingException, audited with CKR_FUNCTION_REJECTED; holdfast_pool_throttled_total counts it.
+# - Another API's own errors for the same two refusals, from the one mapping in the gateway: the
+#   test plugin (tests/integration/plugin-test.c), reaching the same keys through their aws-xks
+#   links, answers 503 TestUnavailable and 429 TestThrottled.
 # - `holdfast pool show` prints the live figures (text and --json) with the dead member out.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 
@@ -18,7 +21,9 @@ command -v curl >/dev/null || hf_skip "curl not installed"
 curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' || hf_skip "curl has no --aws-sigv4"
 HOLDFASTD="$top_builddir/gateway/holdfastd"
 XKS_PLUGIN="$top_builddir/gateway/plugins/aws-xks/.libs/aws-xks.so"
+TEST_PLUGIN="$top_builddir/tests/integration/.libs/plugin-test.so"
 [ -x "$HOLDFASTD" ] && [ -f "$XKS_PLUGIN" ] || hf_skip "holdfastd or the aws-xks plugin not built"
+[ -f "$TEST_PLUGIN" ] || hf_skip "$TEST_PLUGIN not built (make check builds it)"
 hf_store_setup
 . "${top_srcdir:-.}/tests/integration/shim-lib.sh"
 shim_need
@@ -64,11 +69,17 @@ P=$(hf_free_port)
 URL="http://127.0.0.1:$P"
 CONF="$HF_TMP/holdfastd.conf"
 cat >"$CONF" <<EOF
-$(hf_gateway_section aws-xks 32k "127.0.0.1:$P")
+$(hf_gateway_section aws-xks,test 32k "127.0.0.1:$P")
 threads = 4
 
 [plugin:aws-xks]
 path = $XKS_PLUGIN
+
+[plugin:test]
+path = $TEST_PLUGIN
+
+[test]
+link_type = aws-xks
 
 $(hf_xks_store health "$AKID:$SEC" kp,kt)
 EOF
@@ -85,6 +96,12 @@ xks() {
         "$URL$1" 2>>"$HF_TMP/curl.err" || echo "curl-exit-$?"
 }
 errname() { $PY get "$1" errorName; }
+# tp KEY [OUT]: the test plugin's encrypt on KEY's aws-xks link; "CODE" and its error in OUT.
+tp() {
+    curl -sS -o "${2:-$HF_TMP/tp.json}" -w '%{http_code}' -X POST --data '{"plaintext":"AAEC"}' \
+        "$URL/test/v1/links/$1/encrypt" 2>>"$HF_TMP/curl.err" || echo "curl-exit-$?"
+}
+tperr() { errname "$1"; }
 $PY encrypt --pt SGVsbG8gV29ybGQh >"$HF_TMP/enc.json" || hf_fail "xks-body encrypt"
 $PY health >"$HF_TMP/health.json" || hf_fail "xks-body health"
 
@@ -134,6 +151,8 @@ code=$(xks /kms/xks/v1/keys/kp/encrypt "$HF_TMP/enc.json")
 check "$code $(errname "$HF_TMP/out.json")" "500 InternalException" "encrypt on a dead member"
 code=$(xks /kms/xks/v1/keys/kp/encrypt "$HF_TMP/enc.json")
 check "$code $(errname "$HF_TMP/out.json")" "500 InternalException" "encrypt with its member out"
+code=$(tp kp)
+check "$code $(tperr "$HF_TMP/tp.json")" "503 TestUnavailable" "another API, its member out"
 grep -q '"op":"encrypt".*"result":"0x30"' "$HOLDFAST_STATE_DIR/audit.log" ||
     { grep '"op":"encrypt"' "$HOLDFAST_STATE_DIR/audit.log" | tail -n 3; hf_fail "no audited unavailable encrypt"; }
 f=$(fleet)
@@ -184,10 +203,17 @@ t2=$!
 wait "$t1" "$t2"
 got="$(cat "$HF_TMP/t1.code") $(cat "$HF_TMP/t2.code") $(errname "$HF_TMP/t2.json")"
 check "$got" "200 429 ThrottlingException" "two encrypts on a one-slot member 1.5 s per call"
+xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json" "$HF_TMP/t1.json" >"$HF_TMP/t1.code" &
+t1=$!
+sleep 0.2
+tp kt "$HF_TMP/t3.json" >"$HF_TMP/t3.code"
+wait "$t1"
+got="$(cat "$HF_TMP/t1.code") $(cat "$HF_TMP/t3.code") $(tperr "$HF_TMP/t3.json")"
+check "$got" "200 429 TestThrottled" "another API behind a busy member"
 conf "$C"
 grep -q '"op":"encrypt".*"result":"0x200"' "$HOLDFAST_STATE_DIR/audit.log" ||
     { grep '"op":"encrypt"' "$HOLDFAST_STATE_DIR/audit.log" | tail -n 3; hf_fail "no audited throttled encrypt"; }
-check "$(metric 'holdfast_pool_throttled_total{pool="p2"}')" 1 "throttled counted"
+check "$(metric 'holdfast_pool_throttled_total{pool="p2"}')" 2 "throttled counted"
 check "$(metric 'holdfast_requests_total{api="aws-xks",operation="encrypt",status="429"}')" 1 \
     "the 429 in the request metrics"
 hf_gateway_stop || true
