@@ -7,33 +7,34 @@
 
 #include <stdlib.h>
 
-/* A pool added between the two calls of the convention asks for one more round; a store that
- * keeps changing under three rounds is not worth holding the scrape for. */
+/* One call usually does: room for this many members is asked for first, so a scrape reads the
+ * pools once; a larger answer is asked for again at its size (and again should a pool be added
+ * in between: three rounds at most, a store that keeps changing is not worth holding it for). */
+#define POOL_STATUS_FIRST_GUESS 16
 #define POOL_STATUS_TRIES 3
 
 HF_PLUGIN_EXPORT bool hf_p11_pool_status(HF_POOL_MEMBER_STATUS **out, size_t *n)
 {
     const HF_FUNCTION_LIST *v = hf_p11_vendor();
+    CK_ULONG count = POOL_STATUS_FIRST_GUESS;
 
     if (out == NULL || n == NULL) return false;
     *out = NULL;
     *n = 0;
     if (v == NULL || v->version.minor < 6 || v->HF_GetPoolStatus == NULL) return false;
     for (int i = 0; i < POOL_STATUS_TRIES; i++) {
-        CK_ULONG count = 0;
-        HF_POOL_MEMBER_STATUS *m;
+        HF_POOL_MEMBER_STATUS *m = calloc(count ? count : 1, sizeof(*m));
         CK_RV rv;
 
-        if (v->HF_GetPoolStatus(NULL, &count) != CKR_OK) return false;
-        if (count == 0) return true;
-        if ((m = calloc(count, sizeof(*m))) == NULL) return false;
+        if (m == NULL) return false;
         rv = v->HF_GetPoolStatus(m, &count);
-        if (rv == CKR_OK) {
+        if (rv == CKR_OK && count > 0) {
             *out = m;
             *n = count;
             return true;
         }
         free(m);
+        if (rv == CKR_OK) return true; /* no pool */
         if (rv != CKR_BUFFER_TOO_SMALL) return false;
     }
     return false;
