@@ -195,26 +195,44 @@ check "$(xks /kms/xks/v1/keys/kp/encrypt "$HF_TMP/enc.json")" 200 "encrypt after
 check "$(xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json")" 200 "encrypt on kt (warms c's handle cache)"
 conf "$C" "latency_us = 1500000"
 sleep 0.3
-xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json" "$HF_TMP/t1.json" >"$HF_TMP/t1.code" &
-t1=$!
-sleep 0.2
-xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json" "$HF_TMP/t2.json" >"$HF_TMP/t2.code" &
-t2=$!
-wait "$t1" "$t2"
-got="$(cat "$HF_TMP/t1.code") $(cat "$HF_TMP/t2.code") $(errname "$HF_TMP/t2.json")"
-check "$got" "200 429 ThrottlingException" "two encrypts on a one-slot member 1.5 s per call"
-xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json" "$HF_TMP/t1.json" >"$HF_TMP/t1.code" &
-t1=$!
-sleep 0.2
-tp kt "$HF_TMP/t3.json" >"$HF_TMP/t3.code"
-wait "$t1"
-got="$(cat "$HF_TMP/t1.code") $(cat "$HF_TMP/t3.code") $(tperr "$HF_TMP/t3.json")"
-check "$got" "200 429 TestThrottled" "another API behind a busy member"
+# busy FIRST SECOND: FIRST's encrypt on kt (xks or tp), then 0.5 s later SECOND's while FIRST
+# holds c's one slot; "CODE NAME" of each (NAME "-" for a 200). Whichever reaches the pool
+# first is served: on a loaded machine that can be SECOND, so callers look at both.
+call() { # API OUT: CODE and error name
+    if [ "$1" = xks ]; then
+        _c=$(xks /kms/xks/v1/keys/kt/encrypt "$HF_TMP/enc.json" "$2")
+    else
+        _c=$(tp kt "$2")
+    fi
+    [ "$_c" = 200 ] && echo "200 -" || echo "$_c $(errname "$2")"
+}
+busy() {
+    call "$1" "$HF_TMP/b1.json" >"$HF_TMP/b1.txt" &
+    _b1=$!
+    sleep 0.5
+    call "$2" "$HF_TMP/b2.json" >"$HF_TMP/b2.txt"
+    wait "$_b1"
+    echo "$(cat "$HF_TMP/b1.txt") $(cat "$HF_TMP/b2.txt")"
+}
+THROTTLED=0
+count429() { THROTTLED=$((THROTTLED + $(echo "$1" | grep -o 429 | wc -l))); }
+got=$(busy xks xks)
+count429 "$got"
+case "$got" in
+"200 - 429 ThrottlingException" | "429 ThrottlingException 200 -") ;;
+*) hf_fail "two encrypts on a one-slot member at 1.5 s per call: $got" ;;
+esac
+# The test plugin behind the same busy member: its own 429 (a few tries, should the order turn).
+i=0
+while got=$(busy xks tp) && count429 "$got" && [ "$got" != "200 - 429 TestThrottled" ]; do
+    i=$((i + 1))
+    [ "$i" -lt 3 ] || hf_fail "the test plugin behind a busy member: $got"
+done
 conf "$C"
 grep -q '"op":"encrypt".*"result":"0x200"' "$HOLDFAST_STATE_DIR/audit.log" ||
     { grep '"op":"encrypt"' "$HOLDFAST_STATE_DIR/audit.log" | tail -n 3; hf_fail "no audited throttled encrypt"; }
-check "$(metric 'holdfast_pool_throttled_total{pool="p2"}')" 2 "throttled counted"
-check "$(metric 'holdfast_requests_total{api="aws-xks",operation="encrypt",status="429"}')" 1 \
-    "the 429 in the request metrics"
+check "$(metric 'holdfast_pool_throttled_total{pool="p2"}')" "$THROTTLED" "throttled counted"
+[ "$(metric 'holdfast_requests_total{api="aws-xks",operation="encrypt",status="429"}')" -ge 1 ] ||
+    hf_fail "no 429 in the request metrics"
 hf_gateway_stop || true
 exit 0
