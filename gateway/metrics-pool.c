@@ -53,8 +53,7 @@ static const struct {
                   "Whether the member's PIN was refused, so it is never probed back in (1)."},
     [LIMIT] = {"holdfast_pool_member_concurrency_limit", "gauge",
                "The member's limit of calls in flight."},
-    [IN_FLIGHT] = {"holdfast_pool_member_in_flight", "gauge",
-                   "Calls running on the member now."},
+    [IN_FLIGHT] = {"holdfast_pool_member_in_flight", "gauge", "Calls running on the member now."},
     [CALLS] = {"holdfast_pool_member_calls_total", "counter",
                "Calls run on the member (a retried call counts on both members)."},
     [QUEUED] = {"holdfast_pool_member_queued_calls_total", "counter",
@@ -93,8 +92,8 @@ static void member_families_write(FILE *f, const HF_POOL_MEMBER_STATUS *m, size_
     struct labels l;
 
     for (size_t k = 0; k < sizeof(member_families) / sizeof(member_families[0]); k++) {
-        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", member_families[k].name,
-                member_families[k].help, member_families[k].name, member_families[k].type);
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", member_families[k].name, member_families[k].help,
+                member_families[k].name, member_families[k].type);
         for (size_t i = 0; i < n; i++) {
             labels_of(&m[i], &l);
             fprintf(f, "%s{pool=\"%s\",member=\"%s\"} %llu\n", member_families[k].name, l.pool,

@@ -81,8 +81,16 @@ void hf_cli_pool_live_print(const struct hf_cli_pool_live *live)
             snprintf(last, sizeof(last), "%lluus", (unsigned long long)s->last_latency_us);
         latency_text(hf_core_pool_latency_quantile_us(s->latency, 0.5), p50, sizeof(p50));
         latency_text(hf_core_pool_latency_quantile_us(s->latency, 0.99), p99, sizeof(p99));
-        const char *row[10] = {live->members[i].member, member_state(s), flight, calls, queued,
-                               fails, fovers, last, p50, p99};
+        const char *row[10] = {live->members[i].member,
+                               member_state(s),
+                               flight,
+                               calls,
+                               queued,
+                               fails,
+                               fovers,
+                               last,
+                               p50,
+                               p99};
         hf_table_add(t, row);
     }
     hf_table_print(t, stdout, "  ");

@@ -12,7 +12,8 @@ static void test_quantile_is_the_upper_edge_of_its_bucket(void)
     uint64_t h[HF_POOL_LATENCY_BUCKETS];
 
     memset(h, 0, sizeof(h));
-    CU_ASSERT_EQUAL(hf_core_pool_latency_quantile_us(h, 0.5), 0); /* no call */
+    /* No call counted: no quantile. */
+    CU_ASSERT_EQUAL(hf_core_pool_latency_quantile_us(h, 0.5), 0);
     h[0] = 1;  /* [0, 2) us */
     h[9] = 98; /* [512, 1024) us */
     h[12] = 1; /* [4096, 8192) us */
@@ -27,8 +28,8 @@ static void test_quantile_is_the_upper_edge_of_its_bucket(void)
     /* The open-ended last bucket answers its lower edge's double. */
     memset(h, 0, sizeof(h));
     h[HF_POOL_LATENCY_BUCKETS - 1] = 3;
-    CU_ASSERT_EQUAL(hf_core_pool_latency_quantile_us(h, 0.5), (uint64_t)1
-                                                                  << HF_POOL_LATENCY_BUCKETS);
+    CU_ASSERT_EQUAL(hf_core_pool_latency_quantile_us(h, 0.5),
+                    (uint64_t)1 << HF_POOL_LATENCY_BUCKETS);
 }
 
 static void test_status_arguments(void)

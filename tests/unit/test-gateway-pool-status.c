@@ -23,8 +23,7 @@ static void test_pool_refusals_map_to_throttled_and_unavailable(void)
     CU_ASSERT_EQUAL(hf_gw_ckr_from_status(HF_STATUS_UNAVAILABLE), CKR_DEVICE_ERROR);
 }
 
-static void member_set(HF_POOL_MEMBER_STATUS *m, const char *pool, const char *member,
-                       bool healthy)
+static void member_set(HF_POOL_MEMBER_STATUS *m, const char *pool, const char *member, bool healthy)
 {
     memset(m, 0, sizeof(*m));
     snprintf(m->pool, sizeof(m->pool), "%s", pool);
@@ -84,8 +83,7 @@ static void test_pool_series(void)
     CU_ASSERT(has_line(page, "holdfast_pool_member_in_flight{pool=\"p1\",member=\"a\"} 3\n"));
     CU_ASSERT(has_line(page, "holdfast_pool_member_calls_total{pool=\"p1\",member=\"a\"} 7\n"));
     CU_ASSERT(has_line(page, "holdfast_pool_member_failures_total{pool=\"p1\",member=\"a\"} 1\n"));
-    CU_ASSERT(
-        has_line(page, "holdfast_pool_member_failovers_total{pool=\"p1\",member=\"b\"} 2\n"));
+    CU_ASSERT(has_line(page, "holdfast_pool_member_failovers_total{pool=\"p1\",member=\"b\"} 2\n"));
     CU_ASSERT(has_line(page, "holdfast_pool_member_concurrency_limit{pool=\"p2\",member=\"c\"} "
                              "4\n"));
     /* The pool's own series once per pool, from its first member. */

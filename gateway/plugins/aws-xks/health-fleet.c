@@ -19,20 +19,18 @@ const char *hf_xks_fleet_status(const HF_POOL_MEMBER_STATUS *m)
 static struct json_object *fleet_entry(const HF_POOL_MEMBER_STATUS *m)
 {
     struct json_object *e = json_object_new_object();
+    /* Names are [a-z0-9-] and NUL-terminated within their buffers (holdfast.h); the bounds keep
+     * a module that forgot the NUL from being read past them. */
+    int model_len = (int)strnlen(m->model, sizeof(m->model));
     char id[2 * HF_POOL_NAME_BUF + 1];
 
     if (e == NULL) return NULL;
-    /* Names are [a-z0-9-] and NUL-terminated within their buffers (holdfast.h); %.*s keeps a
-     * module that forgot the NUL from being read past them. */
     snprintf(id, sizeof(id), "%.*s/%.*s", (int)sizeof(m->pool) - 1, m->pool,
              (int)sizeof(m->member) - 1, m->member);
     if (json_object_object_add(e, "id", json_object_new_string(id)) != 0 ||
-        json_object_object_add(e, "model",
-                               json_object_new_string_len(m->model, (int)strnlen(
-                                                                        m->model,
-                                                                        sizeof(m->model)))) != 0 ||
-        json_object_object_add(e, "healthStatus",
-                               json_object_new_string(hf_xks_fleet_status(m))) != 0) {
+        json_object_object_add(e, "model", json_object_new_string_len(m->model, model_len)) != 0 ||
+        json_object_object_add(e, "healthStatus", json_object_new_string(hf_xks_fleet_status(m))) !=
+            0) {
         json_object_put(e);
         return NULL;
     }
