@@ -67,6 +67,10 @@ struct hf_store_ops {
     CK_RV (*pool_list)(struct hf_store *store, struct hf_store_pool **pools, size_t *n);
     /* source: the key source that names the pool (refused while a live key has it). */
     CK_RV (*pool_delete)(struct hf_store *store, const char *name, const char *source);
+    CK_RV (*pool_backup_get)(struct hf_store *store, const char *pool, const char *what,
+                             unsigned char **blob, size_t *len);
+    CK_RV (*pool_backup_add)(struct hf_store *store, const char *pool, const char *what,
+                             const unsigned char *blob, size_t len);
 };
 /* clang-format on */
 

@@ -112,6 +112,14 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (pool, name),"
     "  UNIQUE (pool, position)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS keys_by_source ON keys (source);",
+    /* v6: an export pool's backups (store.h, hf_store_pool_backup_*): its backup KEK wrapped
+     * under the root KEK, and its replication key wrapped under the backup KEK. Outside the
+     * pool's policy MAC (each blob authenticates itself when unwrapped), so v5 rows keep theirs. */
+    "CREATE TABLE IF NOT EXISTS pool_backups ("
+    "  pool TEXT NOT NULL REFERENCES pools(name) ON DELETE CASCADE,"
+    "  what TEXT NOT NULL CHECK (what IN ('backup-kek', 'replication')),"
+    "  blob BLOB NOT NULL,"
+    "  PRIMARY KEY (pool, what)) WITHOUT ROWID;",
 };
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -193,6 +201,9 @@ enum stmt_id {
     ST_POOL_IN_USE,
     ST_POOL_MEMBERS_DELETE,
     ST_POOL_DELETE,
+    ST_POOL_BACKUP_GET,
+    ST_POOL_BACKUP_ADD,
+    ST_POOL_BACKUPS_DELETE,
     N_STMTS
 };
 
@@ -275,6 +286,12 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_POOL_IN_USE] = "SELECT uuid FROM keys WHERE source = ? AND state != 5 LIMIT 1",
     [ST_POOL_MEMBERS_DELETE] = "DELETE FROM pool_members WHERE pool = ?",
     [ST_POOL_DELETE] = "DELETE FROM pools WHERE name = ?",
+    [ST_POOL_BACKUP_GET] = "SELECT blob FROM pool_backups WHERE pool = ? AND what = ?",
+    /* The first writer wins: two nodes establishing one pool's backup keep one. */
+    [ST_POOL_BACKUP_ADD] = "INSERT INTO pool_backups (pool, what, blob) SELECT ?1, ?2, ?3 "
+                           "WHERE EXISTS (SELECT 1 FROM pools WHERE name = ?1) "
+                           "ON CONFLICT (pool, what) DO NOTHING",
+    [ST_POOL_BACKUPS_DELETE] = "DELETE FROM pool_backups WHERE pool = ?",
 };
 
 struct sqlite_store {
@@ -1720,6 +1737,9 @@ static CK_RV pool_delete_tx(struct sqlite_store *s, const char *name, const char
         return CKR_ATTRIBUTE_VALUE_INVALID;
     }
     if (rv != CKR_KEY_HANDLE_INVALID) return rv;
+    if ((rv = stmt_get(s, ST_POOL_BACKUPS_DELETE, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, name)) return bind_fail(s, "delete pool");
+    if ((rv = step_done(s, st, "delete pool backups")) != CKR_OK) return rv;
     if ((rv = stmt_get(s, ST_POOL_MEMBERS_DELETE, &st)) != CKR_OK) return rv;
     if (bind_text(st, 1, name)) return bind_fail(s, "delete pool");
     if ((rv = step_done(s, st, "delete pool members")) != CKR_OK) return rv;
@@ -1735,6 +1755,54 @@ static CK_RV sq_pool_delete(struct hf_store *store, const char *name, const char
     CK_RV rv = tx_begin(s, true);
 
     if (rv == CKR_OK) rv = tx_end(s, pool_delete_tx(s, name, source), true);
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV pool_backup_get_tx(struct sqlite_store *s, const char *pool, const char *what,
+                                unsigned char **blob, size_t *len)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_POOL_BACKUP_GET, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, pool) || bind_text(st, 2, what)) return bind_fail(s, "read pool backup");
+    if ((rv = step_row(s, st, "read pool backup")) != CKR_OK) return rv;
+    if (!col_blob(st, 0, blob, len)) rv = CKR_HOST_MEMORY;
+    sqlite3_reset(st);
+    return rv;
+}
+
+static CK_RV sq_pool_backup_get(struct hf_store *store, const char *pool, const char *what,
+                                unsigned char **blob, size_t *len)
+{
+    struct sqlite_store *s = store_lock(store);
+    CK_RV rv = tx_begin(s, false);
+
+    if (rv == CKR_OK) rv = tx_end(s, pool_backup_get_tx(s, pool, what, blob, len), false);
+    store_unlock(s);
+    return rv;
+}
+
+static CK_RV pool_backup_add_tx(struct sqlite_store *s, const char *pool, const char *what,
+                                const unsigned char *blob, size_t len)
+{
+    sqlite3_stmt *st;
+    CK_RV rv;
+
+    if ((rv = stmt_get(s, ST_POOL_BACKUP_ADD, &st)) != CKR_OK) return rv;
+    if (bind_text(st, 1, pool) || bind_text(st, 2, what) || bind_blob(st, 3, blob, len))
+        return bind_fail(s, "write pool backup");
+    return step_done(s, st, "write pool backup");
+}
+
+static CK_RV sq_pool_backup_add(struct hf_store *store, const char *pool, const char *what,
+                                const unsigned char *blob, size_t len)
+{
+    struct sqlite_store *s = store_lock(store);
+    CK_RV rv = tx_begin(s, true);
+
+    if (rv == CKR_OK) rv = tx_end(s, pool_backup_add_tx(s, pool, what, blob, len), true);
     store_unlock(s);
     return rv;
 }
@@ -1946,4 +2014,6 @@ static const struct hf_store_ops sqlite_ops = {
     .pool_get = sq_pool_get,
     .pool_list = sq_pool_list,
     .pool_delete = sq_pool_delete,
+    .pool_backup_get = sq_pool_backup_get,
+    .pool_backup_add = sq_pool_backup_add,
 };

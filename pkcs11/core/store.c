@@ -832,3 +832,28 @@ CK_RV hf_store_pool_delete(struct hf_store *store, const char *name)
     snprintf(source, sizeof(source), "%s%s", HF_KEY_SOURCE_POOL_PREFIX, name);
     return store->ops->pool_delete(store, name, source);
 }
+
+static bool pool_backup_what_is_valid(const char *what)
+{
+    return strcmp(what, HF_POOL_BACKUP_KEK) == 0 || strcmp(what, HF_POOL_BACKUP_REPLICATION) == 0;
+}
+
+CK_RV hf_store_pool_backup_get(struct hf_store *store, const char *pool, const char *what,
+                               unsigned char **blob, size_t *len)
+{
+    return_val_if_fail(store && pool && what && blob && len, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_pool_name_is_valid(pool), CKR_KEY_HANDLE_INVALID);
+    return_val_if_fail(pool_backup_what_is_valid(what), CKR_ARGUMENTS_BAD);
+    *blob = NULL;
+    *len = 0;
+    return store->ops->pool_backup_get(store, pool, what, blob, len);
+}
+
+CK_RV hf_store_pool_backup_add(struct hf_store *store, const char *pool, const char *what,
+                               const unsigned char *blob, size_t len)
+{
+    return_val_if_fail(store && pool && what && blob && len > 0, CKR_ARGUMENTS_BAD);
+    return_val_if_fail(hf_pool_name_is_valid(pool), CKR_KEY_HANDLE_INVALID);
+    return_val_if_fail(pool_backup_what_is_valid(what), CKR_ARGUMENTS_BAD);
+    return store->ops->pool_backup_add(store, pool, what, blob, len);
+}

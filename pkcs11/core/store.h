@@ -245,4 +245,17 @@ CK_RV hf_store_pool_get(struct hf_store *store, const char *name, struct hf_stor
 CK_RV hf_store_pool_list(struct hf_store *store, struct hf_store_pool **pools, size_t *n);
 CK_RV hf_store_pool_delete(struct hf_store *store, const char *name);
 
+/* An export pool's backups (schema v6), blobs that authenticate themselves when unwrapped, so
+ * outside the pool's policy MAC: HF_POOL_BACKUP_KEK, its backup KEK wrapped under the root KEK
+ * (core-pool-backup.c), and HF_POOL_BACKUP_REPLICATION, its replication key wrapped under the
+ * backup KEK. get: *blob malloc'd; CKR_KEY_HANDLE_INVALID when there is none. add: the first
+ * writer wins (CKR_OK and nothing written when the pool has that backup already: read it back);
+ * nothing is written for a pool that does not exist. Deleting the pool deletes its backups. */
+#define HF_POOL_BACKUP_KEK "backup-kek"
+#define HF_POOL_BACKUP_REPLICATION "replication"
+CK_RV hf_store_pool_backup_get(struct hf_store *store, const char *pool, const char *what,
+                               unsigned char **blob, size_t *len);
+CK_RV hf_store_pool_backup_add(struct hf_store *store, const char *pool, const char *what,
+                               const unsigned char *blob, size_t len);
+
 #endif

@@ -1479,6 +1479,45 @@ static void test_pool_in_use_by_a_key_is_not_deleted(void)
     hf_store_pool_clear(&p);
 }
 
+static void test_pool_backups_first_writer_wins_and_go_with_the_pool(void)
+{
+    static const unsigned char b1[] = "first blob", b2[] = "second blob";
+    struct hf_store_pool p;
+    unsigned char *blob = NULL;
+    size_t len = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    pool_make(&p, "backed", 1);
+    p.mode = HF_POOL_MODE_EXPORT;
+    CU_ASSERT_EQUAL_FATAL(hf_store_pool_insert(store, &p), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_pool_backup_get(store, "backed", HF_POOL_BACKUP_KEK, &blob, &len),
+                    CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(hf_store_pool_backup_add(store, "backed", HF_POOL_BACKUP_KEK, b1, sizeof(b1)),
+                    CKR_OK);
+    /* A second writer (another node) keeps the first one's. */
+    CU_ASSERT_EQUAL(hf_store_pool_backup_add(store, "backed", HF_POOL_BACKUP_KEK, b2, sizeof(b2)),
+                    CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        hf_store_pool_backup_get(store, "backed", HF_POOL_BACKUP_KEK, &blob, &len), CKR_OK);
+    CU_ASSERT(len == sizeof(b1) && memcmp(blob, b1, len) == 0);
+    free(blob);
+    CU_ASSERT_EQUAL(
+        hf_store_pool_backup_get(store, "backed", HF_POOL_BACKUP_REPLICATION, &blob, &len),
+        CKR_KEY_HANDLE_INVALID);
+    /* Bad input changes nothing. */
+    CU_ASSERT_EQUAL(hf_store_pool_backup_add(store, "backed", "other", b2, sizeof(b2)),
+                    CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_pool_backup_add(store, "backed", HF_POOL_BACKUP_KEK, b2, 0),
+                    CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_pool_backup_add(store, "nosuch", HF_POOL_BACKUP_KEK, b1, sizeof(b1)),
+                    CKR_OK);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pool_backups WHERE pool = 'nosuch'"), 0);
+    /* Deleting the pool deletes its backups. */
+    CU_ASSERT_EQUAL(hf_store_pool_delete(store, "backed"), CKR_OK);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM pool_backups WHERE pool = 'backed'"), 0);
+    hf_store_pool_clear(&p);
+}
+
 static CU_TestInfo pool_tests[] = {
     T("pools insert, get, list, delete; members kept in the order given",
       test_pools_insert_get_list_delete_keep_member_order),
@@ -1488,6 +1527,8 @@ static CU_TestInfo pool_tests[] = {
       test_pool_content_rules),
     T("a pool that is a live key's source is not deleted",
       test_pool_in_use_by_a_key_is_not_deleted),
+    T("pool backups: the first writer wins, bad input writes nothing, they go with the pool",
+      test_pool_backups_first_writer_wins_and_go_with_the_pool),
     CU_TEST_INFO_NULL,
 };
 
