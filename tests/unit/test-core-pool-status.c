@@ -1,11 +1,144 @@
-/* The core's pool status helpers (core-pool-status.c): the latency quantile `holdfast pool show`
+/* The core's pool status (core-pool-status.c) on real SoftHSMv2 tokens: each member of a pool's
+ * definition beside its executor's figures, the pool opened on the first ask; a pool that cannot
+ * open listed with the reason; every pool at once; and the latency quantile `holdfast pool show`
  * prints, read off pool.h's log2 histogram as the bucket's upper edge. */
 #include "hf-build.h"
 
 #include "pkcs11/core/core.h"
 #include "tests/unit/harness.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#define TOKEN_A "hf-st-a"
+#define TOKEN_B "hf-st-b"
+#define PIN_ENV "HF_TEST_POOL_PIN"
+
+static struct hf_test_env env;
+static struct hf_core *core;
+static const struct hf_actor who = {"cli", "uid:test"};
+
+static CK_RV pool_add(const char *name, const char *label_a, const char *label_b)
+{
+    struct hf_store_pool p = {0};
+    const char *labels[2] = {label_a, label_b};
+    CK_RV rv;
+
+    p.name = strdup(name);
+    p.mode = HF_POOL_MODE_PLAIN;
+    p.n_members = label_b ? 2 : 1;
+    p.members = calloc(p.n_members, sizeof(*p.members));
+    for (size_t i = 0; i < p.n_members; i++) {
+        p.members[i].name = strdup(i == 0 ? "a" : "b");
+        p.members[i].module_path = strdup(env.cfg.hsm_module);
+        p.members[i].token_label = strdup(labels[i]);
+        p.members[i].pin_env = strdup(PIN_ENV);
+        p.members[i].concurrency = 3;
+    }
+    rv = hf_core_pool_add(core, &p, &who);
+    hf_store_pool_clear(&p);
+    return rv;
+}
+
+static int suite_init(void)
+{
+    CK_RV rv;
+
+    if (hf_test_env_setup(&env, NULL) != 0) return -1;
+    setenv(PIN_ENV, HF_TEST_USER_PIN, 1);
+    rv = hf_hsm_token_ensure(env.cfg.hsm_module, NULL, TOKEN_A, HF_TEST_SO_PIN, HF_TEST_USER_PIN);
+    if (rv == CKR_OK)
+        rv = hf_hsm_token_ensure(env.cfg.hsm_module, NULL, TOKEN_B, HF_TEST_SO_PIN,
+                                 HF_TEST_USER_PIN);
+    if (rv == CKR_OK) rv = hf_core_open(&env.cfg, &core);
+    if (rv == CKR_OK) rv = pool_add("p1", TOKEN_A, TOKEN_B);
+    /* A pool whose only member's token does not exist: it can never open. */
+    if (rv == CKR_OK) rv = pool_add("dead", "hf-no-such-token", NULL);
+    if (rv != CKR_OK) fprintf(stderr, "suite setup failed: 0x%lx\n", (unsigned long)rv);
+    return rv == CKR_OK ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+    hf_core_close(core);
+    hf_test_env_teardown(&env);
+    return 0;
+}
+
+static void test_a_pool_is_opened_and_read(void)
+{
+    struct hf_key_spec spec = {.name = "ks", .alg = HF_ALG_AES, .bits = 256, .source = "pool:p1"};
+    struct hf_core_pool_live *l = NULL;
+    struct hf_key k;
+    struct hf_key_version v;
+    const char *base = strrchr(env.cfg.hsm_module, '/');
+    char model[HF_CORE_POOL_MODEL_MAX];
+    uint64_t calls = 0;
+    size_t n = 0;
+
+    /* Not used yet on this core: the ask opens it. */
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_status(core, "p1", &l, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    snprintf(model, sizeof(model), "%s token %s", base ? base + 1 : env.cfg.hsm_module, TOKEN_A);
+    CU_ASSERT_STRING_EQUAL(l[0].pool, "p1");
+    CU_ASSERT_STRING_EQUAL(l[0].member, "a");
+    CU_ASSERT_STRING_EQUAL(l[1].member, "b");
+    CU_ASSERT_STRING_EQUAL(l[0].model, model);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(l[i].open_rv, CKR_OK);
+        CU_ASSERT_TRUE(l[i].status.healthy);
+        CU_ASSERT_EQUAL(l[i].status.concurrency, 3);
+        CU_ASSERT_PTR_NULL(l[i].status.name);
+        CU_ASSERT_EQUAL(l[i].queue.queue_max, HF_POOL_QUEUE_MAX_DEFAULT);
+    }
+    free(l);
+    /* A key made in it is counted on the member that made it, by the same executor. */
+    CU_ASSERT_EQUAL_FATAL(hf_core_key_create(core, &spec, &who, &k, &v), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_status(core, "p1", &l, &n), CKR_OK);
+    for (size_t i = 0; i < n; i++)
+        calls += l[i].status.calls;
+    CU_ASSERT(calls >= 1);
+    free(l);
+    hf_key_version_clear(&v);
+    hf_key_clear(&k);
+}
+
+static void test_a_pool_that_cannot_open_is_listed(void)
+{
+    struct hf_core_pool_live *l = NULL;
+    size_t n = 9;
+
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_status(core, "dead", &l, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT_STRING_EQUAL(l[0].member, "a");
+    CU_ASSERT_NOT_EQUAL(l[0].open_rv, CKR_OK);
+    CU_ASSERT_FALSE(l[0].status.healthy);
+    CU_ASSERT_EQUAL(l[0].status.concurrency, 3); /* from the definition */
+    free(l);
+    CU_ASSERT_NOT_EQUAL(hf_core_pool_status(core, "nosuch", &l, &n), CKR_OK);
+    CU_ASSERT_PTR_NULL(l);
+    CU_ASSERT_EQUAL(n, 0);
+}
+
+static void test_every_pool(void)
+{
+    struct hf_core_pool_live *l = NULL;
+    size_t n = 0, p1 = 0, dead = 0, changes = 0;
+
+    CU_ASSERT_EQUAL_FATAL(hf_core_pools_status(core, &l, &n), CKR_OK);
+    CU_ASSERT_EQUAL(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        p1 += strcmp(l[i].pool, "p1") == 0;
+        dead += strcmp(l[i].pool, "dead") == 0;
+    }
+    CU_ASSERT_EQUAL(p1, 2);
+    CU_ASSERT_EQUAL(dead, 1);
+    /* Pool after pool: two pools, one change of pool along the array. */
+    for (size_t i = 1; i < n; i++)
+        changes += strcmp(l[i - 1].pool, l[i].pool) != 0;
+    CU_ASSERT_EQUAL(changes, 1);
+    free(l);
+}
 
 static void test_quantile_is_the_upper_edge_of_its_bucket(void)
 {
@@ -47,10 +180,18 @@ static CU_TestInfo status_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo live_tests[] = {
+    {"a pool is opened on the first ask and read", test_a_pool_is_opened_and_read},
+    {"a pool that cannot open is listed with the reason", test_a_pool_that_cannot_open_is_listed},
+    {"every pool, pool after pool", test_every_pool},
+    CU_TEST_INFO_NULL,
+};
+
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
         {"core-pool-status", NULL, NULL, NULL, NULL, status_tests},
+        {"core-pool-status-live", suite_init, suite_clean, NULL, NULL, live_tests},
         CU_SUITE_INFO_NULL,
     };
     return hf_test_run(suites);
