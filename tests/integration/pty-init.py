@@ -41,7 +41,10 @@ while True:
     if not chunk:
         break
     seen += chunk
-    if seen[since:].rstrip().endswith(b":") and answers:
+    # A prompt is "... PIN ...: " with no newline after it; any other line ending in ':' (a
+    # warning on stderr, which shares the terminal) must not be answered, or the PIN would be
+    # typed before echo is off and then flushed away.
+    if re.search(rb"PIN[^\n]*: $", seen[since:]) and answers:
         if not checked:
             print("undumpable: %s" % ("yes" if undumpable(pid) else "no"))
             print("secure heap: %s" % ("yes" if secure_heap.has_secure_heap(pid, 1024) else "no"))
