@@ -163,7 +163,8 @@ static CK_RV version_build(struct hf_core *core, const char *key_uuid, unsigned 
 
 /* The new version numbered n of key (source "pool:NAME"), its AES key generated inside the pool
  * (on one member, or on all in clone and export mode: core_pool_key_generate) and labelled with
- * the version's UUID; the row records where it lives (key.h) and no material.
+ * the version's UUID; the row records where it lives (key.h), and no material but an export
+ * pool's backup blob.
  * *made: the object exists, for the caller to destroy if the row cannot be written. */
 static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, unsigned n,
                                 int64_t now, struct hf_key_version *v, bool *made)
@@ -173,7 +174,7 @@ static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, 
 
     *made = false;
     version_init(key->uuid, n, now, v);
-    if ((rv = core_pool_key_generate(core, name, key->bits, v->uuid, &v->kek_label)) != CKR_OK) {
+    if ((rv = core_pool_key_generate(core, name, key->bits, v)) != CKR_OK) {
         hf_log_error("key '%s': pool %s could not generate version %u (0x%lx)", key->name, name, n,
                      (unsigned long)rv);
         return rv;

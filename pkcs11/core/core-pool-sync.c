@@ -98,7 +98,7 @@ void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_
 /* ---- generating a version ---- */
 
 CK_RV core_pool_key_generate(struct hf_core *core, const char *name, unsigned bits,
-                             const char *uuid, char **kek_label)
+                             struct hf_key_version *v)
 {
     struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
     struct hf_store_pool def = {0};
@@ -106,26 +106,33 @@ CK_RV core_pool_key_generate(struct hf_core *core, const char *name, unsigned bi
     char repl[HF_POOL_REPL_LABEL_MAX];
     struct hf_pool *pool = NULL;
     enum hf_pool_mode mode;
-    size_t member = 0;
+    size_t member = HF_POOL_KEY_ANY_MEMBER;
     CK_RV rv;
 
-    *kek_label = NULL;
     if ((rv = hf_store_pool_get(core->store, name, &def)) != CKR_OK) return rv;
     mode = def.mode;
     hf_store_pool_clear(&def);
     if ((rv = core_pool_use(core, name, &pool)) != CKR_OK) return rv;
     if (mode == HF_POOL_MODE_PLAIN) {
-        if ((rv = hf_pool_key_generate(pool, bits, uuid, &member)) != CKR_OK) return rv;
+        if ((rv = hf_pool_key_generate(pool, bits, v->uuid, &member)) != CKR_OK) return rv;
         if (member >= hf_pool_status(pool, st, HF_POOL_MEMBERS_MAX)) return CKR_GENERAL_ERROR;
         snprintf(place, sizeof(place), "%s%s/%s", HF_KEY_SOURCE_POOL_PREFIX, name, st[member].name);
     } else {
         hf_pool_repl_label(name, repl);
-        if ((rv = hf_pool_key_generate_clone(pool, bits, uuid, repl)) != CKR_OK) return rv;
+        if ((rv = hf_pool_key_generate_clone(pool, bits, v->uuid, repl)) != CKR_OK) return rv;
         snprintf(place, sizeof(place), "%s%s", HF_KEY_SOURCE_POOL_PREFIX, name);
     }
-    if ((*kek_label = strdup(place)) != NULL) return CKR_OK;
-    hf_pool_key_destroy(pool, mode == HF_POOL_MODE_PLAIN ? member : HF_POOL_KEY_ANY_MEMBER, uuid);
-    return CKR_HOST_MEMORY;
+    /* An export version without its backup could not be restored: no version then. */
+    if (mode == HF_POOL_MODE_EXPORT)
+        rv = core_pool_backup_version(core, name, pool, v->uuid, &v->wrapped, &v->wrapped_len);
+    if (rv == CKR_OK && (v->kek_label = strdup(place)) == NULL) rv = CKR_HOST_MEMORY;
+    if (rv != CKR_OK) {
+        hf_pool_key_destroy(pool, member, v->uuid);
+        free(v->wrapped);
+        v->wrapped = NULL;
+        v->wrapped_len = 0;
+    }
+    return rv;
 }
 
 /* ---- re-sync ---- */

@@ -410,6 +410,74 @@ done:
     return rv;
 }
 
+/* ---- restoring an export pool's member ---- */
+
+/* The member named member of pool, opened alone (the others may be down: a restore needs only
+ * the store and this token). */
+static CK_RV member_open_alone(struct hf_core *core, const struct hf_store_pool *pool,
+                               const struct hf_store_pool_member *m, struct hf_hsm **hsm, char *err,
+                               size_t errlen)
+{
+    char lock_buf[PATH_MAX];
+    const char *lock = NULL;
+    char *pin = hf_secmem_alloc(PIN_MAX + 1);
+    CK_RV rv;
+
+    if (pin == NULL) return CKR_HOST_MEMORY;
+    if ((rv = member_openable(m, err, errlen)) == CKR_OK) rv = pin_read(m, pin, err, errlen);
+    if (rv == CKR_OK && (rv = lock_path(core, pool->name, m->name, lock_buf, &lock)) != CKR_OK)
+        snprintf(err, errlen, "lock file path too long");
+    if (rv == CKR_OK &&
+        (rv = hf_hsm_open(m->module_path, lock, m->token_label, pin, hsm)) != CKR_OK)
+        snprintf(err, errlen, "token '%s' did not open (0x%lx)", m->token_label, (unsigned long)rv);
+    hf_secmem_free(pin, PIN_MAX + 1);
+    return rv;
+}
+
+CK_RV hf_core_pool_restore(struct hf_core *core, const char *name, const char *member,
+                           const struct hf_actor *who, size_t *restored)
+{
+    struct hf_store_pool pool = {0};
+    const struct hf_store_pool_member *m = NULL;
+    struct hf_hsm *hsm = NULL;
+    size_t present = 0;
+    char err[600] = "";
+    struct pool_op op;
+    CK_RV rv;
+
+    if (core == NULL || restored == NULL) return CKR_ARGUMENTS_BAD;
+    *restored = 0;
+    rv = op_begin(&op, core, who, "pool.restore", name);
+    if (rv != CKR_OK) goto done;
+    if (name == NULL || member == NULL) {
+        rv = CKR_ARGUMENTS_BAD;
+        goto done;
+    }
+    op_append(&op, " member=%.40s", hf_pool_name_is_valid(member) ? member : "(invalid name)");
+    if ((rv = hf_store_pool_get(core->store, name, &pool)) != CKR_OK) goto done;
+    if (pool.mode != HF_POOL_MODE_EXPORT) {
+        snprintf(err, sizeof(err), "pool %s is in %s mode: only an export pool keeps backups", name,
+                 hf_pool_mode_name(pool.mode));
+        rv = CKR_ATTRIBUTE_VALUE_INVALID;
+        goto done;
+    }
+    for (size_t i = 0; i < pool.n_members && m == NULL; i++)
+        if (strcmp(pool.members[i].name, member) == 0) m = &pool.members[i];
+    if (m == NULL) {
+        snprintf(err, sizeof(err), "pool %s has no member '%s'", name, member);
+        rv = CKR_KEY_HANDLE_INVALID;
+        goto done;
+    }
+    if ((rv = member_open_alone(core, &pool, m, &hsm, err, sizeof(err))) != CKR_OK) goto done;
+    rv = core_pool_backup_restore(core, name, hsm, restored, &present);
+    op_append(&op, " restored=%zu present=%zu", *restored, present);
+done:
+    if (err[0]) hf_log_error("%s", err);
+    hf_hsm_close(hsm);
+    hf_store_pool_clear(&pool);
+    return op_end(&op, rv);
+}
+
 /* ---- pools in use: the pool key source's executors ---- */
 
 /* A pool in use, as core-internal.h's entry (first, so the list frees it as one) plus what its
@@ -472,6 +540,7 @@ static CK_RV pool_entry_open(struct hf_core *core, struct pool_entry *e, struct 
     if ((rv = hf_core_pool_open(core, e->base.name, &opts, out)) != CKR_OK) return rv;
     if (!mode_is_clone(e->mode)) return CKR_OK;
     core_pool_repl_establish(core, e->base.name, *out);
+    if (e->mode == HF_POOL_MODE_EXPORT) core_pool_backup_establish(core, e->base.name, *out);
     n = hf_pool_status(*out, st, HF_POOL_MEMBERS_MAX);
     for (size_t i = 0; i < n && i < HF_POOL_MEMBERS_MAX; i++)
         if (st[i].healthy) core_pool_resync(core, e->base.name, *out, i);

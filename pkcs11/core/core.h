@@ -197,6 +197,15 @@ CK_RV hf_core_pool_probe(struct hf_core *core, const char *name, const struct hf
                          struct hf_core_pool_probe **results, size_t *n);
 void hf_core_pool_probes_free(struct hf_core_pool_probe *results, size_t n);
 
+/* Re-seeds member of export pool name (a freshly initialised token with the member's label and
+ * PIN, opened alone: the other members may be down) from the store: the pool's replication key
+ * and every live version, unwrapped inside the token from their blobs under the pool's backup KEK
+ * (pool-backup.h); objects already there are left. *restored: objects made. Audited
+ * ("pool.restore"). CKR_ATTRIBUTE_VALUE_INVALID for a pool not in export mode,
+ * CKR_KEY_HANDLE_INVALID for no such pool or member or no backup yet, the token's errors. */
+CK_RV hf_core_pool_restore(struct hf_core *core, const char *name, const char *member,
+                           const struct hf_actor *who, size_t *restored);
+
 /* One pool member's live status on this node (core-pool-status.c), for health answers, metrics
  * and `holdfast pool show`: its pool's definition beside the executor's figures. */
 #define HF_CORE_POOL_MODEL_MAX 96

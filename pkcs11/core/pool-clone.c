@@ -18,6 +18,38 @@
 
 static CK_MECHANISM kwp_mech = {CKM_AES_KEY_WRAP_PAD, NULL, 0};
 
+static CK_OBJECT_CLASS secret_class = CKO_SECRET_KEY;
+static CK_KEY_TYPE aes_type = CKK_AES;
+static CK_BBOOL tmpl_true = CK_TRUE, tmpl_false = CK_FALSE;
+
+size_t hf_pool_key_template(bool replication, const char *label,
+                            CK_ATTRIBUTE out[HF_POOL_TEMPLATE_MAX])
+{
+    /* A data key encrypts and decrypts; the replication key wraps and unwraps only, so it is no
+     * oracle for anything but keys. Both are token objects, sensitive (never readable in
+     * clear) and extractable (a copy to another member, or to an export pool's backup, is a
+     * C_WrapKey: source-pool.c's gen_fn says why that is the price of clone mode). */
+    CK_BBOOL *data = replication ? &tmpl_false : &tmpl_true,
+             *keys = replication ? &tmpl_true : &tmpl_false;
+    CK_ATTRIBUTE t[] = {
+        {CKA_CLASS, &secret_class, sizeof(secret_class)},
+        {CKA_KEY_TYPE, &aes_type, sizeof(aes_type)},
+        {CKA_TOKEN, &tmpl_true, sizeof(tmpl_true)},
+        {CKA_PRIVATE, &tmpl_true, sizeof(tmpl_true)},
+        {CKA_SENSITIVE, &tmpl_true, sizeof(tmpl_true)},
+        {CKA_EXTRACTABLE, &tmpl_true, sizeof(tmpl_true)},
+        {CKA_ENCRYPT, data, sizeof(*data)},
+        {CKA_DECRYPT, data, sizeof(*data)},
+        {CKA_WRAP, keys, sizeof(*keys)},
+        {CKA_UNWRAP, keys, sizeof(*keys)},
+        {CKA_LABEL, (void *)label, strlen(label)},
+        {CKA_ID, (void *)label, strlen(label)},
+    };
+
+    memcpy(out, t, sizeof(t));
+    return sizeof(t) / sizeof(t[0]);
+}
+
 void hf_pool_repl_label(const char *pool_name, char buf[HF_POOL_REPL_LABEL_MAX])
 {
     snprintf(buf, HF_POOL_REPL_LABEL_MAX, "%s%s", HF_POOL_REPL_LABEL_PREFIX, pool_name);
@@ -205,23 +237,8 @@ static CK_RV unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
                        CK_SESSION_HANDLE s, void *arg)
 {
     struct wrap_call *c = arg;
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_KEY_TYPE type = CKK_AES;
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-    CK_ATTRIBUTE tmpl[] = {
-        {CKA_CLASS, &cls, sizeof(cls)},
-        {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_TOKEN, &yes, sizeof(yes)},
-        {CKA_PRIVATE, &yes, sizeof(yes)},
-        {CKA_SENSITIVE, &yes, sizeof(yes)},
-        {CKA_EXTRACTABLE, &yes, sizeof(yes)},
-        {CKA_ENCRYPT, &yes, sizeof(yes)},
-        {CKA_DECRYPT, &yes, sizeof(yes)},
-        {CKA_WRAP, &no, sizeof(no)},
-        {CKA_UNWRAP, &no, sizeof(no)},
-        {CKA_LABEL, (void *)c->label, strlen(c->label)},
-        {CKA_ID, (void *)c->label, strlen(c->label)},
-    };
+    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX];
+    CK_ULONG nt = (CK_ULONG)hf_pool_key_template(false, c->label, tmpl);
     CK_OBJECT_HANDLE r = CK_INVALID_HANDLE, h = CK_INVALID_HANDLE;
     CK_RV rv;
 
@@ -230,8 +247,7 @@ static CK_RV unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
     if (key_find(hsm, s, c->label, &h) == CKR_OK) return CKR_OK;
     for (int pass = 0; pass < 2; pass++) {
         if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
-        rv = f->C_UnwrapKey(s, &kwp_mech, r, c->blob, c->blob_len, tmpl,
-                            sizeof(tmpl) / sizeof(tmpl[0]), &h);
+        rv = f->C_UnwrapKey(s, &kwp_mech, r, c->blob, c->blob_len, tmpl, nt, &h);
         if (!rv_is_stale_handle(rv)) break;
         hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->repl_label);
     }
@@ -272,31 +288,23 @@ CK_RV hf_pool_clone_copy_any(struct hf_pool *pool, const char *repl_label, const
 
 /* ---- the replication key ---- */
 
-/* The replication key: sensitive (its value is never readable), extractable only because a new
- * member gets it by wrapping (RSA-OAEP) and an export pool keeps it wrapped under its backup KEK;
- * wraps and unwraps, never encrypts data, so it is no oracle for anything but keys. */
+/* The replication key (hf_pool_key_template): sensitive (its value is never readable),
+ * extractable only because a new member gets it by wrapping (RSA-OAEP) and an export pool keeps
+ * it wrapped under its backup KEK; wraps and unwraps, never encrypts data. */
 static CK_RV repl_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
                          CK_SESSION_HANDLE s, void *arg)
 {
     const char *label = arg;
     CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_KEY_TYPE type = CKK_AES;
     CK_ULONG len = 32;
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-    CK_ATTRIBUTE tmpl[] = {
-        {CKA_CLASS, &cls, sizeof(cls)},       {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_VALUE_LEN, &len, sizeof(len)},   {CKA_TOKEN, &yes, sizeof(yes)},
-        {CKA_PRIVATE, &yes, sizeof(yes)},     {CKA_SENSITIVE, &yes, sizeof(yes)},
-        {CKA_EXTRACTABLE, &yes, sizeof(yes)}, {CKA_ENCRYPT, &no, sizeof(no)},
-        {CKA_DECRYPT, &no, sizeof(no)},       {CKA_WRAP, &yes, sizeof(yes)},
-        {CKA_UNWRAP, &yes, sizeof(yes)},      {CKA_LABEL, (void *)label, strlen(label)},
-    };
+    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX + 1];
+    size_t nt = hf_pool_key_template(true, label, tmpl);
     CK_OBJECT_HANDLE h;
 
     (void)member;
     if (key_find(hsm, s, label, &h) == CKR_OK) return CKR_OK;
-    return f->C_GenerateKey(s, &mech, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), &h);
+    tmpl[nt++] = (CK_ATTRIBUTE){CKA_VALUE_LEN, &len, sizeof(len)};
+    return f->C_GenerateKey(s, &mech, tmpl, (CK_ULONG)nt, &h);
 }
 
 /* Step 1, on the member that lacks the key: an RSA pair of session objects, gone with the
@@ -412,28 +420,13 @@ static CK_RV oaep_unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_
 {
     struct oaep_call *c = arg;
     CK_MECHANISM mech = {CKM_RSA_PKCS_OAEP, &c->params, sizeof(c->params)};
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_KEY_TYPE type = CKK_AES;
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-    CK_ATTRIBUTE tmpl[] = {
-        {CKA_CLASS, &cls, sizeof(cls)},
-        {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_TOKEN, &yes, sizeof(yes)},
-        {CKA_PRIVATE, &yes, sizeof(yes)},
-        {CKA_SENSITIVE, &yes, sizeof(yes)},
-        {CKA_EXTRACTABLE, &yes, sizeof(yes)},
-        {CKA_ENCRYPT, &no, sizeof(no)},
-        {CKA_DECRYPT, &no, sizeof(no)},
-        {CKA_WRAP, &yes, sizeof(yes)},
-        {CKA_UNWRAP, &yes, sizeof(yes)},
-        {CKA_LABEL, (void *)c->repl_label, strlen(c->repl_label)},
-    };
+    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX];
+    CK_ULONG nt = (CK_ULONG)hf_pool_key_template(true, c->repl_label, tmpl);
     CK_OBJECT_HANDLE h;
 
     (void)member;
     if (key_find(hsm, s, c->repl_label, &h) == CKR_OK) return CKR_OK;
-    return f->C_UnwrapKey(s, &mech, c->rsa->priv, c->blob, c->blob_len, tmpl,
-                          sizeof(tmpl) / sizeof(tmpl[0]), &h);
+    return f->C_UnwrapKey(s, &mech, c->rsa->priv, c->blob, c->blob_len, tmpl, nt, &h);
 }
 
 static CK_RV priv_destroy_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,

@@ -30,6 +30,13 @@
 /* Room for the prefix, a pool name (store.h: at most 32 bytes) and the NUL. */
 #define HF_POOL_REPL_LABEL_MAX 64
 
+/* The template of a clone or export pool's token key labelled label (CKA_LABEL and CKA_ID):
+ * the replication key, or a version's data key; as C_UnwrapKey takes it (no CKA_VALUE_LEN).
+ * Returns the number of attributes written; the values are static or label (borrowed). */
+#define HF_POOL_TEMPLATE_MAX 12
+size_t hf_pool_key_template(bool replication, const char *label,
+                            CK_ATTRIBUTE out[HF_POOL_TEMPLATE_MAX]);
+
 /* The label of pool_name's replication key into buf (HF_POOL_REPL_LABEL_MAX bytes). */
 void hf_pool_repl_label(const char *pool_name, char buf[HF_POOL_REPL_LABEL_MAX]);
 

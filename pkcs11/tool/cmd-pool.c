@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pkcs11/tool/cli.h"
+#include "pkcs11/tool/cmd-pool-restore.h"
 #include "pkcs11/tool/cmd-pool-status.h"
 
 #define CONCURRENCY_DEFAULT 4
@@ -430,6 +431,11 @@ static const struct hf_cli_command pool_commands[] = {
      "open and probe each member: 'MEMBER ok' or 'MEMBER failed: REASON' (exit 1 if any failed)",
      NULL},
     {"remove", cmd_remove, "NAME", "remove a pool that holds no live key", NULL},
+    {"restore", hf_cmd_pool_restore, "NAME MEMBER",
+     "re-seed an export pool's member, a freshly initialised token, from the store's backups",
+     "The member's token (same label and PIN) gets the pool's replication key and every live\n"
+     "key version, unwrapped inside it; objects already there are left. Only the store and this\n"
+     "token are needed: the other members may be down.\n"},
 };
 
 int hf_cmd_pool(struct hf_cli *cli, int argc, char **argv)

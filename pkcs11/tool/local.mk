@@ -16,7 +16,8 @@ pkcs11_tool_holdfast_SOURCES = \
 	pkcs11/tool/cmd-token.c \
 	pkcs11/tool/cmd-object.c \
 	pkcs11/tool/cmd-pool.c \
-	pkcs11/tool/cmd-pool-status.c pkcs11/tool/cmd-pool-status.h
+	pkcs11/tool/cmd-pool-status.c pkcs11/tool/cmd-pool-status.h \
+	pkcs11/tool/cmd-pool-restore.c pkcs11/tool/cmd-pool-restore.h
 pkcs11_tool_holdfast_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS) $(UUID_CFLAGS)
 pkcs11_tool_holdfast_LDADD = libholdfast-core.la $(JSONC_LIBS) $(UUID_LIBS) $(P11KIT_LIBS) \
 	$(CRYPTO_LIBS)

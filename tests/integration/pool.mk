@@ -9,3 +9,6 @@ EXTRA_DIST += tests/integration/pool-failover.sh
 # Clone-mode pools with the real CLI: keys on every member, re-sync after a member comes back.
 TESTS += tests/integration/pool-clone.sh
 EXTRA_DIST += tests/integration/pool-clone.sh
+# Export-mode pools: backups in the store, a replaced member token restored from them.
+TESTS += tests/integration/pool-export.sh
+EXTRA_DIST += tests/integration/pool-export.sh

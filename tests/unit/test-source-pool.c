@@ -136,6 +136,7 @@ static int suite_init(void)
     /* A pool whose only member's token does not exist: it can never open. */
     if (rv == CKR_OK) rv = pool_add("dead", "hf-no-such-token", NULL);
     if (rv == CKR_OK) rv = pool_add_mode("cl", HF_POOL_MODE_CLONE, TOKEN_A, TOKEN_B);
+    if (rv == CKR_OK) rv = pool_add_mode("ex", HF_POOL_MODE_EXPORT, TOKEN_A, TOKEN_B);
     if (rv != CKR_OK) fprintf(stderr, "suite setup failed: 0x%lx\n", (unsigned long)rv);
     return rv == CKR_OK ? 0 : -1;
 }
@@ -412,6 +413,44 @@ static void test_destroying_a_clone_key_removes_it_from_every_member(void)
     hf_key_version_clear(&v2);
 }
 
+static void test_an_export_member_emptied_is_restored_from_the_store_and_decrypts_alone(void)
+{
+    struct hf_key k = {0};
+    struct hf_key_version v = {0};
+    struct hf_pool *pool = NULL;
+    unsigned char ct[48], pt[32];
+    size_t ct_len = sizeof(ct), pt_len = sizeof(pt), restored = 0;
+
+    CU_ASSERT_EQUAL_FATAL(key_make("ek", "pool:ex", &k, &v), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v.kek_label, "pool:ex");
+    /* The backup blob: the key wrapped under the pool's backup KEK, never the key itself. */
+    CU_ASSERT_PTR_NOT_NULL(v.wrapped);
+    CU_ASSERT(v.wrapped_len == 40);
+    CU_ASSERT_EQUAL(gcm(&k, &v, true, msg32, sizeof(msg32), ct, &ct_len), CKR_OK);
+    /* b loses everything of the pool's, as a replaced token would. */
+    CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, v.uuid), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, "holdfast-pool-replication:ex"), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_pool_restore(core, "ex", "b", &who, &restored), CKR_OK);
+    CU_ASSERT_EQUAL(restored, 2);
+    CU_ASSERT_EQUAL(members_holding(v.uuid, NULL), 2);
+    CU_ASSERT_EQUAL(members_holding("holdfast-pool-replication:ex", NULL), 2);
+    CU_ASSERT_EQUAL(hf_core_pool_restore(core, "ex", "b", &who, &restored), CKR_OK);
+    CU_ASSERT_EQUAL(restored, 0);
+    CU_ASSERT_EQUAL_FATAL(hf_core_pool_open(core, "ex", NULL, &pool), CKR_OK);
+    CU_ASSERT_EQUAL(hf_pool_key_gcm(pool, 1, v.uuid, false, iv12, sizeof(iv12), aad, sizeof(aad),
+                                    16, ct, ct_len, pt, &pt_len),
+                    CKR_OK);
+    CU_ASSERT(pt_len == sizeof(msg32) && memcmp(pt, msg32, sizeof(msg32)) == 0);
+    hf_pool_close(pool);
+    /* Only an export pool, and only its members. */
+    CU_ASSERT_EQUAL(hf_core_pool_restore(core, "cl", "b", &who, &restored),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+    CU_ASSERT_EQUAL(hf_core_pool_restore(core, "ex", "zz", &who, &restored),
+                    CKR_KEY_HANDLE_INVALID);
+    hf_key_clear(&k);
+    hf_key_version_clear(&v);
+}
+
 /* ---- through the PKCS#11 module -----------------------------------------------------------------
  */
 
@@ -531,6 +570,8 @@ int main(void)
          test_a_member_that_lost_a_clone_key_fails_no_request_and_is_re_synced},
         {"destroying a clone key removes it from every member",
          test_destroying_a_clone_key_removes_it_from_every_member},
+        {"an export member emptied is restored from the store and decrypts alone",
+         test_an_export_member_emptied_is_restored_from_the_store_and_decrypts_alone},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {
