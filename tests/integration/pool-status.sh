@@ -11,6 +11,8 @@
 # - Throttled: a one-member pool at concurrency 1 with 1.5 s injected per HSM call: of two
 #   concurrent encrypts, one is served and the other, queued past the pool's 2 s wait, is 429
 #   ThrottlingException, audited with CKR_FUNCTION_REJECTED; holdfast_pool_throttled_total counts it.
+#   While one call is in flight and one queued, /metrics shows both and GetHealthStatus calls
+#   the member DEGRADED.
 # - Another API's own errors for the same two refusals, from the one mapping in the gateway: the
 #   test plugin (tests/integration/plugin-test.c), reaching the same keys through their aws-xks
 #   links, answers 503 TestUnavailable and 429 TestThrottled.
@@ -222,6 +224,21 @@ case "$got" in
 "200 - 429 ThrottlingException" | "429 ThrottlingException 200 -") ;;
 *) hf_fail "two encrypts on a one-slot member at 1.5 s per call: $got" ;;
 esac
+# Saturated, looked at from outside while it lasts: one call in flight on c, one in p2's queue;
+# the health answer calls c DEGRADED (serving, at its limit, callers waiting).
+call xks "$HF_TMP/s1.json" >"$HF_TMP/s1.txt" &
+s1=$!
+sleep 0.5
+call xks "$HF_TMP/s2.json" >"$HF_TMP/s2.txt" &
+s2=$!
+sleep 0.5
+inflight=$(metric 'holdfast_pool_member_in_flight{pool="p2",member="c"}')
+depth=$(awk '$1 == "holdfast_pool_queue_depth{pool=\"p2\"}" { print $2 }' "$HF_TMP/metrics.txt")
+f=$(fleet)
+wait "$s1" "$s2"
+count429 "$(cat "$HF_TMP/s1.txt") $(cat "$HF_TMP/s2.txt")"
+check "$inflight $depth" "1 1" "c's calls in flight and p2's queue depth while saturated"
+case "$f" in *"p2/c=DEGRADED"*) ;; *) cat "$HF_TMP/h.json"; hf_fail "health while saturated: $f" ;; esac
 # The test plugin behind the same busy member: its own 429 (a few tries, should the order turn).
 i=0
 while got=$(busy xks tp) && count429 "$got" && [ "$got" != "200 - 429 TestThrottled" ]; do
