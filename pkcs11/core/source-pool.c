@@ -162,6 +162,10 @@ static CK_RV gcm_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
     return rv;
 }
 
+/* Members whose misses a request tracks on its stack; a larger pool (pool.h sets no limit, the
+ * store does: HF_POOL_MEMBERS_MAX) takes them from the heap. No allocation on the hot path. */
+#define MISSING_ON_STACK 64
+
 /* A clone-mode key's work (fn sets (*missing)[member] when the member lacks the object) on any
  * healthy member, failover included; when the member it lands on lacks the object, on each other
  * member in turn until one has it. Each member that lacked it is marked stale for its re-sync,
@@ -169,21 +173,26 @@ static CK_RV gcm_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
  * attempt is a call of its own, so no member's slot is held while another's is awaited. */
 static CK_RV clone_run(struct hf_pool *pool, hf_pool_fn fn, void *arg, bool **missing)
 {
+    bool on_stack[MISSING_ON_STACK] = {false}, busy = false;
     size_t n = hf_pool_status(pool, NULL, 0);
     CK_RV rv;
 
-    if ((*missing = calloc(n ? n : 1, sizeof(**missing))) == NULL) return CKR_HOST_MEMORY;
+    *missing = n <= MISSING_ON_STACK ? on_stack : calloc(n, sizeof(**missing));
+    if (*missing == NULL) return CKR_HOST_MEMORY;
     rv = hf_pool_run(pool, fn, arg);
     for (size_t i = 0; rv == CKR_KEY_HANDLE_INVALID && i < n; i++) {
         CK_RV one;
         if ((*missing)[i]) continue;
         one = hf_pool_run_on(pool, i, fn, arg);
         /* A member out of service cannot say; any other answer is the call's. */
+        if (one == HF_POOL_RV_THROTTLED) busy = true;
         if (one != HF_POOL_RV_UNAVAILABLE && one != HF_POOL_RV_THROTTLED) rv = one;
     }
+    /* A member that may have it was only busy: the caller's throttling answer, to retry. */
+    if (rv == CKR_KEY_HANDLE_INVALID && busy) rv = HF_POOL_RV_THROTTLED;
     for (size_t i = 0; i < n; i++)
         if ((*missing)[i]) hf_pool_member_stale(pool, i);
-    free(*missing);
+    if (*missing != on_stack) free(*missing);
     *missing = NULL;
     return rv;
 }
