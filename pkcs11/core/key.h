@@ -73,8 +73,10 @@ struct hf_key_version {
     int64_t created;
     /* Which root KEK wrapped it; for a version of a pool key (source "pool:NAME"), where its
      * material lives instead: "pool:NAME/MEMBER" (HF_KEY_SOURCE_POOL_PREFIX, the pool and the
-     * member it was generated on), with wrapped NULL: a pool version has no material in the
-     * store, so only its state (HF_STATE_DESTROYED) says it is destroyed, never wrapped ==
+     * member it was generated on) in a plain pool, "pool:NAME" (every member) in a clone or
+     * export pool (source-pool.h). A pool version has no usable material in the store (wrapped
+     * NULL, or in an export pool its key wrapped under the pool's backup KEK, for re-seeding a
+     * member only), so only its state (HF_STATE_DESTROYED) says it is destroyed, never wrapped ==
      * NULL alone (hf_key_version_has_material). The label is under the policy MAC, so editing
      * the store cannot move a version to another member or pool. */
     char *kek_label;
