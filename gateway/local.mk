@@ -19,6 +19,7 @@ GATEWAY_SOURCES = \
 	gateway/jwt.c gateway/jwt.h \
 	gateway/jwt-cache.c \
 	gateway/jwt-sign.c \
+	gateway/jwt-trust.c \
 	gateway/config.c gateway/config.h gateway/config-internal.h \
 	gateway/config-listener.c \
 	gateway/router.c gateway/router.h \

@@ -508,6 +508,31 @@ struct hf_jwt_verifier *hf_jwt_verifier_new(void);
 bool hf_jwt_verifier_add(struct hf_jwt_verifier *v, const struct hf_jwt_issuer *iss, char *err,
                          size_t errlen);
 void hf_jwt_verifier_free(struct hf_jwt_verifier *v);
+
+/* Whose tokens a plugin accepts, as each token-checking plugin configures it in its section:
+ *   issuers = ISS[, ISS...]   "iss" values, one verifier issuer each
+ *   jwks = PATH|https://URL   the key set that signs them
+ *   jwks_ca = PATH            trust anchors for an https jwks (hf_conf_path; default: the system's)
+ *   jwks_allow = CIDR[, ...]  what the SSRF guard lets the jwks fetch reach
+ * Read and checked once here, so every API names and treats these four alike. */
+struct hf_jwt_trust {
+    char **issuers;
+    size_t nissuers;
+    char *jwks;
+    char *jwks_ca;
+    char **jwks_allow;
+    size_t njwks_allow;
+};
+/* 1: name is one of the four and value is taken; 0: name is not one of them (the plugin's own
+ * option, or unknown); -1: a bad value or out of memory, err says which. */
+int hf_jwt_trust_set(struct hf_jwt_trust *t, const char *name, const char *value, char *err,
+                     size_t errlen);
+void hf_jwt_trust_free(struct hf_jwt_trust *t);
+/* Adds one verifier issuer per configured issuer, each as tmpl says (audiences, algs, skew,
+ * required claims) with issuer, jwks and the fetch policy from t. false with a message naming
+ * the key set. */
+bool hf_jwt_trust_add(struct hf_jwt_verifier *v, const struct hf_jwt_trust *t,
+                      const struct hf_jwt_issuer *tmpl, char *err, size_t errlen);
 /* Verifies a compact JWS: header alg in the issuer's algs and matching the key's kty (none,
  * HS*, and an RSA key used for ES256 or the reverse are refused), kid known, signature, iss,
  * aud, exp (required), nbf, iat (not in the future), required claims. HF_STATUS_OK with *out

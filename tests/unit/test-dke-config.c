@@ -30,7 +30,7 @@ static void test_defaults(void)
     CU_ASSERT_TRUE(set("issuers", "https://sts.windows.net/tenant/"));
     CU_ASSERT_TRUE(hf_dke_config_check(&cfg, err, sizeof(err)));
     CU_ASSERT_STRING_EQUAL(cfg.audience, "https://dke.contoso.com:8443");
-    CU_ASSERT_STRING_EQUAL(cfg.jwks, HF_DKE_DEFAULT_JWKS);
+    CU_ASSERT_STRING_EQUAL(cfg.trust.jwks, HF_DKE_DEFAULT_JWKS);
     CU_ASSERT_STRING_EQUAL(cfg.authority, "https://login.windows.net/common/oauth2/authorize");
     CU_ASSERT_STRING_EQUAL(cfg.prefix, "");
     CU_ASSERT_EQUAL(cfg.skew_s, 300);
@@ -63,7 +63,7 @@ static void test_options(void)
     CU_ASSERT_TRUE(set("key.grp.allowed_groups", "0b2c7a1e-8d3f-4c5b-9a6e-1f2d3c4b5a69"));
     CU_ASSERT_TRUE(hf_dke_config_check(&cfg, err, sizeof(err)));
     CU_ASSERT_STRING_EQUAL(cfg.audience, "https://aud.contoso.com");
-    CU_ASSERT_EQUAL(cfg.nissuers, 2);
+    CU_ASSERT_EQUAL(cfg.trust.nissuers, 2);
     CU_ASSERT_EQUAL(cfg.skew_s, 60);
     CU_ASSERT_EQUAL(cfg.cache_exp_s, 7200);
     CU_ASSERT_EQUAL(cfg.rate_limit, 50);

@@ -50,10 +50,10 @@ static void test_defaults_come_from_the_key_uri_and_google(void)
     CU_ASSERT_STRING_EQUAL(ep->prefix, "/ekm");
     CU_ASSERT_EQUAL_FATAL(ep->naudiences, 1);
     CU_ASSERT_STRING_EQUAL(ep->audiences[0], "https://ekm.example.com");
-    CU_ASSERT_EQUAL_FATAL(ep->nissuers, 2);
-    CU_ASSERT_STRING_EQUAL(ep->issuers[0], "https://accounts.google.com");
-    CU_ASSERT_STRING_EQUAL(ep->issuers[1], "accounts.google.com");
-    CU_ASSERT_STRING_EQUAL(ep->jwks, HF_EKM_DEFAULT_JWKS);
+    CU_ASSERT_EQUAL_FATAL(ep->trust.nissuers, 2);
+    CU_ASSERT_STRING_EQUAL(ep->trust.issuers[0], "https://accounts.google.com");
+    CU_ASSERT_STRING_EQUAL(ep->trust.issuers[1], "accounts.google.com");
+    CU_ASSERT_STRING_EQUAL(ep->trust.jwks, HF_EKM_DEFAULT_JWKS);
     CU_ASSERT_EQUAL(ep->skew_s, 60);
     CU_ASSERT_EQUAL_FATAL(ep->nkeys, 1);
     CU_ASSERT_TRUE(ep->keys[0].kaj.absent_allowed);
@@ -74,8 +74,8 @@ static void test_configured_values_win(void)
     ep = &cfg.endpoints[0];
     CU_ASSERT_EQUAL(ep->naudiences, 2);
     CU_ASSERT_STRING_EQUAL(ep->audiences[1], "https://two");
-    CU_ASSERT_EQUAL(ep->nissuers, 1);
-    CU_ASSERT_STRING_EQUAL(ep->jwks, "https://127.0.0.1:9/jwks");
+    CU_ASSERT_EQUAL(ep->trust.nissuers, 1);
+    CU_ASSERT_STRING_EQUAL(ep->trust.jwks, "https://127.0.0.1:9/jwks");
     CU_ASSERT_EQUAL(ep->skew_s, 5);
 }
 

@@ -693,6 +693,43 @@ static void test_verifier_config_is_checked(void)
     hf_jwt_verifier_free(v);
 }
 
+/* A plugin's issuers, jwks and the rest as hf_jwt_trust reads them: an option given twice means
+ * its last line, every issuer gets the template's audiences, other names are the plugin's. */
+static void test_trust_settings(void)
+{
+    static const char *const auds[] = {"aud-a"}, *const req[] = {"email"};
+    const struct hf_jwt_issuer each = {
+        .audiences = auds, .naudiences = 1, .algs = HF_JWT_RS256, .required = req, .nrequired = 1};
+    struct hf_jwt_trust t = {0};
+    struct hf_jwt_verifier *v = hf_jwt_verifier_new();
+    char err[512] = "";
+
+    write_default_jwks();
+    CU_ASSERT_EQUAL(hf_jwt_trust_set(&t, "issuers", "https://gone.test", err, sizeof(err)), 1);
+    CU_ASSERT_EQUAL(hf_jwt_trust_set(&t, "issuers", "https://other.test, " ISS, err, sizeof(err)),
+                    1);
+    CU_ASSERT_EQUAL(hf_jwt_trust_set(&t, "jwks", jwks_path, err, sizeof(err)), 1);
+    CU_ASSERT_EQUAL(hf_jwt_trust_set(&t, "jwks_allow", "127.0.0.0/8", err, sizeof(err)), 1);
+    CU_ASSERT_EQUAL(hf_jwt_trust_set(&t, "audience", "aud-a", err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(t.nissuers, 2);
+    CU_ASSERT_STRING_EQUAL(t.issuers[1], ISS);
+    CU_ASSERT_EQUAL(t.njwks_allow, 1);
+    CU_ASSERT_TRUE_FATAL(hf_jwt_trust_add(v, &t, &each, err, sizeof(err)));
+    hf_jwt_verifier_set_clock(v, fake_clock);
+    CU_ASSERT_EQUAL(check(v, rsa, "RS256", "rsa", "", NULL), HF_STATUS_OK);
+    /* The template's algs hold for every issuer: ES256 was not configured. */
+    CU_ASSERT_EQUAL(check(v, ec, "ES256", "ec", "", "alg"), HF_STATUS_UNAUTHENTICATED);
+    hf_jwt_verifier_free(v);
+    CU_ASSERT_EQUAL(hf_jwt_trust_set(&t, "jwks", "/nonexistent/jwks.json", err, sizeof(err)), 1);
+    CU_ASSERT_FATAL((v = hf_jwt_verifier_new()) != NULL);
+    CU_ASSERT_FALSE(hf_jwt_trust_add(v, &t, &each, err, sizeof(err)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "jwks /nonexistent/jwks.json"));
+    hf_jwt_verifier_free(v);
+    hf_jwt_trust_free(&t);
+    CU_ASSERT_PTR_NULL(t.issuers);
+    CU_ASSERT_EQUAL(t.nissuers, 0);
+}
+
 /* A request carrying the given Authorization headers (NULL-terminated). */
 static struct hf_request *bearer_request(const char *const *auth)
 {
@@ -782,6 +819,7 @@ static CU_TestInfo jwt_tests[] = {
      test_refresh_follows_cache_control},
     {"an issuer with no key set, no audience or unknown algs is refused",
      test_verifier_config_is_checked},
+    {"hf_jwt_trust: the issuer settings every token plugin shares", test_trust_settings},
     {"hf_request_bearer_verify: a good bearer passes; absent, repeated, not Bearer, refused fail",
      test_request_bearer_verify},
     CU_TEST_INFO_NULL,

@@ -172,16 +172,14 @@ static bool endpoint_set(struct hf_ekm_endpoint *ep, const char *name, const cha
                          size_t errlen)
 {
     bool ok = true;
+    int trust = hf_jwt_trust_set(&ep->trust, name, value, err, errlen);
 
+    if (trust != 0) return trust > 0;
     if (strncmp(name, "key.", 4) == 0) return key_option_set(ep, name, value, err, errlen);
     if (strcmp(name, "prefix") == 0) return prefix_set(ep, value, err, errlen);
     if (strcmp(name, "policy_file") == 0) return hf_ekm_policy_file_load(ep, value, err, errlen);
     if (strcmp(name, "audiences") == 0)
         return hf_conf_list_set(value, &ep->audiences, &ep->naudiences, err, errlen);
-    if (strcmp(name, "issuers") == 0)
-        return hf_conf_list_set(value, &ep->issuers, &ep->nissuers, err, errlen);
-    if (strcmp(name, "jwks_allow") == 0)
-        return hf_conf_list_set(value, &ep->jwks_allow, &ep->njwks_allow, err, errlen);
     if (strcmp(name, "clock_skew") == 0) {
         unsigned ms;
         if (!ms_set(&ms, value, 0, HF_EKM_SKEW_MAX_S * 1000u, err, errlen)) return false;
@@ -199,15 +197,6 @@ static bool endpoint_set(struct hf_ekm_endpoint *ep, const char *name, const cha
             return false;
         }
         ok = hf_conf_string_set(&ep->key_uri, value, err, errlen);
-    } else if (strcmp(name, "jwks") == 0) {
-        ok = hf_conf_string_set(&ep->jwks, value, err, errlen);
-    } else if (strcmp(name, "jwks_ca") == 0) {
-        char *path = hf_conf_path(value);
-        ok = path != NULL;
-        if (ok) {
-            free(ep->jwks_ca);
-            ep->jwks_ca = path;
-        }
     } else {
         snprintf(err, errlen, "unknown option '%.64s'", name);
         return false;
@@ -247,9 +236,11 @@ static bool endpoint_defaults(struct hf_ekm_endpoint *ep)
     char aud[256], err[64];
     const char *one[1] = {aud};
 
-    if (ep->nissuers == 0 && !strings_copy(&ep->issuers, &ep->nissuers, default_issuers, 2))
+    if (ep->trust.nissuers == 0 &&
+        !strings_copy(&ep->trust.issuers, &ep->trust.nissuers, default_issuers, 2))
         return false;
-    if (ep->jwks == NULL && !hf_conf_string_set(&ep->jwks, HF_EKM_DEFAULT_JWKS, err, sizeof(err)))
+    if (ep->trust.jwks == NULL &&
+        !hf_conf_string_set(&ep->trust.jwks, HF_EKM_DEFAULT_JWKS, err, sizeof(err)))
         return false;
     if (ep->naudiences == 0 && ep->key_uri != NULL &&
         hf_ekm_uri_audience(ep->key_uri, aud, sizeof(aud)) &&
@@ -312,13 +303,10 @@ static void endpoint_free(struct hf_ekm_endpoint *ep)
     }
     free(ep->keys);
     hf_conf_list_free(ep->audiences, ep->naudiences);
-    hf_conf_list_free(ep->issuers, ep->nissuers);
-    hf_conf_list_free(ep->jwks_allow, ep->njwks_allow);
+    hf_jwt_trust_free(&ep->trust);
     free(ep->name);
     free(ep->prefix);
     free(ep->key_uri);
-    free(ep->jwks);
-    free(ep->jwks_ca);
     free(ep->policy_file);
 }
 

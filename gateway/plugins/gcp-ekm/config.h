@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/plugin.h"
 #include "gateway/plugins/gcp-ekm/kaj.h"
 
 #define HF_EKM_DEFAULT_JWKS "https://www.googleapis.com/oauth2/v3/certs"
@@ -58,12 +59,7 @@ struct hf_ekm_endpoint {
     char *key_uri;
     char **audiences;
     size_t naudiences;
-    char **issuers;
-    size_t nissuers;
-    char *jwks;
-    char *jwks_ca;
-    char **jwks_allow;
-    size_t njwks_allow;
+    struct hf_jwt_trust trust; /* issuers, jwks, jwks_ca, jwks_allow (plugin.h) */
     unsigned skew_s;
     unsigned rate_limit;
     unsigned deadline_ms;

@@ -277,32 +277,21 @@ static bool verifier_start(const struct hf_ekm_endpoint *ep, struct hf_ekm_endpo
                            char *err, size_t errlen)
 {
     static const char *const required[] = {"email"};
-    struct hf_outbound_policy fetch = {
-        .ca_file = ep->jwks_ca,
-        .allow_cidrs = (const char *const *)ep->jwks_allow,
-        .nallow_cidrs = ep->njwks_allow,
+    const struct hf_jwt_issuer each = {
+        .audiences = (const char *const *)ep->audiences,
+        .naudiences = ep->naudiences,
+        .algs = HF_JWT_RS256,
+        /* 0 means the verifier's default (60 s): a configured 0 is kept at one second. */
+        .skew_s = ep->skew_s ? ep->skew_s : 1,
+        .required = required,
+        .nrequired = 1,
     };
+    char why[384];
 
     if ((rt->jwt = hf_jwt_verifier_new()) == NULL) goto oom;
-    for (size_t i = 0; i < ep->nissuers; i++) {
-        struct hf_jwt_issuer iss = {
-            .issuer = ep->issuers[i],
-            .jwks = ep->jwks,
-            .audiences = (const char *const *)ep->audiences,
-            .naudiences = ep->naudiences,
-            .algs = HF_JWT_RS256,
-            /* 0 means the verifier's default (60 s): a configured 0 is kept at one second. */
-            .skew_s = ep->skew_s ? ep->skew_s : 1,
-            .required = required,
-            .nrequired = 1,
-            .fetch = &fetch,
-        };
-        char why[256];
-
-        if (!hf_jwt_verifier_add(rt->jwt, &iss, why, sizeof(why))) {
-            snprintf(err, errlen, "[gcp-ekm:%s]: jwks %s: %s", ep->name, ep->jwks, why);
-            return false;
-        }
+    if (!hf_jwt_trust_add(rt->jwt, &ep->trust, &each, why, sizeof(why))) {
+        snprintf(err, errlen, "[gcp-ekm:%s]: %s", ep->name, why);
+        return false;
     }
     if ((rt->rate = hf_rate_new(ep->rate_limit, 0)) == NULL) goto oom;
     return true;

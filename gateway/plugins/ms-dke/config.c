@@ -27,9 +27,9 @@ bool hf_dke_config_init(struct hf_dke_config *cfg)
     cfg->skew_s = 300;
     cfg->cache_exp_s = HF_DKE_DEFAULT_CACHE_EXP_S;
     cfg->prefix = strdup("");
-    cfg->jwks = strdup(HF_DKE_DEFAULT_JWKS);
+    cfg->trust.jwks = strdup(HF_DKE_DEFAULT_JWKS);
     cfg->authority = strdup(HF_DKE_DEFAULT_AUTHORITY);
-    return cfg->prefix != NULL && cfg->jwks != NULL && cfg->authority != NULL;
+    return cfg->prefix != NULL && cfg->trust.jwks != NULL && cfg->authority != NULL;
 }
 
 static bool prefix_set(struct hf_dke_config *cfg, const char *value, char *err, size_t errlen)
@@ -149,23 +149,19 @@ bool hf_dke_config_set(struct hf_dke_config *cfg, const char *instance, const ch
                        const char *value, char *err, size_t errlen)
 {
     uint64_t s;
+    int trust;
 
     if (instance != NULL && *instance != '\0') {
         snprintf(err, errlen, "one key service per holdfastd: [ms-dke], not [ms-dke:%.64s]",
                  instance);
         return false;
     }
+    if ((trust = hf_jwt_trust_set(&cfg->trust, name, value, err, errlen)) != 0) return trust > 0;
     if (strncmp(name, "key.", 4) == 0) return key_option_set(cfg, name, value, err, errlen);
     if (strcmp(name, "prefix") == 0) return prefix_set(cfg, value, err, errlen);
     if (strcmp(name, "base_url") == 0) return https_set(&cfg->base_url, name, value, err, errlen);
     if (strcmp(name, "audience") == 0) return https_set(&cfg->audience, name, value, err, errlen);
     if (strcmp(name, "authority") == 0) return https_set(&cfg->authority, name, value, err, errlen);
-    if (strcmp(name, "issuers") == 0)
-        return hf_conf_list_set(value, &cfg->issuers, &cfg->nissuers, err, errlen);
-    if (strcmp(name, "jwks") == 0) return hf_conf_string_set(&cfg->jwks, value, err, errlen);
-    if (strcmp(name, "jwks_ca") == 0) return hf_conf_string_set(&cfg->jwks_ca, value, err, errlen);
-    if (strcmp(name, "jwks_allow") == 0)
-        return hf_conf_list_set(value, &cfg->jwks_allow, &cfg->njwks_allow, err, errlen);
     if (strcmp(name, "required_scope") == 0)
         return hf_conf_string_set(&cfg->required_scope, value, err, errlen);
     if (strcmp(name, "allowed_appids") == 0)
@@ -191,7 +187,7 @@ bool hf_dke_config_check(struct hf_dke_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "[ms-dke]: base_url is required (the key URL base of the labels)");
         return false;
     }
-    if (cfg->nissuers == 0) {
+    if (cfg->trust.nissuers == 0) {
         snprintf(err, errlen, "[ms-dke]: issuers is required (https://sts.windows.net/<tenant>/)");
         return false;
     }
@@ -216,14 +212,11 @@ void hf_dke_config_free(struct hf_dke_config *cfg)
         hf_conf_list_free(cfg->keys[i].allowed, cfg->keys[i].nallowed);
     }
     free(cfg->keys);
-    hf_conf_list_free(cfg->issuers, cfg->nissuers);
-    hf_conf_list_free(cfg->jwks_allow, cfg->njwks_allow);
+    hf_jwt_trust_free(&cfg->trust);
     hf_conf_list_free(cfg->appids, cfg->nappids);
     free(cfg->prefix);
     free(cfg->base_url);
     free(cfg->audience);
-    free(cfg->jwks);
-    free(cfg->jwks_ca);
     free(cfg->authority);
     free(cfg->required_scope);
     memset(cfg, 0, sizeof(*cfg));

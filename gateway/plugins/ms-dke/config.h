@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/plugin.h"
+
 #define HF_DKE_DEFAULT_JWKS "https://login.microsoftonline.com/common/discovery/v2.0/keys"
 #define HF_DKE_DEFAULT_AUTHORITY "https://login.windows.net/common/oauth2/authorize"
 #define HF_DKE_DEFAULT_CACHE_EXP_S 86400u
@@ -51,12 +53,7 @@ struct hf_dke_config {
     char *prefix; /* "" or "/a/b" */
     char *base_url;
     char *audience;
-    char **issuers;
-    size_t nissuers;
-    char *jwks;
-    char *jwks_ca;
-    char **jwks_allow;
-    size_t njwks_allow;
+    struct hf_jwt_trust trust; /* issuers, jwks, jwks_ca, jwks_allow (plugin.h) */
     char *authority;
     unsigned skew_s;
     char *required_scope;

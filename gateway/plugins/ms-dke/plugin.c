@@ -134,29 +134,18 @@ static bool verifier_start(struct hf_dke_state *st, char *err, size_t errlen)
 {
     const struct hf_dke_config *c = &st->cfg;
     const char *const audiences[] = {c->audience};
-    struct hf_outbound_policy fetch = {
-        .ca_file = c->jwks_ca,
-        .allow_cidrs = (const char *const *)c->jwks_allow,
-        .nallow_cidrs = c->njwks_allow,
+    const struct hf_jwt_issuer each = {
+        .audiences = audiences,
+        .naudiences = 1,
+        .algs = HF_JWT_RS256,
+        .skew_s = c->skew_s,
     };
+    char why[384];
 
     if ((st->jwt = hf_jwt_verifier_new()) == NULL) goto oom;
-    for (size_t i = 0; i < c->nissuers; i++) {
-        struct hf_jwt_issuer iss = {
-            .issuer = c->issuers[i],
-            .jwks = c->jwks,
-            .audiences = audiences,
-            .naudiences = 1,
-            .algs = HF_JWT_RS256,
-            .skew_s = c->skew_s,
-            .fetch = &fetch,
-        };
-        char why[256];
-
-        if (!hf_jwt_verifier_add(st->jwt, &iss, why, sizeof(why))) {
-            snprintf(err, errlen, "[ms-dke]: jwks %s: %s", c->jwks, why);
-            return false;
-        }
+    if (!hf_jwt_trust_add(st->jwt, &c->trust, &each, why, sizeof(why))) {
+        snprintf(err, errlen, "[ms-dke]: %s", why);
+        return false;
     }
     if ((st->rate = hf_rate_new(c->rate_limit, 0)) == NULL) goto oom;
     return true;
