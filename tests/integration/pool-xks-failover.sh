@@ -158,9 +158,12 @@ done
 encrypt_now k1 k1
 encrypt_now k0 k0v2
 on_token xks-a "$K1V1" && hf_fail "k1 is on a's token while a is dead: the dead file did not hold"
-now=$(hf_now_ms)
-[ $((now - t0)) -lt $((BACK * 1000)) ] || echo "note: the down-phase steps ran past $BACK s"
-sleep $(((BACK * 1000 - (now - t0) + 999) / 1000))
+wait_ms=$((BACK * 1000 - ($(hf_now_ms) - t0)))
+if [ "$wait_ms" -gt 0 ]; then
+    sleep "$(awk -v ms="$wait_ms" 'BEGIN { printf "%.1f", ms / 1000 }')"
+else
+    echo "note: the down-phase steps ran $((-wait_ms)) ms past $BACK s"
+fi
 revive a
 # What the gateway's own copy of a's shim counted (a dump request is answered by the next call,
 # here one of the load's): forwarded calls just after the return, and near the run's end.
