@@ -58,6 +58,7 @@ case "$row" in
 *) hf_fail "the store row of a pool version: '$row' (want pool:p1/MEMBER, no material, active)" ;;
 esac
 # The object on its member: found by label, sensitive, never extractable.
+row_label=${row%%|*}
 member=${row#pool:p1/}
 member=${member%%|*}
 pkcs11-tool --module "$mod" --token-label "pool-$member" --login --pin "$POOL_PIN" \
@@ -77,6 +78,13 @@ for c in c1 c2; do
     cmp -s "$HF_TMP/plain" "$HF_TMP/$c.out" || hf_fail "decrypt of $c"
 done
 cmp -s "$HF_TMP/c1" "$HF_TMP/c2" && hf_fail "two encryptions gave one ciphertext"
+# store check passes a pool key's versions (their material is in the HSMs, not the store), and
+# fails one moved to another pool in the store.
+hf_expect_exit 0 hf store check
+sqlite3 "$DB" "UPDATE key_versions SET kek_label = 'pool:elsewhere/a' WHERE uuid = '$V1'"
+hf_expect_exit 1 hf store check
+sqlite3 "$DB" "UPDATE key_versions SET kek_label = '$row_label' WHERE uuid = '$V1'"
+hf_expect_exit 0 hf store check
 
 # ---- the aws-xks plugin on a pool key ----
 HOLDFASTD="$top_builddir/gateway/holdfastd"
