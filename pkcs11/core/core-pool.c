@@ -480,6 +480,9 @@ done:
 
 /* ---- pools in use: the pool key source's executors ---- */
 
+/* How long a failed open is the answer before the next caller tries again (core_pool_use). */
+#define CORE_POOL_REOPEN_US (5 * 1000 * 1000)
+
 /* A pool in use, as core-internal.h's entry (first, so the list frees it as one) plus what its
  * re-sync needs on the probe thread. Allocated and freed here only. */
 struct pool_entry {
@@ -493,15 +496,6 @@ static struct core_pool *pool_entry_find(struct hf_core *core, const char *name)
     for (struct core_pool *e = core->pools; e != NULL; e = e->next)
         if (strcmp(e->name, name) == 0) return e;
     return NULL;
-}
-
-static void pool_entry_unlink(struct hf_core *core, struct core_pool *e)
-{
-    struct core_pool **link = &core->pools;
-
-    while (*link != e)
-        link = &(*link)->next;
-    *link = e->next;
 }
 
 static bool mode_is_clone(enum hf_pool_mode mode)
@@ -557,39 +551,47 @@ CK_RV core_pool_use(struct hf_core *core, const char *name, struct hf_pool **out
     if (core == NULL || name == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
     pthread_mutex_lock(&core->pools_lock);
-    /* One thread opens a pool; the others wait for it rather than load its members twice. A
-     * failed open leaves no entry, so the next caller tries again (a pool whose members were
-     * all down at first use comes back without a restart). */
+    /* One thread opens a pool; the others wait for it rather than load its members twice. */
     while ((found = pool_entry_find(core, name)) != NULL && found->opening)
         pthread_cond_wait(&core->pools_cond, &core->pools_lock);
-    if (found != NULL) {
+    if (found != NULL && found->pool != NULL) {
         *out = found->pool;
         pthread_mutex_unlock(&core->pools_lock);
         return CKR_OK;
     }
-    e = calloc(1, sizeof(*e));
-    if (e == NULL || (e->base.name = strdup(name)) == NULL) {
+    /* A failed open is tried again, so a pool whose members were all down at first use comes
+     * back without a restart, but not at every call: each try loads modules, logs and writes a
+     * pool.open record, and requests, scrapes and health checks would repeat it many times a
+     * second. Until CORE_POOL_REOPEN_US has passed, the last failure is the answer. */
+    if (found != NULL && hf_monotonic_us() - found->failed_at_us < CORE_POOL_REOPEN_US) {
+        rv = found->failed_rv;
         pthread_mutex_unlock(&core->pools_lock);
-        free(e);
-        return CKR_HOST_MEMORY;
+        return rv;
     }
-    e->core = core;
+    if ((e = (struct pool_entry *)found) == NULL) {
+        e = calloc(1, sizeof(*e));
+        if (e == NULL || (e->base.name = strdup(name)) == NULL) {
+            pthread_mutex_unlock(&core->pools_lock);
+            free(e);
+            return CKR_HOST_MEMORY;
+        }
+        e->core = core;
+        e->base.next = core->pools;
+        core->pools = &e->base;
+    }
     e->base.opening = true;
-    e->base.next = core->pools;
-    core->pools = &e->base;
     pthread_mutex_unlock(&core->pools_lock);
 
     rv = pool_entry_open(core, e, &pool);
 
     pthread_mutex_lock(&core->pools_lock);
+    e->base.opening = false;
     if (rv == CKR_OK) {
         e->base.pool = pool;
-        e->base.opening = false;
         *out = pool;
     } else {
-        pool_entry_unlink(core, &e->base);
-        free(e->base.name);
-        free(e);
+        e->base.failed_rv = rv;
+        e->base.failed_at_us = hf_monotonic_us();
     }
     pthread_cond_broadcast(&core->pools_cond);
     pthread_mutex_unlock(&core->pools_lock);
