@@ -34,7 +34,8 @@ struct hf_pool;
  * to the API's throttling error (XKS ThrottlingException, others 429). */
 #define HF_POOL_RV_THROTTLED CKR_FUNCTION_REJECTED
 /* No healthy member, or the retry found none: the gateway maps it to the API's unavailable
- * error (XKS KeyUnavailable... 503). */
+ * error (503 where the API has one; XKS has none for a failed HSM and answers its
+ * InternalException, 500, as its spec says: gateway/p11.c). */
 #define HF_POOL_RV_UNAVAILABLE CKR_DEVICE_ERROR
 
 #define HF_POOL_PROBE_INTERVAL_MS 200
