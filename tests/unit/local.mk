@@ -1,7 +1,8 @@
 # CUnit suites: one program per unit, all linked with the shared harness.
 if HAVE_CUNIT
 check_LTLIBRARIES += libhftest.la
-libhftest_la_SOURCES = tests/unit/harness.c tests/unit/harness-env.c tests/unit/harness.h
+libhftest_la_SOURCES = tests/unit/harness.c tests/unit/harness-env.c tests/unit/harness.h \
+	tests/unit/harness-pool.c tests/unit/harness-pool.h
 libhftest_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) $(JSONC_CFLAGS)
 libhftest_la_LIBADD = libholdfast-core.la $(CUNIT_LIBS) $(JSONC_LIBS)
 

@@ -6,6 +6,7 @@
 
 #include "pkcs11/core/core.h"
 #include "tests/unit/harness.h"
+#include "tests/unit/harness-pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,24 +21,8 @@ static const struct hf_actor who = {"cli", "uid:test"};
 
 static CK_RV pool_add(const char *name, const char *label_a, const char *label_b)
 {
-    struct hf_store_pool p = {0};
-    const char *labels[2] = {label_a, label_b};
-    CK_RV rv;
-
-    p.name = strdup(name);
-    p.mode = HF_POOL_MODE_PLAIN;
-    p.n_members = label_b ? 2 : 1;
-    p.members = calloc(p.n_members, sizeof(*p.members));
-    for (size_t i = 0; i < p.n_members; i++) {
-        p.members[i].name = strdup(i == 0 ? "a" : "b");
-        p.members[i].module_path = strdup(env.cfg.hsm_module);
-        p.members[i].token_label = strdup(labels[i]);
-        p.members[i].pin_env = strdup(PIN_ENV);
-        p.members[i].concurrency = 3;
-    }
-    rv = hf_core_pool_add(core, &p, &who);
-    hf_store_pool_clear(&p);
-    return rv;
+    return hf_test_pool_add(core, &who, env.cfg.hsm_module, name, HF_POOL_MODE_PLAIN, label_a,
+                            label_b, PIN_ENV, 3);
 }
 
 static int suite_init(void)

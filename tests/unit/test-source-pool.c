@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "harness-pool.h"
 #include "module-loader.h"
 #include "pkcs11/core/core.h"
 #include "pkcs11/core/hsm.h"
@@ -35,24 +36,8 @@ static const unsigned char msg32[32] = "a 32-byte data key, in clear...";
 static CK_RV pool_add_mode(const char *name, enum hf_pool_mode mode, const char *label_a,
                            const char *label_b)
 {
-    struct hf_store_pool p = {0};
-    const char *labels[2] = {label_a, label_b};
-    CK_RV rv;
-
-    p.name = strdup(name);
-    p.mode = mode;
-    p.n_members = label_b ? 2 : 1;
-    p.members = calloc(p.n_members, sizeof(*p.members));
-    for (size_t i = 0; i < p.n_members; i++) {
-        p.members[i].name = strdup(i == 0 ? "a" : "b");
-        p.members[i].module_path = strdup(env.cfg.hsm_module);
-        p.members[i].token_label = strdup(labels[i]);
-        p.members[i].pin_env = strdup(PIN_ENV);
-        p.members[i].concurrency = 2;
-    }
-    rv = hf_core_pool_add(core, &p, &who);
-    hf_store_pool_clear(&p);
-    return rv;
+    return hf_test_pool_add(core, &who, env.cfg.hsm_module, name, mode, label_a, label_b, PIN_ENV,
+                            2);
 }
 
 static CK_RV pool_add(const char *name, const char *label_a, const char *label_b)
