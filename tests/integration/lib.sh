@@ -145,6 +145,26 @@ hf_free_port() {
     hf_fail "no free port on 127.0.0.1"
 }
 
+# Tokens for HSM pool members, in the key store's own SoftHSMv2 (hf_store_setup first): one per
+# NAME, labelled PREFIX-NAME, user PIN $POOL_PIN, which HF_POOL_PIN (exported) carries to
+# `holdfast pool add --member ...,pin_env=HF_POOL_PIN`. DB: the store's SQLite file.
+hf_pool_tokens() { # PREFIX NAME...
+    _hf_prefix=$1
+    shift
+    DB="$HOLDFAST_STATE_DIR/holdfast.db"
+    [ -f "$DB" ] || DB=$(ls "$HOLDFAST_STATE_DIR"/*.db | head -n 1)
+    SOFTHSM2_CONF="$HOLDFAST_STATE_DIR/softhsm2.conf"
+    POOL_PIN=pool-pin-4711
+    HF_POOL_PIN=$POOL_PIN
+    export SOFTHSM2_CONF HF_POOL_PIN
+    for _hf_t; do hf_pool_token_init "$_hf_prefix-$_hf_t"; done
+}
+
+hf_pool_token_init() { # LABEL: a new token (a member's fresh one, for a restore)
+    softhsm2-util --init-token --free --label "$1" --pin "$POOL_PIN" --so-pin so-pin-9999 \
+        >/dev/null || hf_fail "softhsm2-util --init-token $1"
+}
+
 hf_store_setup() {
     [ -x "$HF_CLI" ] || hf_skip "$HF_CLI not built"
     [ -f "$SOFTHSM_MODULE" ] || hf_skip "SoftHSMv2 module $SOFTHSM_MODULE not installed"

@@ -16,24 +16,15 @@ command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (OpenSC) not installed
 hf_store_setup
 
 hf() { "$HF_CLI" "$@"; }
-DB="$HOLDFAST_STATE_DIR/holdfast.db"
-[ -f "$DB" ] || DB=$(ls "$HOLDFAST_STATE_DIR"/*.db | head -n 1)
-
 # The members' tokens beside the root KEK's, in the key store's own SoftHSMv2; each member is
 # reached through a shim copy whose dead file kills it.
-SOFTHSM2_CONF="$HOLDFAST_STATE_DIR/softhsm2.conf"
-export SOFTHSM2_CONF
-POOL_PIN=pool-pin-4711
+hf_pool_tokens clone a b
 for t in a b; do
-    softhsm2-util --init-token --free --label "clone-$t" --pin "$POOL_PIN" --so-pin so-pin-9999 \
-        >/dev/null || hf_fail "softhsm2-util --init-token clone-$t"
     shim_copy "$t"
     conf "$SHIM_COPY"
 done
 A="$HF_TMP/a.so"
 B="$HF_TMP/b.so"
-HF_POOL_PIN=$POOL_PIN
-export HF_POOL_PIN
 hf_expect_exit 0 hf pool add c1 --mode clone --member "a,module=$A,token=clone-a,pin_env=HF_POOL_PIN" \
     --member "b,module=$B,token=clone-b,pin_env=HF_POOL_PIN"
 

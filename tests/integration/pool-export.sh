@@ -18,25 +18,13 @@ hf_store_setup
 hf() { "$HF_CLI" "$@"; }
 expect_out() { grep -qF -- "$1" "$HF_OUT" || { cat "$HF_OUT"; hf_fail "stdout lacks '$1'"; }; }
 expect_err() { grep -qF -- "$1" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "stderr lacks '$1'"; }; }
-DB="$HOLDFAST_STATE_DIR/holdfast.db"
-[ -f "$DB" ] || DB=$(ls "$HOLDFAST_STATE_DIR"/*.db | head -n 1)
-
-SOFTHSM2_CONF="$HOLDFAST_STATE_DIR/softhsm2.conf"
-export SOFTHSM2_CONF
-POOL_PIN=pool-pin-4711
-init_token() {
-    softhsm2-util --init-token --free --label "$1" --pin "$POOL_PIN" --so-pin so-pin-9999 \
-        >/dev/null || hf_fail "softhsm2-util --init-token $1"
-}
+hf_pool_tokens exp a b
 for t in a b; do
-    init_token "exp-$t"
     shim_copy "$t"
     conf "$SHIM_COPY"
 done
 A="$HF_TMP/a.so"
 B="$HF_TMP/b.so"
-HF_POOL_PIN=$POOL_PIN
-export HF_POOL_PIN
 hf_expect_exit 0 hf pool add e1 --mode export \
     --member "a,module=$A,token=exp-a,pin_env=HF_POOL_PIN" \
     --member "b,module=$B,token=exp-b,pin_env=HF_POOL_PIN"
@@ -81,7 +69,7 @@ hf_expect_exit 2 hf pool restore e1
 
 # ---- a's token replaced by an empty one, restored from the store alone ----
 softhsm2-util --delete-token --token exp-a >/dev/null || hf_fail "softhsm2-util --delete-token"
-init_token exp-a
+hf_pool_token_init exp-a
 on exp-a "$V1" && hf_fail "the fresh token already holds $V1"
 touch "$B.dead" # the restore needs neither b nor the pool open
 hf_expect_exit 0 hf pool restore e1 a

@@ -16,19 +16,8 @@ hf_store_setup
 hf() { "$HF_CLI" "$@"; }
 expect_err() { grep -qF -- "$1" "$HF_ERR" || { cat "$HF_ERR"; hf_fail "stderr lacks '$1'"; }; }
 expect_out() { grep -qF -- "$1" "$HF_OUT" || { cat "$HF_OUT"; hf_fail "stdout lacks '$1'"; }; }
-DB="$HOLDFAST_STATE_DIR/holdfast.db"
-[ -f "$DB" ] || DB=$(ls "$HOLDFAST_STATE_DIR"/*.db | head -n 1)
-
 # The members' tokens beside the root KEK's, in the key store's own SoftHSMv2.
-SOFTHSM2_CONF="$HOLDFAST_STATE_DIR/softhsm2.conf"
-export SOFTHSM2_CONF
-POOL_PIN=pool-pin-4711
-for t in a b; do
-    softhsm2-util --init-token --free --label "pool-$t" --pin "$POOL_PIN" --so-pin so-pin-9999 \
-        >/dev/null || hf_fail "softhsm2-util --init-token pool-$t"
-done
-HF_POOL_PIN=$POOL_PIN
-export HF_POOL_PIN
+hf_pool_tokens pool a b
 mod=$SOFTHSM_MODULE
 hf_expect_exit 0 hf pool add p1 --member "a,module=$mod,token=pool-a,pin_env=HF_POOL_PIN" \
     --member "b,module=$mod,token=pool-b,pin_env=HF_POOL_PIN"
