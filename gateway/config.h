@@ -84,7 +84,7 @@ struct hf_gw_config {
 
     struct hf_gw_listen *listens;
     size_t nlistens;
-    unsigned threads; /* 0 = one per core */
+    unsigned threads; /* 0 = one per core, plus one per call the HSM pools may have in flight */
     size_t max_body;
     unsigned max_connections;
     unsigned connection_timeout; /* seconds of idleness before a connection is closed */

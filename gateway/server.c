@@ -58,6 +58,7 @@ static struct {
     uint64_t header_us;   /* header_timeout */
     uint64_t idle_us;     /* connection_timeout: between requests of a keep-alive connection */
     size_t body_min_rate; /* bytes per second; 0: no floor */
+    unsigned hsm_threads; /* threads each listener has beyond one per core (hsm_calls_max) */
     pthread_t sweeper;
     bool sweeping;
     atomic_bool sweep_stop;
@@ -911,9 +912,30 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- start and stop ----------------------------------------------------------------------- */
 
+/* The calls the HSM pools' members may have in flight at once, all pools together. A request on
+ * a pool key holds its worker thread while its member works (pkcs11/core/pool.h), and a member
+ * at its limit queues more or answers throttled; with only a thread per core, two requests
+ * waiting on a 25 ms HSM would leave no thread for anything else and cap a pool far under
+ * members x limit / latency (Little's law). */
+static unsigned hsm_calls_max(void)
+{
+    HF_POOL_MEMBER_STATUS *m = NULL;
+    size_t n = 0;
+    unsigned long sum = 0;
+
+    if (!hf_p11_pool_status(&m, &n)) return 0;
+    for (size_t i = 0; i < n; i++)
+        sum += m[i].concurrency;
+    free(m);
+    return sum > 256 ? 256 : (unsigned)sum;
+}
+
+/* threads = N as configured; by default one per core plus one per HSM call that may be in
+ * flight, so requests on local keys keep a thread per core while the HSMs are busy. */
 static unsigned threads_of(const struct hf_gw_config *cfg)
 {
-    long n = cfg->threads ? (long)cfg->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = cfg->threads ? (long)cfg->threads
+                          : sysconf(_SC_NPROCESSORS_ONLN) + (long)srv.hsm_threads;
 
     return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
@@ -1004,6 +1026,11 @@ bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen
     srv.healthz = hf_gw_metrics_series("gateway", "healthz", 0);
     srv.metrics = hf_gw_metrics_series("gateway", "metrics", 0);
     srv.route = hf_gw_metrics_series("gateway", "route", 0);
+    srv.hsm_threads = cfg->threads ? 0 : hsm_calls_max();
+    if (srv.hsm_threads)
+        hf_gw_log_info("HSM pools: %u more threads per listener, one per call their members may "
+                       "have in flight",
+                       srv.hsm_threads);
     if (!sweeper_start(cfg, err, errlen)) return false;
     for (size_t i = 0; i < cfg->nlistens; i++)
         if (!listener_start(cfg, i, err, errlen)) {

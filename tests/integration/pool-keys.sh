@@ -100,6 +100,11 @@ $(hf_xks_store health "$AKID:$SEC" kp)
 EOF
 chmod 600 "$CONF"
 hf_gateway_start "http://127.0.0.1:$P" "$HOLDFASTD" -f -c "$CONF"
+# No threads = N: a thread per core and one per call the pools' members may have in flight
+# (p1's two members and dead's one, 4 each), so requests waiting on HSMs leave the cores' threads.
+want=$(($(nproc) + 12))
+grep -q "with $want threads" "$HF_TMP/holdfastd.log" ||
+    { grep threads "$HF_TMP/holdfastd.log"; hf_fail "holdfastd did not size its threads for the pools (want $want)"; }
 PY="python3 $top_srcdir/tests/integration/xks-body.py"
 OUT="$HF_TMP/out.json"
 xks() {
