@@ -391,8 +391,8 @@ struct hf_hsm {
     size_t pin_len;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t idle_cond;
-    CK_SESSION_HANDLE idle[HSM_SESSIONS_MAX];
-    size_t n_idle, n_open;
+    CK_SESSION_HANDLE *idle; /* sessions_max of them */
+    size_t n_idle, n_open, sessions_max;
     /* SoftHSMv2 2.6's C_FindObjects rereads every object of the token: handles are found once
      * per (class, label) and kept (ARCHITECTURE.md measures the cost). */
     struct handle *handles;
@@ -446,7 +446,7 @@ static CK_RV session_take(struct hf_hsm *hsm, CK_SESSION_HANDLE *out)
     CK_RV rv;
 
     pthread_mutex_lock(&hsm->lock);
-    while (hsm->n_idle == 0 && hsm->n_open >= HSM_SESSIONS_MAX)
+    while (hsm->n_idle == 0 && hsm->n_open >= hsm->sessions_max)
         pthread_cond_wait(&hsm->idle_cond, &hsm->lock);
     if (hsm->n_idle > 0) {
         *out = hsm->idle[--hsm->n_idle];
@@ -467,8 +467,9 @@ static CK_RV session_take(struct hf_hsm *hsm, CK_SESSION_HANDLE *out)
 
 static bool rv_is_session_lost(CK_RV rv)
 {
+    /* CKR_OPERATION_ACTIVE: an operation some call could not end is still on the session. */
     return rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED || rv == CKR_DEVICE_ERROR ||
-           rv == CKR_DEVICE_REMOVED || rv == CKR_TOKEN_NOT_PRESENT;
+           rv == CKR_DEVICE_REMOVED || rv == CKR_TOKEN_NOT_PRESENT || rv == CKR_OPERATION_ACTIVE;
 }
 
 /* Back to the pool, or closed when the last operation says it is broken. */
@@ -498,12 +499,15 @@ static CK_RV object_search(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CL
         {CKA_LABEL, (void *)label, strlen(label)},
     };
     CK_ULONG n = 0;
-    CK_RV rv;
+    CK_RV rv, final;
 
     *handle = CK_INVALID_HANDLE;
     if ((rv = hsm->f->C_FindObjectsInit(s, tmpl, 3)) != CKR_OK) return rv;
     rv = hsm->f->C_FindObjects(s, handle, 1, &n);
-    hsm->f->C_FindObjectsFinal(s);
+    /* A search that did not end leaves the session unusable (CKR_OPERATION_ACTIVE to every
+     * later init): its failure is the call's, so the session is dropped, not given back. */
+    final = hsm->f->C_FindObjectsFinal(s);
+    if (rv == CKR_OK) rv = final;
     if (rv == CKR_OK && n == 0) *handle = CK_INVALID_HANDLE;
     return rv;
 }
@@ -633,9 +637,12 @@ static struct hf_hsm *hsm_new(const char *lock_path, const char *pin)
     hsm->pin_len = strlen(pin);
     hsm->pin = hf_secmem_alloc(hsm->pin_len + 1);
     hsm->lock_path = lock_path ? strdup(lock_path) : NULL;
-    if (hsm->pin == NULL || (lock_path != NULL && hsm->lock_path == NULL)) {
+    hsm->sessions_max = HSM_SESSIONS_MAX;
+    hsm->idle = calloc(hsm->sessions_max, sizeof(*hsm->idle));
+    if (hsm->pin == NULL || (lock_path != NULL && hsm->lock_path == NULL) || hsm->idle == NULL) {
         hf_secmem_free(hsm->pin, hsm->pin_len + 1);
         free(hsm->lock_path);
+        free(hsm->idle);
         free(hsm);
         return NULL;
     }
@@ -680,7 +687,27 @@ static void hsm_free(struct hf_hsm *hsm)
     }
     hf_secmem_free(hsm->pin, hsm->pin_len + 1);
     free(hsm->lock_path);
+    free(hsm->idle);
     free(hsm);
+}
+
+CK_RV hf_hsm_sessions_max_set(struct hf_hsm *hsm, size_t n)
+{
+    CK_SESSION_HANDLE *idle;
+
+    if (hsm == NULL || n == 0) return CKR_ARGUMENTS_BAD;
+    pthread_mutex_lock(&hsm->lock);
+    /* Never below what is open already: those sessions come back to the idle list. */
+    if (n < hsm->n_open) n = hsm->n_open;
+    if ((idle = realloc(hsm->idle, n * sizeof(*idle))) == NULL) {
+        pthread_mutex_unlock(&hsm->lock);
+        return CKR_HOST_MEMORY;
+    }
+    hsm->idle = idle;
+    hsm->sessions_max = n;
+    pthread_cond_broadcast(&hsm->idle_cond);
+    pthread_mutex_unlock(&hsm->lock);
+    return CKR_OK;
 }
 
 void hf_hsm_close(struct hf_hsm *hsm)
@@ -1002,7 +1029,8 @@ CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char
 
 static bool rv_is_session_gone(CK_RV rv)
 {
-    return rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED;
+    return rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED ||
+           rv == CKR_OPERATION_ACTIVE;
 }
 
 /* fn under the token lock shared, as every backend call other than open and login is. */

@@ -38,6 +38,10 @@ CK_RV hf_hsm_token_ensure(const char *module_path, const char *lock_path, const 
  * is returned (about 0.1 s). */
 CK_RV hf_hsm_open(const char *module_path, const char *lock_path, const char *token_label,
                   const char *pin, struct hf_hsm **out);
+/* Sessions the handle may open at once (4 after hf_hsm_open): a pool member's calls in flight
+ * each need one, so its concurrency limit is set here (pool.c); calls past it wait for one. Never
+ * lowered under the sessions already open. */
+CK_RV hf_hsm_sessions_max_set(struct hf_hsm *hsm, size_t n);
 void hf_hsm_close(struct hf_hsm *hsm);
 
 /* Creates the root KEK labelled kek_label unless it exists. */
@@ -68,7 +72,8 @@ CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char
  * lock shared, and the session goes back afterwards. hsm and arg are passed through (borrowed for
  * the call); s is the caller's for the call only: fn must leave no operation active on it and
  * must not close it. fn may run twice: once more on a fresh session when the first answered
- * CKR_SESSION_HANDLE_INVALID or CKR_SESSION_CLOSED (the session is closed and dropped; so is one
+ * CKR_SESSION_HANDLE_INVALID, CKR_SESSION_CLOSED or CKR_OPERATION_ACTIVE (an operation left on
+ * it by a call that failed to end it) (the session is closed and dropped; so is one
  * that answered CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED or CKR_TOKEN_NOT_PRESENT), and once more
  * after logging in again when it answered CKR_USER_NOT_LOGGED_IN. So fn must be safe to repeat
  * (it must not have consumed arg's input when it fails). Returns fn's result, or the session

@@ -417,6 +417,7 @@ static CK_RV member_reopen(struct hf_pool *pool, size_t i)
 
     hf_hsm_close(old);
     rv = hf_hsm_open(m->module_path, m->lock_path, m->token_label, m->pin, &fresh);
+    if (rv == CKR_OK) rv = hf_hsm_sessions_max_set(fresh, m->concurrency);
     if (rv == CKR_OK) rv = hf_hsm_probe(fresh);
 
     pthread_mutex_lock(&pool->lock);
@@ -560,6 +561,8 @@ static CK_RV members_open(struct hf_pool *pool)
     for (size_t i = 0; i < pool->n; i++) {
         struct member *m = &pool->members[i];
         rv = hf_hsm_open(m->module_path, m->lock_path, m->token_label, m->pin, &m->hsm);
+        /* A session per call in flight: hsm.c's default would cap the member under its limit. */
+        if (rv == CKR_OK) rv = hf_hsm_sessions_max_set(m->hsm, m->concurrency);
         if (rv == CKR_OK) rv = hf_hsm_probe(m->hsm);
         if (rv == CKR_OK) {
             m->healthy = true;
