@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-HF_PLUGIN_EXPORT int hf_jwt_trust_set(struct hf_jwt_trust *t, const char *name,
-                                      const char *value, char *err, size_t errlen)
+HF_PLUGIN_EXPORT int hf_jwt_trust_set(struct hf_jwt_trust *t, const char *name, const char *value,
+                                      char *err, size_t errlen)
 {
     bool ok;
 

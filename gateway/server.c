@@ -934,8 +934,8 @@ static unsigned hsm_calls_max(void)
  * flight, so requests on local keys keep a thread per core while the HSMs are busy. */
 static unsigned threads_of(const struct hf_gw_config *cfg)
 {
-    long n = cfg->threads ? (long)cfg->threads
-                          : sysconf(_SC_NPROCESSORS_ONLN) + (long)srv.hsm_threads;
+    long n =
+        cfg->threads ? (long)cfg->threads : sysconf(_SC_NPROCESSORS_ONLN) + (long)srv.hsm_threads;
 
     return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }

@@ -12,9 +12,9 @@
 /* A pool this core has opened (core-pool.c), kept until hf_core_close. */
 struct core_pool {
     char *name;
-    struct hf_pool *pool; /* NULL while opening is true, or after a failed open */
-    bool opening;         /* one thread is opening it; others wait on pools_cond */
-    CK_RV failed_rv;      /* pool NULL, not opening: the last open's failure, */
+    struct hf_pool *pool;  /* NULL while opening is true, or after a failed open */
+    bool opening;          /* one thread is opening it; others wait on pools_cond */
+    CK_RV failed_rv;       /* pool NULL, not opening: the last open's failure, */
     uint64_t failed_at_us; /* answered again until CORE_POOL_REOPEN_US after it */
     struct core_pool *next;
 };

@@ -27,7 +27,8 @@ static void problem(struct check_state *st, const struct hf_key *key, unsigned v
 static void check_pool_version(struct check_state *st, const struct hf_key *key,
                                const struct hf_key_version *v)
 {
-    const char *pool = hf_key_pool_name(key), *at = v->kek_label + strlen(HF_KEY_SOURCE_POOL_PREFIX);
+    const char *pool = hf_key_pool_name(key),
+               *at = v->kek_label + strlen(HF_KEY_SOURCE_POOL_PREFIX);
     struct hf_store_pool p = {0};
     size_t n = pool ? strlen(pool) : 0;
     CK_RV rv;
@@ -38,7 +39,8 @@ static void check_pool_version(struct check_state *st, const struct hf_key *key,
     }
     if ((rv = hf_store_pool_get(hf_core_store(st->core), pool, &p)) != CKR_OK)
         problem(st, key, v->version,
-                rv == CKR_KEY_HANDLE_INVALID ? "its pool is not in the store" : hf_cli_strerror(rv));
+                rv == CKR_KEY_HANDLE_INVALID ? "its pool is not in the store"
+                                             : hf_cli_strerror(rv));
     hf_store_pool_clear(&p);
 }
 

@@ -2,6 +2,7 @@
 
 #include "tests/unit/harness-pool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,5 +28,29 @@ CK_RV hf_test_pool_add(struct hf_core *core, const struct hf_actor *who, const c
     rv = hf_core_pool_add(core, &p, who);
 out:
     hf_store_pool_clear(&p);
+    return rv;
+}
+
+CK_RV hf_test_pool_suite_setup(struct hf_test_env *env, struct hf_core **core,
+                               const struct hf_actor *who, const char *token_a, const char *token_b,
+                               const char *pin_env, unsigned concurrency)
+{
+    const char *module;
+    CK_RV rv;
+
+    if (hf_test_env_setup(env, NULL) != 0) return CKR_GENERAL_ERROR;
+    module = env->cfg.hsm_module;
+    setenv(pin_env, HF_TEST_USER_PIN, 1);
+    rv = hf_hsm_token_ensure(module, NULL, token_a, HF_TEST_SO_PIN, HF_TEST_USER_PIN);
+    if (rv == CKR_OK)
+        rv = hf_hsm_token_ensure(module, NULL, token_b, HF_TEST_SO_PIN, HF_TEST_USER_PIN);
+    if (rv == CKR_OK) rv = hf_core_open(&env->cfg, core);
+    if (rv == CKR_OK)
+        rv = hf_test_pool_add(*core, who, module, "p1", HF_POOL_MODE_PLAIN, token_a, token_b,
+                              pin_env, concurrency);
+    if (rv == CKR_OK)
+        rv = hf_test_pool_add(*core, who, module, "dead", HF_POOL_MODE_PLAIN, "hf-no-such-token",
+                              NULL, pin_env, concurrency);
+    if (rv != CKR_OK) fprintf(stderr, "pool suite setup failed: 0x%lx\n", (unsigned long)rv);
     return rv;
 }

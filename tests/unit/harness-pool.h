@@ -3,6 +3,7 @@
 #define HF_TEST_HARNESS_POOL_H
 
 #include "pkcs11/core/core.h"
+#include "tests/unit/harness.h"
 
 /* Adds pool name in mode through hf_core_pool_add: member "a" on token label_a and, when
  * label_b is not NULL, member "b" on label_b, both on module with their PIN in the environment
@@ -10,5 +11,13 @@
 CK_RV hf_test_pool_add(struct hf_core *core, const struct hf_actor *who, const char *module,
                        const char *name, enum hf_pool_mode mode, const char *label_a,
                        const char *label_b, const char *pin_env, unsigned concurrency);
+
+/* A pool suite's start: env set up (hf_test_env_setup), the user PIN in pin_env, tokens token_a
+ * and token_b in its SoftHSMv2, *core opened on it, then pool "p1" (plain, members a and b on the
+ * two tokens) and pool "dead" (one member on a token that does not exist: it never opens), each
+ * member at most concurrency calls in flight. CKR_OK, or the first failure (printed). */
+CK_RV hf_test_pool_suite_setup(struct hf_test_env *env, struct hf_core **core,
+                               const struct hf_actor *who, const char *token_a, const char *token_b,
+                               const char *pin_env, unsigned concurrency);
 
 #endif

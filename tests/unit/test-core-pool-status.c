@@ -19,28 +19,10 @@ static struct hf_test_env env;
 static struct hf_core *core;
 static const struct hf_actor who = {"cli", "uid:test"};
 
-static CK_RV pool_add(const char *name, const char *label_a, const char *label_b)
-{
-    return hf_test_pool_add(core, &who, env.cfg.hsm_module, name, HF_POOL_MODE_PLAIN, label_a,
-                            label_b, PIN_ENV, 3);
-}
-
 static int suite_init(void)
 {
-    CK_RV rv;
-
-    if (hf_test_env_setup(&env, NULL) != 0) return -1;
-    setenv(PIN_ENV, HF_TEST_USER_PIN, 1);
-    rv = hf_hsm_token_ensure(env.cfg.hsm_module, NULL, TOKEN_A, HF_TEST_SO_PIN, HF_TEST_USER_PIN);
-    if (rv == CKR_OK)
-        rv = hf_hsm_token_ensure(env.cfg.hsm_module, NULL, TOKEN_B, HF_TEST_SO_PIN,
-                                 HF_TEST_USER_PIN);
-    if (rv == CKR_OK) rv = hf_core_open(&env.cfg, &core);
-    if (rv == CKR_OK) rv = pool_add("p1", TOKEN_A, TOKEN_B);
-    /* A pool whose only member's token does not exist: it can never open. */
-    if (rv == CKR_OK) rv = pool_add("dead", "hf-no-such-token", NULL);
-    if (rv != CKR_OK) fprintf(stderr, "suite setup failed: 0x%lx\n", (unsigned long)rv);
-    return rv == CKR_OK ? 0 : -1;
+    return hf_test_pool_suite_setup(&env, &core, &who, TOKEN_A, TOKEN_B, PIN_ENV, 3) == CKR_OK ? 0
+                                                                                               : -1;
 }
 
 static int suite_clean(void)

@@ -40,11 +40,6 @@ static CK_RV pool_add_mode(const char *name, enum hf_pool_mode mode, const char 
                             2);
 }
 
-static CK_RV pool_add(const char *name, const char *label_a, const char *label_b)
-{
-    return pool_add_mode(name, HF_POOL_MODE_PLAIN, label_a, label_b);
-}
-
 /* What a member token says about the object labelled label. */
 struct probe {
     const char *label;
@@ -108,18 +103,8 @@ static CK_RV gcm(const struct hf_key *k, const struct hf_key_version *v, bool en
 
 static int suite_init(void)
 {
-    CK_RV rv;
+    CK_RV rv = hf_test_pool_suite_setup(&env, &core, &who, TOKEN_A, TOKEN_B, PIN_ENV, 2);
 
-    if (hf_test_env_setup(&env, NULL) != 0) return -1;
-    setenv(PIN_ENV, HF_TEST_USER_PIN, 1);
-    rv = hf_hsm_token_ensure(env.cfg.hsm_module, NULL, TOKEN_A, HF_TEST_SO_PIN, HF_TEST_USER_PIN);
-    if (rv == CKR_OK)
-        rv = hf_hsm_token_ensure(env.cfg.hsm_module, NULL, TOKEN_B, HF_TEST_SO_PIN,
-                                 HF_TEST_USER_PIN);
-    if (rv == CKR_OK) rv = hf_core_open(&env.cfg, &core);
-    if (rv == CKR_OK) rv = pool_add("p1", TOKEN_A, TOKEN_B);
-    /* A pool whose only member's token does not exist: it can never open. */
-    if (rv == CKR_OK) rv = pool_add("dead", "hf-no-such-token", NULL);
     if (rv == CKR_OK) rv = pool_add_mode("cl", HF_POOL_MODE_CLONE, TOKEN_A, TOKEN_B);
     if (rv == CKR_OK) rv = pool_add_mode("ex", HF_POOL_MODE_EXPORT, TOKEN_A, TOKEN_B);
     if (rv != CKR_OK) fprintf(stderr, "suite setup failed: 0x%lx\n", (unsigned long)rv);
