@@ -37,9 +37,9 @@ a_conf() {
 
 # start NAME: pool-failover in the background (PF_PID), output in $T/NAME.out and NAME.err;
 # returns once the load has started (the program prints its first line then).
-start() {
+start() { # NAME A_CONCURRENCY
     timeout -k 5 $((D + 120)) "$PF" --threads "$THREADS" --seconds "$D" --phases "$KILL,$BACK" \
-        --member a "$A" "pool A" 1234 4 --member b "$SOFTHSM_MODULE" "pool B" 1234 4 \
+        --member a "$A" "pool A" 1234 "$2" --member b "$SOFTHSM_MODULE" "pool B" 1234 4 \
         >"$T/$1.out" 2>"$T/$1.err" &
     PF_PID=$!
     _i=0
@@ -66,7 +66,12 @@ answered() { sed -n "s/^phase $2 .* $3=\([0-9]*\).*/\1/p" "$T/$1.out"; }
 
 # Run 1: A's HSM dies at KILL s and comes back at BACK s.
 echo "run 1: $D s, $THREADS threads; member a's server killed at $KILL s, back at $BACK s"
-start kill
+# Member a takes one call at a time here. Debian 12's p11-kit-client (0.24) shares one connection
+# between threads, and when its server dies under two calls at once, the one waiting for the
+# other's read can wait for ever (seen: 2 threads in its pthread_cond_wait, no reader left, about
+# 1 run in 10). The pool has no per-call deadline yet (issue 14) to take such a member out; with
+# one call in flight the client fails every call with CKR_DEVICE_ERROR, as a dead HSM should.
+start kill 1
 sleep "$KILL"
 server_stop a
 sleep $((BACK - KILL))
@@ -80,7 +85,7 @@ check "$(member kill a healthy)" yes "run 1: member a healthy at the end"
 # Run 2: the shim fails 5% of A's calls, from as soon as the load runs (the shim reads its
 # config again within 0.1 s) to the end; the test key already exists on both tokens.
 echo "run 2: $D s, $THREADS threads; the shim fails 5% of member a's calls"
-start flaky
+start flaky 4
 a_conf "fail_permille = 50"
 sleep "$D"
 finish flaky
