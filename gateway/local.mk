@@ -41,6 +41,7 @@ GATEWAY_SOURCES = \
 	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \
 	gateway/metrics-pool.c \
+	gateway/linger.c gateway/linger.h \
 	gateway/log.c gateway/log.h \
 	gateway/plugins.c gateway/plugins.h \
 	gateway/reload.c gateway/reload.h \

@@ -9,7 +9,8 @@
  * libmicrohttpd 0.9.75 accepts a response only with the headers (the first call) or after the
  * whole body. A request refused from its headers while a body is still on the wire (a 413 from
  * Content-Length, a 404 with a body) must therefore be answered in that first call and closes the
- * connection, so the body is never read. Such refusals come before authentication: they have no
+ * connection, so the body is never parsed; the socket lingers after (linger.h), its bytes thrown
+ * away, so that a client still uploading reads the answer instead of a reset. Such refusals come before authentication: they have no
  * record to wait for (preauth.h), so the worker never waits there. Every other answer waits
  * suspended.
  *
@@ -22,6 +23,7 @@
 
 #include "gateway/server.h"
 #include "gateway/audit.h"
+#include "gateway/linger.h"
 #include "gateway/log.h"
 #include "gateway/metrics.h"
 #include "gateway/p11.h"
@@ -77,10 +79,12 @@ struct conn_track {
     atomic_uint_fast64_t body_since_us;  /* an upload started then; 0: none */
     atomic_uint_fast64_t body_bytes;
     bool cut;                     /* conns_lock: the sweeper shut it down */
+    atomic_bool linger;           /* answered with its body unread: linger.h at the close */
     struct sockaddr_storage peer; /* for the refusal summary of a cut connection */
 };
 
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static void conn_linger(struct MHD_Connection *conn);
 static struct conn_track *conns; /* conns_lock */
 
 /* Answers to requests no plugin claims: one generic JSON shape. */
@@ -337,6 +341,7 @@ static enum MHD_Result refuse_early(struct hf_request *req, struct MHD_Connectio
     /* See the top of the file: only this call may answer, so it waits here, and the connection
      * closes after the answer instead of reading the body. */
     req->close_after = true;
+    conn_linger(conn);
     outcome_settle(req);
     if (!hf_gw_audit_record(req, hf_gw_request_success_events(req), &seq)) audit_failed(req);
     if (seq && v && v->HF_AuditWaitDurable(seq) != CKR_OK) audit_failed(req);
@@ -398,6 +403,7 @@ static enum MHD_Result refuse_mid_body(struct hf_request *req, struct MHD_Connec
     int n;
 
     req->close_after = true;
+    conn_linger(conn);
     outcome_settle(req);
     if (!hf_gw_audit_record(req, hf_gw_request_success_events(req), &seq)) audit_failed(req);
     if (seq && v && v->HF_AuditWaitDurable(seq) != CKR_OK) audit_failed(req);
@@ -463,6 +469,13 @@ static void conn_body_bytes(struct MHD_Connection *conn, size_t len)
     if (t) atomic_fetch_add(&t->body_bytes, len);
 }
 
+static void conn_linger(struct MHD_Connection *conn)
+{
+    struct conn_track *t = conn_track_of(conn);
+
+    if (t) atomic_store(&t->linger, true);
+}
+
 /* The handler and the audit wait that follow take what they take: not the client's doing. */
 static void conn_body_done(struct MHD_Connection *conn)
 {
@@ -487,6 +500,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
     struct conn_track *t = *socket_context;
     const union MHD_ConnectionInfo *ci;
+    bool linger;
 
     (void)cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -502,6 +516,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         atomic_init(&t->headers_due_us, hf_now_us() + srv.header_us);
         atomic_init(&t->body_since_us, 0);
         atomic_init(&t->body_bytes, 0);
+        atomic_init(&t->linger, false);
         pthread_mutex_lock(&conns_lock);
         t->next = conns;
         if (conns) conns->prev = t;
@@ -519,7 +534,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     else
         conns = t->next;
     if (t->next) t->next->prev = t->prev;
+    /* A connection the sweeper cut is a client that fell behind: no more time for it. */
+    linger = atomic_load(&t->linger) && !t->cut;
     pthread_mutex_unlock(&conns_lock);
+    if (linger) hf_gw_linger_adopt(t->fd);
     free(t);
     *socket_context = NULL;
 }
@@ -1032,6 +1050,10 @@ bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen
                        "have in flight",
                        srv.hsm_threads);
     if (!sweeper_start(cfg, err, errlen)) return false;
+    if (!hf_gw_linger_start(err, errlen)) {
+        sweeper_stop();
+        return false;
+    }
     for (size_t i = 0; i < cfg->nlistens; i++)
         if (!listener_start(cfg, i, err, errlen)) {
             hf_gw_server_stop(0);
@@ -1060,4 +1082,5 @@ void hf_gw_server_stop(unsigned timeout_ms)
     for (size_t i = 0; i < srv.n; i++)
         MHD_stop_daemon(srv.daemons[i]);
     srv.n = 0;
+    hf_gw_linger_stop(); /* after the daemons: their last closes may still adopt */
 }

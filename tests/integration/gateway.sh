@@ -1,7 +1,8 @@
 #!/bin/sh
 # holdfastd end to end, through a test-only plugin (tests/integration/plugin-test.c) and a real
 # key store made with the CLI: /healthz, /metrics, request ids, 404/405 shapes, a 413 refused
-# from Content-Length without reading the body, one log line per request and no plaintext in it,
+# from Content-Length without reading the body (and the rest of it read, not reset, after the
+# answer), one log line per request and no plaintext in it,
 # one audit record per authenticated request (written by the core for a key operation, by the
 # gateway for a request refused before one), none of its own for a request refused before
 # authentication (404, 405, 413, a plugin failure before it marks the request authenticated) but
@@ -281,6 +282,33 @@ print(data.split(b"\r\n")[0].decode())
 sys.exit(0 if data.startswith(b"HTTP/1.1 413") else 1)
 PY
 check "$(sed -n 1p "$HF_TMP/raw413")" "HTTP/1.1 413 Content Too Large" "413 without the body"
+# Lingering close (gateway/linger.h): a client still sending its body after that early 413 is
+# read, not reset, until it ends its side; a reset would cost a client mid-upload the answer.
+python3 - "$port" >"$HF_TMP/linger" <<'PY' || hf_fail "$(cat "$HF_TMP/linger")"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"POST /test/v1/links/gw-link/encrypt HTTP/1.1\r\nHost: x\r\n"
+          b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n")
+data = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+if not data.startswith(b"HTTP/1.1 413"):
+    sys.exit("no 413 before the body: %r" % data[:60])
+try:
+    for _ in range(64):
+        s.sendall(b"y" * 16384)
+        time.sleep(0.005)
+    s.shutdown(socket.SHUT_WR)
+    time.sleep(0.3)
+    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if err:
+        sys.exit("the body sent after the 413 met error %d (a reset)" % err)
+except OSError as e:
+    sys.exit("the body sent after the 413 met %s: no lingering close" % e)
+PY
 
 # ---- TLS: 1.2 and 1.3 with the right client certificate; 1.1, no certificate, a foreign CA
 # and a name not allowed are refused in the handshake ----
