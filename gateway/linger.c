@@ -29,7 +29,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_t thread;
-    bool running, stop;                 /* lock */
+    bool running, stop;                   /* lock */
     struct lingering s[HF_GW_LINGER_MAX]; /* lock for n and appends */
     size_t n;
 } lg = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};

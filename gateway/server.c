@@ -10,9 +10,9 @@
  * whole body. A request refused from its headers while a body is still on the wire (a 413 from
  * Content-Length, a 404 with a body) must therefore be answered in that first call and closes the
  * connection, so the body is never parsed; the socket lingers after (linger.h), its bytes thrown
- * away, so that a client still uploading reads the answer instead of a reset. Such refusals come before authentication: they have no
- * record to wait for (preauth.h), so the worker never waits there. Every other answer waits
- * suspended.
+ * away, so that a client still uploading reads the answer instead of a reset. Such refusals come
+ * before authentication: they have no record to wait for (preauth.h), so the worker never waits
+ * there. Every other answer waits suspended.
  *
  * Connections (conn_* below): libmicrohttpd limits them per address and closes idle ones, but a
  * client that trickles a byte now and then is never idle. Every connection therefore has a
