@@ -89,9 +89,13 @@ struct member {
     uint64_t latency[HF_POOL_LATENCY_BUCKETS];
 };
 
-/* A caller in the queue: on its own stack, linked while it waits. */
+/* A caller in the queue: on its own stack, linked while it waits. Each has its own condition
+ * so that a freed slot wakes the head of the queue alone: with one condition for all, every end
+ * of call woke every waiter to find it was not first (64 callers on a limit of 2 spent more time
+ * switching threads than in the HSM). */
 struct waiter {
     struct waiter *next;
+    pthread_cond_t cond;
 };
 
 struct hf_pool {
@@ -100,7 +104,7 @@ struct hf_pool {
     struct member *members; /* n of them: the array is fixed after open */
 
     pthread_mutex_t lock;      /* guards the members' state above and everything below */
-    pthread_cond_t free_cond;  /* a slot freed, a member's health changed, or stopping */
+    pthread_cond_t free_cond;  /* retries: a slot freed, a member's health changed, stopping */
     pthread_cond_t idle_cond;  /* callers fell to 0 while stopping */
     pthread_cond_t probe_cond; /* stopping: wakes the probe thread */
     size_t rr;                 /* where the next tie-break starts */
@@ -196,6 +200,32 @@ static void queue_remove(struct hf_pool *pool, struct waiter *w)
     pool->waiting--;
 }
 
+static void cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+/* A slot freed: the first in line may take it, and a retry (which goes before the queue). */
+static void wake_next(struct hf_pool *pool)
+{
+    if (pool->queue_head != NULL) pthread_cond_signal(&pool->queue_head->cond);
+    if (pool->retrying > 0) pthread_cond_broadcast(&pool->free_cond);
+}
+
+/* A member's health changed, or the pool stops: every waiter must look again (one may find
+ * nobody healthy left and give up). */
+static void wake_all(struct hf_pool *pool)
+{
+    for (struct waiter *w = pool->queue_head; w != NULL; w = w->next)
+        pthread_cond_signal(&w->cond);
+    pthread_cond_broadcast(&pool->free_cond);
+}
+
 /* A slot on a member other than exclude for one call: *idx and *hsm (the member's, usable
  * without the lock until member_release). With only set, on that member alone. A first attempt
  * (retry false) joins the back of the queue when it cannot start at once, and is refused when the
@@ -204,7 +234,7 @@ static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, size_t only, b
                             size_t *idx, struct hf_hsm **hsm)
 {
     struct timespec deadline;
-    struct waiter self = {NULL};
+    struct waiter self = {.next = NULL};
     bool waited = false, timed_out = false;
     size_t i = NO_MEMBER;
     CK_RV rv = CKR_OK;
@@ -220,6 +250,7 @@ static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, size_t only, b
     if (retry) {
         pool->retrying++;
     } else {
+        cond_init_monotonic(&self.cond);
         *pool->queue_tail = &self;
         pool->queue_tail = &self.next;
         pool->waiting++;
@@ -227,7 +258,8 @@ static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, size_t only, b
     waited = true;
     for (;;) {
         if (timed_out) break;
-        timed_out = pthread_cond_timedwait(&pool->free_cond, &pool->lock, &deadline) == ETIMEDOUT;
+        timed_out = pthread_cond_timedwait(retry ? &pool->free_cond : &self.cond, &pool->lock,
+                                           &deadline) == ETIMEDOUT;
         if (pool->stopping || !has_healthy(pool, exclude, only)) break;
         if ((retry || pool->queue_head == &self) &&
             (i = member_pick(pool, exclude, only)) != NO_MEMBER)
@@ -237,8 +269,9 @@ static CK_RV member_acquire(struct hf_pool *pool, size_t exclude, size_t only, b
         pool->retrying--;
     } else {
         queue_remove(pool, &self);
+        pthread_cond_destroy(&self.cond);
         /* The next in line may find room too, or must see it is now first. */
-        pthread_cond_broadcast(&pool->free_cond);
+        if (pool->queue_head != NULL) pthread_cond_signal(&pool->queue_head->cond);
     }
     if (i != NO_MEMBER) goto take;
     if (pool->stopping || !has_healthy(pool, exclude, only)) goto unavailable;
@@ -263,7 +296,7 @@ static void member_release(struct hf_pool *pool, size_t i, uint64_t latency_us)
     m->in_flight--;
     m->last_latency_us = latency_us;
     m->latency[latency_bucket(latency_us)]++;
-    if (pool->waiting > 0 || pool->retrying > 0) pthread_cond_broadcast(&pool->free_cond);
+    wake_next(pool);
 }
 
 /* Takes member i out of service after a result blamed on it. */
@@ -276,7 +309,7 @@ static void member_fail(struct hf_pool *pool, size_t i, CK_RV rv)
     m->healthy = false;
     hf_log_warn("pool: member %s out of service (0x%lx)", m->name, (unsigned long)rv);
     /* Queued callers must see whether anybody healthy is left. */
-    pthread_cond_broadcast(&pool->free_cond);
+    wake_all(pool);
 }
 
 /* ---- running a call ------------------------------------------------------------------------ */
@@ -457,7 +490,7 @@ static bool member_probe(struct hf_pool *pool, size_t i)
     if (rv == CKR_OK && !pool->stopping && !m->healthy) {
         m->healthy = back = true;
         hf_log_info("pool: member %s back in service", m->name);
-        pthread_cond_broadcast(&pool->free_cond);
+        wake_all(pool);
     }
     pthread_mutex_unlock(&pool->lock);
     return back;
@@ -542,16 +575,6 @@ static void pool_free(struct hf_pool *pool)
     free(pool);
 }
 
-static void cond_init_monotonic(pthread_cond_t *c)
-{
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(c, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
 /* Opens every member's token; see pool.h for which failures are fatal. */
 static CK_RV members_open(struct hf_pool *pool)
 {
@@ -623,7 +646,7 @@ void hf_pool_close(struct hf_pool *pool)
     pthread_mutex_lock(&pool->lock);
     pool->stopping = true;
     pthread_cond_broadcast(&pool->probe_cond);
-    pthread_cond_broadcast(&pool->free_cond);
+    wake_all(pool);
     pthread_mutex_unlock(&pool->lock);
     if (pool->probe_started) pthread_join(pool->probe_thread, NULL);
     pthread_mutex_lock(&pool->lock);
