@@ -135,22 +135,35 @@ fail:
     return CKR_DEVICE_ERROR;
 }
 
-CK_RV hf_lockfile_take(const char *path, int op, int *fd)
+CK_RV hf_lockfile_open(const char *path, int *fd)
 {
-    *fd = -1;
-    if (path == NULL) return CKR_OK;
     *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     /* Another user's lock file, or a read-only state dir: flock needs no write access. */
     if (*fd < 0 && (errno == EACCES || errno == EROFS))
         *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (*fd < 0) goto fail;
-    while (flock(*fd, op) != 0) {
-        if (errno != EINTR) goto fail;
+    if (*fd >= 0) return CKR_OK;
+    hf_log_error("cannot open the lock file %s: %s", path, strerror(errno));
+    return CKR_FUNCTION_FAILED;
+}
+
+CK_RV hf_lockfile_lock(int fd, int op)
+{
+    while (flock(fd, op) != 0) {
+        if (errno != EINTR) {
+            hf_log_error("cannot lock a lock file: %s", strerror(errno));
+            return CKR_FUNCTION_FAILED;
+        }
     }
     return CKR_OK;
-fail:
-    hf_log_error("cannot lock %s: %s", path, strerror(errno));
-    if (*fd >= 0) close(*fd);
+}
+
+CK_RV hf_lockfile_take(const char *path, int op, int *fd)
+{
+    *fd = -1;
+    if (path == NULL) return CKR_OK;
+    if (hf_lockfile_open(path, fd) != CKR_OK) return CKR_FUNCTION_FAILED;
+    if (hf_lockfile_lock(*fd, op) == CKR_OK) return CKR_OK;
+    close(*fd);
     *fd = -1;
     return CKR_FUNCTION_FAILED;
 }

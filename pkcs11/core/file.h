@@ -26,6 +26,10 @@ CK_RV hf_file_read(const char *path, size_t max, unsigned char **data, size_t *l
  * (LOCK_SH or LOCK_EX) on path, creating it 0600; *fd is -1 when path is NULL (no locking asked).
  * Each hold opens its own descriptor; hf_lockfile_drop unlocks before closing. */
 CK_RV hf_lockfile_take(const char *path, int op, int *fd);
+/* The two halves of hf_lockfile_take, for a caller that keeps its descriptors between holds
+ * (one per concurrent holder: flock belongs to the open file description). */
+CK_RV hf_lockfile_open(const char *path, int *fd);
+CK_RV hf_lockfile_lock(int fd, int op); /* op: LOCK_SH, LOCK_EX or LOCK_UN */
 void hf_lockfile_drop(int fd);
 
 #endif

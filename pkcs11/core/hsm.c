@@ -25,6 +25,8 @@
 /* Sessions per token. SoftHSMv2 gets slower, not faster, with more threads inside it (see
  * ARCHITECTURE.md), and wrap/unwrap happen once per key version, so a few are plenty. */
 #define HSM_SESSIONS_MAX 4
+/* Lock-file descriptors kept between holds: more holders than this open and close their own. */
+#define HSM_LOCK_SPARES 64
 
 /* Lookups of a token that seems missing or broken, with a reload and a pause (20 ms, then 40)
  * between them. */
@@ -259,14 +261,16 @@ static CK_RV module_reload(const char *path, struct module **m, int attempt)
  * only on wrap and unwrap, which are rare (the local source caches what it unwraps: once per key
  * version per process), and contended only while another process opens.
  *
- * Each hold opens a descriptor of its own: flock locks belong to the open file description, so
- * threads sharing one descriptor would share one lock (the first LOCK_UN would end the others'
- * holds), and holds on different descriptors exclude each other within a process too.
+ * Each concurrent hold has a descriptor of its own: flock locks belong to the open file
+ * description, so threads sharing one descriptor would share one lock (the first LOCK_UN would
+ * end the others' holds), and holds on different descriptors exclude each other within a process
+ * too. run_once keeps its descriptors between holds (lock_spares); the rarer exclusive holds
+ * open one each time.
  *
  * fork(): a child inherits any descriptor a parent thread holds at that moment, and with it the
  * description and its lock. A LOCK_UN by the child would end the parent's hold, so the child
- * never touches it (hf_hsm_abandon has no descriptor to close: none outlives a hold); closing it
- * would be safe, as a flock lock ends only with the last descriptor of its description. The
+ * never locks or unlocks one (hf_hsm_abandon only closes the spares, unlocked); closing is safe,
+ * as a flock lock ends only with the last descriptor of its description. The
  * parent always unlocks explicitly before close() for the same reason: by close() alone the
  * lock would live on in the child's copy until the child exits (both verified on Linux 6).
  * O_CLOEXEC keeps the descriptor out of exec'd programs. */
@@ -396,6 +400,11 @@ struct hf_hsm {
     /* SoftHSMv2 2.6's C_FindObjects rereads every object of the token: handles are found once
      * per (class, label) and kept (ARCHITECTURE.md measures the cost). */
     struct handle *handles;
+    /* Lock-file descriptors between holds (run_once): opening one per call was 15% of a pool
+     * member's encrypt on SoftHSMv2. Each is its own open file description, so each excludes the
+     * others as the token lock requires. */
+    int lock_spares[HSM_LOCK_SPARES];
+    size_t n_lock_spares;
 };
 
 static CK_RV session_login(struct hf_hsm *hsm, CK_SESSION_HANDLE s)
@@ -685,6 +694,10 @@ static void hsm_free(struct hf_hsm *hsm)
         free(k->label);
         free(k);
     }
+    /* Closing never ends a hold: none is on a spare, and in a forked child (hf_hsm_abandon) the
+     * parent's descriptors keep their descriptions. */
+    for (size_t i = 0; i < hsm->n_lock_spares; i++)
+        close(hsm->lock_spares[i]);
     hf_secmem_free(hsm->pin, hsm->pin_len + 1);
     free(hsm->lock_path);
     free(hsm->idle);
@@ -1033,15 +1046,43 @@ static bool rv_is_session_gone(CK_RV rv)
            rv == CKR_OPERATION_ACTIVE;
 }
 
+/* A descriptor of the lock file for one hold: a spare, or a new one. */
+static CK_RV lock_spare_take(struct hf_hsm *hsm, int *fd)
+{
+    pthread_mutex_lock(&hsm->lock);
+    *fd = hsm->n_lock_spares > 0 ? hsm->lock_spares[--hsm->n_lock_spares] : -1;
+    pthread_mutex_unlock(&hsm->lock);
+    return *fd >= 0 ? CKR_OK : hf_lockfile_open(hsm->lock_path, fd);
+}
+
+/* Unlocked first (a forked child may share the description), then kept for the next hold. */
+static void lock_spare_give(struct hf_hsm *hsm, int fd)
+{
+    bool kept = false;
+
+    if (hf_lockfile_lock(fd, LOCK_UN) == CKR_OK) {
+        pthread_mutex_lock(&hsm->lock);
+        if ((kept = hsm->n_lock_spares < HSM_LOCK_SPARES))
+            hsm->lock_spares[hsm->n_lock_spares++] = fd;
+        pthread_mutex_unlock(&hsm->lock);
+    }
+    if (!kept) close(fd);
+}
+
 /* fn under the token lock shared, as every backend call other than open and login is. */
 static CK_RV run_once(struct hf_hsm *hsm, CK_SESSION_HANDLE s, hf_hsm_session_fn fn, void *arg)
 {
     int fd;
-    CK_RV rv = hf_lockfile_take(hsm->lock_path, LOCK_SH, &fd);
+    CK_RV rv;
 
-    if (rv != CKR_OK) return rv;
+    if (hsm->lock_path == NULL) return fn(hsm, hsm->f, s, arg);
+    if ((rv = lock_spare_take(hsm, &fd)) != CKR_OK) return rv;
+    if ((rv = hf_lockfile_lock(fd, LOCK_SH)) != CKR_OK) {
+        close(fd);
+        return rv;
+    }
     rv = fn(hsm, hsm->f, s, arg);
-    hf_lockfile_drop(fd);
+    lock_spare_give(hsm, fd);
     return rv;
 }
 
