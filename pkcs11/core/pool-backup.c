@@ -3,16 +3,48 @@
 
 #include "pool-backup.h"
 
+#include "crypto.h"
 #include "pool-clone.h"
+#include "secmem.h"
 
+#include <openssl/core_names.h>
+#include <openssl/kdf.h>
 #include <stdlib.h>
 #include <string.h>
 
 static CK_MECHANISM kwp_mech = {CKM_AES_KEY_WRAP_PAD, NULL, 0};
 
-/* kek as a session object that wraps and unwraps only, as the header says. */
+/* Each blob is wrapped under a key of its own label: HKDF-SHA256 of the backup KEK, the label as
+ * info. The store's row MAC does not cover a version's blob (a local key's is bound by a header
+ * inside its wrap: source-local.c), so without this a blob copied to another version's row would
+ * restore one key under the other's label; under the wrong label's key it now fails RFC 5649's
+ * integrity check instead. */
+static CK_RV kek_for_label(const unsigned char kek[HF_POOL_BACKUP_KEK_LEN], const char *label,
+                           unsigned char out[HF_POOL_BACKUP_KEK_LEN])
+{
+    static const char salt[] = "holdfast pool backup v2";
+    EVP_KDF *kdf = EVP_KDF_fetch(hf_crypto_libctx(), "HKDF", NULL);
+    EVP_KDF_CTX *ctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, "SHA256", 0),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)kek, HF_POOL_BACKUP_KEK_LEN),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, sizeof(salt) - 1),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)label, strlen(label)),
+        OSSL_PARAM_construct_end(),
+    };
+    CK_RV rv = ctx && EVP_KDF_derive(ctx, out, HF_POOL_BACKUP_KEK_LEN, params) == 1
+                   ? CKR_OK
+                   : CKR_FUNCTION_FAILED;
+
+    EVP_KDF_CTX_free(ctx);
+    EVP_KDF_free(kdf);
+    return rv;
+}
+
+/* label's wrapping key as a session object that wraps and unwraps only, as the header says. */
 static CK_RV kek_load(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
-                      const unsigned char kek[HF_POOL_BACKUP_KEK_LEN], CK_OBJECT_HANDLE *h)
+                      const unsigned char kek[HF_POOL_BACKUP_KEK_LEN], const char *label,
+                      CK_OBJECT_HANDLE *h)
 {
     CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
     CK_KEY_TYPE type = CKK_AES;
@@ -28,10 +60,15 @@ static CK_RV kek_load(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
         {CKA_DECRYPT, &no, sizeof(no)},
         {CKA_WRAP, &yes, sizeof(yes)},
         {CKA_UNWRAP, &yes, sizeof(yes)},
-        {CKA_VALUE, (void *)kek, HF_POOL_BACKUP_KEK_LEN},
+        {CKA_VALUE, NULL, HF_POOL_BACKUP_KEK_LEN},
     };
+    unsigned char *derived = hf_secmem_alloc(HF_POOL_BACKUP_KEK_LEN);
+    CK_RV rv = derived ? kek_for_label(kek, label, derived) : CKR_HOST_MEMORY;
 
-    return f->C_CreateObject(s, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), h);
+    tmpl[sizeof(tmpl) / sizeof(tmpl[0]) - 1].pValue = derived;
+    if (rv == CKR_OK) rv = f->C_CreateObject(s, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), h);
+    hf_secmem_free(derived, HF_POOL_BACKUP_KEK_LEN);
+    return rv;
 }
 
 /* ---- wrap ---- */
@@ -56,7 +93,7 @@ static CK_RV wrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, 
     hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->label);
     if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, c->label, &h)) != CKR_OK) return rv;
     if (h == CK_INVALID_HANDLE) return CKR_KEY_HANDLE_INVALID;
-    if ((rv = kek_load(f, s, c->kek, &k)) != CKR_OK) return rv;
+    if ((rv = kek_load(f, s, c->kek, c->label, &k)) != CKR_OK) return rv;
     rv = f->C_WrapKey(s, &kwp_mech, k, h, NULL, &len);
     if (rv == CKR_OK) {
         free(c->blob);
@@ -116,7 +153,7 @@ static CK_RV restore_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_H
     hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->label);
     if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, c->label, &h)) != CKR_OK) return rv;
     if (h != CK_INVALID_HANDLE) return CKR_OK;
-    if ((rv = kek_load(f, s, c->kek, &k)) != CKR_OK) return rv;
+    if ((rv = kek_load(f, s, c->kek, c->label, &k)) != CKR_OK) return rv;
     rv = f->C_UnwrapKey(s, &kwp_mech, k, (CK_BYTE_PTR)c->blob, (CK_ULONG)c->blob_len, tmpl, nt, &h);
     f->C_DestroyObject(s, k);
     /* SoftHSMv2 2.6 answers a failed RFC 5649 integrity check with CKR_GENERAL_ERROR (hsm.c):

@@ -5,7 +5,9 @@
  * session at the latest, and destroyed at once after the call; CKA_EXTRACTABLE false, CKA_SENSITIVE
  * true: the token never gives it back), wraps or unwraps with CKM_AES_KEY_WRAP_PAD there, and is
  * destroyed. So the keys it protects never leave an HSM in clear: a version's key is wrapped under
- * it inside a member, and a blob unwrapped under it inside a member. */
+ * it inside a member, and a blob unwrapped under it inside a member. What goes in is not the KEK
+ * itself but a key derived from it for the blob's label (pool-backup.c), so a blob restores only
+ * under the label it was made for. */
 #ifndef HF_POOL_BACKUP_H
 #define HF_POOL_BACKUP_H
 

@@ -6,7 +6,7 @@
 # replication key's blob. Member a's token is then replaced by a fresh empty one with the same
 # label, `holdfast pool restore e1 a` re-seeds it from the store alone, b is made dead, and the
 # ciphertexts made before decrypt through a alone. A clone pool, an unknown member and a second
-# restore are refused or change nothing.
+# restore are refused or change nothing, and so is a version's blob moved to another's row.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/shim-lib.sh"
 
@@ -68,10 +68,22 @@ hf_expect_exit 3 hf pool restore e1 zz
 hf_expect_exit 2 hf pool restore e1
 
 # ---- a's token replaced by an empty one, restored from the store alone ----
-softhsm2-util --delete-token --token exp-a >/dev/null || hf_fail "softhsm2-util --delete-token"
-hf_pool_token_init exp-a
-on exp-a "$V1" && hf_fail "the fresh token already holds $V1"
+fresh_a() {
+    softhsm2-util --delete-token --token exp-a >/dev/null || hf_fail "softhsm2-util --delete-token"
+    hf_pool_token_init exp-a
+    on exp-a "$V1" && hf_fail "the fresh token already holds $V1"
+}
+fresh_a
 touch "$B.dead" # the restore needs neither b nor the pool open
+# A blob moved to another version's row (the row MAC does not cover it) restores nothing under
+# that version's label: each blob is wrapped under a key derived for its own label.
+V1_BLOB=$(sqlite3 "$DB" "SELECT hex(wrapped) FROM key_versions WHERE uuid = '$V1'")
+sqlite3 "$DB" "UPDATE key_versions SET wrapped = (SELECT wrapped FROM key_versions WHERE uuid = '$V2') WHERE uuid = '$V1'"
+hf_expect_exit 1 hf pool restore e1 a
+expect_err "its backup did not unwrap"
+on exp-a "$V1" && hf_fail "V2's blob in V1's row was restored as $V1"
+sqlite3 "$DB" "UPDATE key_versions SET wrapped = X'$V1_BLOB' WHERE uuid = '$V1'"
+fresh_a
 hf_expect_exit 0 hf pool restore e1 a
 expect_out "restored 3 objects to member 'a' of pool 'e1'"
 for v in "$V1" "$V2" holdfast-pool-replication:e1; do
