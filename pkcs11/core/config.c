@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "pool.h"
 
 #include "pkcs11/common/secret-file.h"
 
@@ -66,6 +67,8 @@ static const struct config_key config_keys[] = {
     {"audit", "alarm", V_SIZE, FIELD(audit_alarm), 0, 0},
     {"audit", "checkpoint_interval_ms", V_UINT, FIELD(audit_checkpoint_interval_ms), 10, 3600000},
     {"cache", "max_keys", V_UINT, FIELD(cache_max_keys), 1, 16777216},
+    {"pools", "queue_max", V_UINT, FIELD(pool_queue_max), 0, 65536},
+    {"pools", "queue_wait_ms", V_UINT, FIELD(pool_queue_wait_ms), 1, 600000},
 };
 
 /* Parser state. libinih's handler is not told the line number (INI_HANDLER_LINENO is a build
@@ -379,6 +382,8 @@ static void scalars_default(struct hf_config *cfg)
     cfg->audit_checkpoint_interval_ms = 1000;
     cfg->cache_max_keys = 4096;
     cfg->pin_attempts = 10;
+    cfg->pool_queue_max = HF_POOL_QUEUE_MAX_DEFAULT;
+    cfg->pool_queue_wait_ms = HF_POOL_QUEUE_WAIT_MS;
 }
 
 const char *hf_config_default_path(void)

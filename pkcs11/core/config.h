@@ -45,6 +45,10 @@ struct hf_config {
     unsigned cache_max_keys;    /* [cache] max_keys: unwrapped key versions kept (4096) */
     /* [audit] checkpoint_interval_ms: a signed checkpoint at most this often (1000) */
     unsigned audit_checkpoint_interval_ms;
+    /* [pools] queue_max and queue_wait_ms: this process's callers that may wait for a busy HSM
+     * pool, and for how long, before the API's throttling answer (pool.h). Per node, not in the
+     * store: they weigh this node's threads against its clients' timeouts. */
+    unsigned pool_queue_max, pool_queue_wait_ms;
 };
 
 /* Path of the config file to use when none is given: $HOLDFAST_CONF, else

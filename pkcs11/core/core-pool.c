@@ -519,7 +519,8 @@ static void pool_member_back(struct hf_pool *pool, size_t member, void *arg)
 static CK_RV pool_entry_open(struct hf_core *core, struct pool_entry *e, struct hf_pool **out)
 {
     struct hf_store_pool def = {0};
-    struct hf_pool_options opts = {.queue_max = HF_POOL_QUEUE_MAX_DEFAULT};
+    struct hf_pool_options opts = {.queue_max = core->cfg->pool_queue_max,
+                                   .queue_wait_ms = core->cfg->pool_queue_wait_ms};
     struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
     size_t n;
     CK_RV rv;

@@ -181,6 +181,10 @@ d = json.load(sys.stdin)
 print(sorted((m["name"], m["healthy"], m["failovers"], len(m["latency_log2_us"])) for m in d["members"]), d["queue"]["max"])' <"$HF_OUT")" \
     "$(python3 -c "import sys; print(sorted([('$HOLDER', False, 0, 24), ('$OTHER', True, 0, 24)]), 256)")" \
     "pool show --json"
+# [pools] in the config sets this process's queue: `pool show` reports it.
+{ cat "$HOLDFAST_CONF"; printf '[pools]\nqueue_max = 5\nqueue_wait_ms = 300\n'; } >"$HF_TMP/pools.conf"
+HOLDFAST_CONF=$HF_TMP/pools.conf hf_expect_exit 0 hf pool show p1
+grep -q "^queue: .*(max 5)" "$HF_OUT" || { cat "$HF_OUT"; hf_fail "pool show: [pools] queue_max not used"; }
 
 # ---- it comes back (the pool's probe): ACTIVE, up, served ----
 rm -f "$HF_TMP/m$HOLDER.so.dead"

@@ -99,6 +99,8 @@ static void test_defaults_live_under_the_state_dir(void)
     CU_ASSERT_EQUAL(cfg.audit_sync_interval_ms, 5);
     CU_ASSERT_TRUE(cfg.audit_success_events);
     CU_ASSERT_EQUAL(cfg.cache_max_keys, 4096);
+    CU_ASSERT_EQUAL(cfg.pool_queue_max, 256);
+    CU_ASSERT_EQUAL(cfg.pool_queue_wait_ms, 2000);
     gethostname(host, sizeof(host) - 1);
     CU_ASSERT_STRING_EQUAL(cfg.node, host);
     hf_config_free(&cfg);
@@ -145,7 +147,8 @@ static void test_every_key_is_read(void)
              "so_pin_file = /p/so\nsofthsm2_conf = /p/softhsm2.conf\nroot_kek_label = kek-2\n"
              "[audit]\npath = /a/audit.log ; inline comment\nsync_interval_ms = 20\n"
              "success_events = off\n"
-             "[cache]\nmax_keys = 17\n",
+             "[cache]\nmax_keys = 17\n"
+             "[pools]\nqueue_max = 0\nqueue_wait_ms = 150\n",
              pin_path);
     CU_ASSERT_EQUAL_FATAL(conf_load(text, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_STRING_EQUAL(cfg.path, conf_path);
@@ -164,6 +167,8 @@ static void test_every_key_is_read(void)
     CU_ASSERT_EQUAL(cfg.audit_sync_interval_ms, 20);
     CU_ASSERT_FALSE(cfg.audit_success_events);
     CU_ASSERT_EQUAL(cfg.cache_max_keys, 17);
+    CU_ASSERT_EQUAL(cfg.pool_queue_max, 0); /* nobody waits: a busy pool throttles at once */
+    CU_ASSERT_EQUAL(cfg.pool_queue_wait_ms, 150);
     hf_config_free(&cfg);
 }
 
@@ -409,6 +414,8 @@ static void test_bad_numbers_are_refused(void)
     load_fails_at("[cache]\nmax_keys = -1\n", 2, "not a number");
     load_fails_at("[cache]\nmax_keys = 0\n", 2, "not a number");
     load_fails_at("[cache]\nmax_keys = 12abc\n", 2, "not a number");
+    load_fails_at("[pools]\nqueue_wait_ms = 0\n", 2, "not a number");
+    load_fails_at("[pools]\nqueue_max = 65537\n", 2, "not a number");
     load_fails_at("[audit]\nsync_interval_ms = 99999999999999999999\n", 2, "not a number");
     load_fails_at("[audit]\nsync_interval_ms = 3600001\n", 2, "not a number");
 }
@@ -532,7 +539,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 18);
+    CU_ASSERT_EQUAL(keys, 20);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
@@ -551,6 +558,8 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_EQUAL(cfg.audit_alarm, def.audit_alarm);
     CU_ASSERT_EQUAL(cfg.audit_checkpoint_interval_ms, def.audit_checkpoint_interval_ms);
     CU_ASSERT_EQUAL(cfg.cache_max_keys, def.cache_max_keys);
+    CU_ASSERT_EQUAL(cfg.pool_queue_max, def.pool_queue_max);
+    CU_ASSERT_EQUAL(cfg.pool_queue_wait_ms, def.pool_queue_wait_ms);
     CU_ASSERT_EQUAL(cfg.pin_attempts, def.pin_attempts);
     CU_ASSERT_EQUAL(def.pin_attempts, 10);
     hf_config_free(&cfg);
