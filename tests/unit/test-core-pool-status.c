@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TOKEN_A "hf-st-a"
 #define TOKEN_B "hf-st-b"
@@ -107,6 +108,45 @@ static void test_every_pool(void)
     free(l);
 }
 
+static CK_RV dead_open_rv(void)
+{
+    struct hf_core_pool_live *l = NULL;
+    size_t n = 0;
+    CK_RV rv;
+
+    if (hf_core_pool_status(core, "dead", &l, &n) != CKR_OK || n != 1) {
+        free(l);
+        return CKR_GENERAL_ERROR;
+    }
+    rv = l[0].open_rv;
+    free(l);
+    return rv;
+}
+
+/* A pool whose member could not open is tried again by itself, without a restart, but not at
+ * every ask: for 5 s after a failure the failure is the answer (core_pool_use). Last in the
+ * suite: its member's token then exists. */
+static void test_a_failed_pool_is_retried_after_its_backoff_only(void)
+{
+    uint64_t t0, opened_at = 0;
+
+    CU_ASSERT_NOT_EQUAL_FATAL(dead_open_rv(), CKR_OK);
+    t0 = hf_monotonic_us();
+    CU_ASSERT_EQUAL_FATAL(hf_hsm_token_ensure(env.cfg.hsm_module, NULL, "hf-no-such-token",
+                                              HF_TEST_SO_PIN, HF_TEST_USER_PIN),
+                          CKR_OK);
+    /* The token is there now, but the last failure still answers. */
+    CU_ASSERT_NOT_EQUAL(dead_open_rv(), CKR_OK);
+    while (hf_monotonic_us() - t0 < 8 * 1000000u) {
+        if (dead_open_rv() == CKR_OK) {
+            opened_at = hf_monotonic_us();
+            break;
+        }
+        usleep(100 * 1000);
+    }
+    CU_ASSERT_NOT_EQUAL(opened_at, 0); /* opened by itself, in at most 5 s and a retry */
+}
+
 static void test_quantile_is_the_upper_edge_of_its_bucket(void)
 {
     uint64_t h[HF_POOL_LATENCY_BUCKETS];
@@ -151,6 +191,8 @@ static CU_TestInfo live_tests[] = {
     {"a pool is opened on the first ask and read", test_a_pool_is_opened_and_read},
     {"a pool that cannot open is listed with the reason", test_a_pool_that_cannot_open_is_listed},
     {"every pool, pool after pool", test_every_pool},
+    {"a failed pool is retried after its backoff only",
+     test_a_failed_pool_is_retried_after_its_backoff_only},
     CU_TEST_INFO_NULL,
 };
 
