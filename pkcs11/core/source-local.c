@@ -292,7 +292,12 @@ CK_RV hf_local_rewrap(struct hf_local *local, struct hf_key_version *v)
     CK_RV rv;
 
     if (local == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
-    if (v->wrapped == NULL) return CKR_OK;
+    /* A pool version's blob is not ours: it is under the pool's backup KEK (export mode), and
+     * its kek_label names a pool, not a root KEK this token holds. */
+    if (v->wrapped == NULL ||
+        (v->kek_label != NULL &&
+         strncmp(v->kek_label, HF_KEY_SOURCE_POOL_PREFIX, strlen(HF_KEY_SOURCE_POOL_PREFIX)) == 0))
+        return CKR_OK;
     kek = v->kek_label != NULL ? v->kek_label : local->kek_label;
     if ((rv = hf_hsm_unwrap(local->hsm, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
         CKR_OK)

@@ -391,6 +391,22 @@ static void test_destroyed_version_is_refused(void)
     hf_material_unref(m);
 }
 
+/* A migration meets pool versions too: their blob is under a pool's backup KEK, not ours, and
+ * must come out of hf_local_rewrap untouched (not "cannot rewrap", not replaced). */
+static void test_rewrap_leaves_a_pool_version_alone(void)
+{
+    unsigned char blob[40];
+    struct hf_key_version v = {.version = 1, .kek_label = (char *)"pool:p1"};
+
+    memset(blob, 0xa5, sizeof(blob));
+    v.wrapped = blob;
+    v.wrapped_len = sizeof(blob);
+    CU_ASSERT_EQUAL(hf_local_rewrap(local, &v), CKR_OK);
+    CU_ASSERT_PTR_EQUAL(v.wrapped, blob);
+    CU_ASSERT_EQUAL(v.wrapped_len, sizeof(blob));
+    CU_ASSERT_EQUAL(blob[0], 0xa5);
+}
+
 static void test_cache_hit_returns_the_same_material(void)
 {
     struct hf_material *m = material_new(HF_ALG_AES, 256), *one = NULL, *two = NULL;
@@ -539,6 +555,7 @@ int main(void)
         {"seal and unwrap EC", test_seal_and_unwrap_ec},
         {"tampered or swapped blob is refused", test_tampered_or_swapped_blob_is_refused},
         {"destroyed version is refused", test_destroyed_version_is_refused},
+        {"rewrap leaves a pool version alone", test_rewrap_leaves_a_pool_version_alone},
         {"cache hit returns the same material", test_cache_hit_returns_the_same_material},
         {"cache evicts least recently used beyond max",
          test_cache_evicts_least_recently_used_beyond_max},
