@@ -316,6 +316,11 @@ static bool gateway_key(struct hf_gw_parse *ctx, const char *name, const char *v
         }
         return true;
     }
+    if (strcmp(name, "drain_ms") == 0) {
+        if (!parse_ulong(v, 0, 600000, &n)) goto bad_number;
+        cfg->drain_ms = (unsigned)n;
+        return true;
+    }
     if (strcmp(name, "module") == 0) return hf_gw_cfg_str_set(ctx, &cfg->module, v, true);
     if (strcmp(name, "token") == 0) return hf_gw_cfg_str_set(ctx, &cfg->token_label, v, false);
     if (strcmp(name, "pin") == 0) {
@@ -532,6 +537,7 @@ static struct hf_gw_config *config_parse(const char *text, size_t len, const cha
     cfg->max_per_address = HF_GW_DEFAULT_MAX_PER_ADDRESS;
     cfg->header_timeout = HF_GW_DEFAULT_HEADER_TIMEOUT;
     cfg->body_min_rate = HF_GW_DEFAULT_BODY_MIN_RATE;
+    cfg->drain_ms = HF_GW_DEFAULT_DRAIN_MS;
     cfg->success_events = true;
     cfg->preauth_interval_ms = HF_GW_DEFAULT_PREAUTH_INTERVAL_MS;
     cfg->preauth_sources = HF_GW_DEFAULT_PREAUTH_SOURCES;

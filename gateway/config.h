@@ -21,6 +21,8 @@
 #define HF_GW_DEFAULT_MAX_PER_ADDRESS 64
 #define HF_GW_DEFAULT_HEADER_TIMEOUT 10  /* seconds for the request line and headers */
 #define HF_GW_DEFAULT_BODY_MIN_RATE 1024 /* bytes per second, averaged over the upload */
+/* A balancer checking /healthz every 500 ms marks a node down after two or three failed checks. */
+#define HF_GW_DEFAULT_DRAIN_MS 2000
 
 /* Listeners at most (one libmicrohttpd daemon each). */
 #define HF_GW_MAX_LISTENERS 16
@@ -91,6 +93,7 @@ struct hf_gw_config {
     unsigned max_per_address;    /* open connections per client address; 0 = no limit */
     unsigned header_timeout;     /* seconds from accept (or the last answer) to all headers */
     size_t body_min_rate;        /* bytes per second under which an upload is cut; 0 = none */
+    unsigned drain_ms;           /* SIGTERM: /healthz down this long before stopping; 0 = none */
 
     char *module;      /* PKCS#11 module path */
     char *token_label; /* NULL: the first slot with a token */

@@ -1,7 +1,7 @@
 /* holdfastd: the gateway daemon. Reads its config, opens the PKCS#11 module, loads the plugins,
- * listens; SIGHUP reloads, SIGTERM/SIGINT stop. Runs in the foreground (systemd, containers,
- * tests) or detaches without -f. Signals are taken synchronously by the main thread
- * (sigwaitinfo), so no handler ever runs inside a worker. */
+ * listens; SIGHUP reloads, SIGTERM drains then stops, SIGINT stops. Runs in the foreground
+ * (systemd, containers, tests) or detaches without -f. Signals are taken synchronously by the main
+ * thread (sigwaitinfo), so no handler ever runs inside a worker. */
 #include "hf-build.h"
 
 #include "gateway/config.h"
@@ -9,6 +9,7 @@
 #include "gateway/log.h"
 #include "gateway/metrics.h"
 #include "gateway/outbound.h"
+#include "gateway/plugin.h"
 #include "gateway/preauth.h"
 #include "gateway/p11.h"
 #include "gateway/reload.h"
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -173,6 +175,80 @@ static bool secure_heap_init(void)
     return true;
 }
 
+/* A signal of sigs, or 0 once deadline_us (hf_now_us's clock; 0: none) has passed; -1 on error. */
+static int signal_wait(const sigset_t *sigs, uint64_t deadline_us)
+{
+    for (;;) {
+        siginfo_t si;
+        uint64_t now = hf_now_us(), left;
+        struct timespec ts;
+        int sig;
+
+        if (deadline_us == 0) {
+            sig = sigwaitinfo(sigs, &si);
+        } else {
+            if (now >= deadline_us) return 0;
+            left = deadline_us - now;
+            ts = (struct timespec){(time_t)(left / 1000000u), (long)(left % 1000000u) * 1000};
+            sig = sigtimedwait(sigs, &si, &ts);
+            if (sig < 0 && errno == EAGAIN) return 0;
+        }
+        if (sig >= 0 || errno != EINTR) return sig;
+    }
+}
+
+static void reload(const char *config_path)
+{
+    char err[512] = "";
+
+    notify_systemd("RELOADING=1");
+    if (hf_gw_reload(config_path, err, sizeof(err))) {
+        hf_gw_metrics_reload_count(true);
+        hf_gw_log_info("reloaded %s", config_path);
+    } else {
+        hf_gw_metrics_reload_count(false);
+        hf_gw_log_error("reload refused, the running configuration stays: %s", err);
+    }
+    notify_systemd("READY=1");
+}
+
+/* Until a stop: SIGHUP reloads; SIGINT stops at once; SIGTERM drains for drain_ms (a balancer
+ * sees /healthz fail and moves its traffic while every request that still comes is served),
+ * then stops, or at once on a second SIGTERM or a SIGINT (or when signals cannot be waited for,
+ * as before draining existed). */
+static void signals_serve(const sigset_t *sigs, const char *config_path, unsigned drain_ms)
+{
+    uint64_t drain_until = 0;
+
+    for (;;) {
+        int sig = signal_wait(sigs, drain_until);
+
+        if (sig < 0) {
+            hf_gw_log_error("sigwaitinfo: %s", strerror(errno));
+            return;
+        }
+        if (sig == 0) {
+            hf_gw_log_info("drained for %u ms, stopping", drain_ms);
+            return;
+        }
+        if (sig == SIGHUP) {
+            reload(config_path);
+            continue;
+        }
+        if (sig == SIGTERM && drain_until == 0 && drain_ms > 0) {
+            hf_gw_log_info("draining on signal %d: /healthz answers 503 for %u ms, then stop", sig,
+                           drain_ms);
+            notify_systemd("STOPPING=1");
+            hf_gw_server_drain();
+            drain_until = hf_now_us() + (uint64_t)drain_ms * 1000u;
+            continue;
+        }
+        hf_gw_log_info("stopping on signal %d", sig);
+        notify_systemd("STOPPING=1");
+        return;
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = DEFAULT_CONFIG, *pidfile = NULL;
@@ -292,31 +368,7 @@ int main(int argc, char **argv)
                    config_path);
     notify_systemd("READY=1");
 
-    for (;;) {
-        siginfo_t si;
-        int sig = sigwaitinfo(&sigs, &si);
-
-        if (sig < 0) {
-            if (errno == EINTR) continue;
-            hf_gw_log_error("sigwaitinfo: %s", strerror(errno));
-            break;
-        }
-        if (sig == SIGHUP) {
-            notify_systemd("RELOADING=1");
-            if (hf_gw_reload(config_path, err, sizeof(err))) {
-                hf_gw_metrics_reload_count(true);
-                hf_gw_log_info("reloaded %s", config_path);
-            } else {
-                hf_gw_metrics_reload_count(false);
-                hf_gw_log_error("reload refused, the running configuration stays: %s", err);
-            }
-            notify_systemd("READY=1");
-            continue;
-        }
-        hf_gw_log_info("stopping on signal %d", sig);
-        notify_systemd("STOPPING=1");
-        break;
-    }
+    signals_serve(&sigs, config_path, cfg->drain_ms);
     rc = 0;
     hf_gw_server_stop(STOP_WAIT_MS);
 done:

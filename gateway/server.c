@@ -64,6 +64,7 @@ static struct {
     pthread_t sweeper;
     bool sweeping;
     atomic_bool sweep_stop;
+    atomic_bool draining; /* hf_gw_server_drain: /healthz says down, connections do not persist */
 } srv;
 
 /* An upload gets this long before its rate is judged: a client's first packet may wait for a
@@ -227,7 +228,11 @@ static enum MHD_Result respond(struct hf_request *req)
         MHD_add_response_header(resp, req->reply_headers[i].name, req->reply_headers[i].value);
     if (req->allow && req->allow[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
-    if (req->close_after) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    /* While draining, a keep-alive connection would keep its client on this node (a TCP balancer
+     * picks the node once per connection): closing it sends the next request through the
+     * balancer again. */
+    if (req->close_after || atomic_load(&srv.draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     rv = MHD_queue_response(req->conn, req->http_status, resp);
     MHD_destroy_response(resp);
     responded(req);
@@ -624,17 +629,25 @@ static bool path_is_builtin(const char *path)
 /* The /healthz body: 200 "ok"; 200 "degraded" while the audit log's free space is under its
  * alarm threshold or its reserve (key operations still work: a balancer keeps the node, an
  * operator is warned); 503 when the module does not answer or key operations cannot be recorded
- * (a full disk, a failed log). */
+ * (a full disk, a failed log); 503 "draining" after SIGTERM, whatever the module says, so the
+ * balancer stops sending before the node exits. */
 static void healthz_answer(struct hf_request *req)
 {
     static const char *const spaces[] = {"ok", "alarm", "reserve", "full"};
+    static const char draining[] = "{\"status\":\"draining\"}";
     HF_AUDIT_STATUS st;
-    bool audit_known = hf_gw_p11_audit_status(&st) && st.space <= HF_AUDIT_SPACE_FULL;
-    bool up = hf_gw_p11_is_healthy(),
-         stopped = audit_known && (st.failed || st.space == HF_AUDIT_SPACE_FULL);
+    bool audit_known, up, stopped;
     char body[128];
     int n;
 
+    if (atomic_load(&srv.draining)) {
+        req->http_status = 503;
+        if (!reply_set(req, draining, sizeof(draining) - 1)) req->http_status = 500;
+        return;
+    }
+    audit_known = hf_gw_p11_audit_status(&st) && st.space <= HF_AUDIT_SPACE_FULL;
+    up = hf_gw_p11_is_healthy();
+    stopped = audit_known && (st.failed || st.space == HF_AUDIT_SPACE_FULL);
     req->http_status = up && !stopped ? 200 : 503;
     if (!audit_known)
         n = snprintf(body, sizeof(body), "{\"status\":\"%s\"}", up ? "ok" : "unavailable");
@@ -1060,6 +1073,11 @@ bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen
             return false;
         }
     return true;
+}
+
+void hf_gw_server_drain(void)
+{
+    atomic_store(&srv.draining, true);
 }
 
 void hf_gw_server_stop(unsigned timeout_ms)

@@ -499,9 +499,12 @@ PY
 grep -q "\"request_id\":\"$id_enc2\".*\"cloud_request_id\":\"cloud-req-42\"" "$log" ||
     hf_fail "the log line does not tie our id to the cloud's"
 
-# ---- stop: SIGTERM ends it cleanly (and, under ASan, without a report) ----
+# ---- stop: SIGTERM drains (drain_ms, 2 s by default) and ends it cleanly (and, under ASan,
+# without a report) ----
 rc=0
-hf_gateway_stop || rc=$?
+kill -TERM "$HF_GW_PID"
+wait "$HF_GW_PID" || rc=$?
+HF_GW_PID=
 check "$rc" 0 "holdfastd exit status after SIGTERM"
 # What was refused before authentication is in summary records by now (the last at stop), one
 # per source and reason per interval, and the chain still verifies.

@@ -27,7 +27,8 @@
 #   hf_gateway_start URL CMD...  run CMD (holdfastd -f, or a wrapper that execs it) in the
 #                        background, its output in $HF_TMP/holdfastd.out, HF_GW_PID its pid
 #                        (stopped on exit); fails unless URL/healthz answers 200 within 30 s
-#   hf_gateway_stop      SIGTERM to it and wait: its exit status (0 when none runs)
+#   hf_gateway_stop      SIGINT to it and wait: its exit status (0 when none runs); SIGINT
+#                        stops at once, where SIGTERM would drain for [gateway] drain_ms
 #   hf_xks_need          HOLDFASTD and XKS_PLUGIN set; skips unless both are built and curl
 #                        (with --aws-sigv4), python3 and openssl are there
 #   hf_xks_store HEALTH_KEY CREDENTIAL KEYS   print the [aws-xks] and [aws-xks:main] sections
@@ -251,7 +252,7 @@ hf_gateway_start() {
 
 hf_gateway_stop() {
     [ -n "$HF_GW_PID" ] || return 0
-    kill "$HF_GW_PID" 2>/dev/null
+    kill -INT "$HF_GW_PID" 2>/dev/null
     _hf_rc=0
     wait "$HF_GW_PID" 2>/dev/null || _hf_rc=$?
     HF_GW_PID=

@@ -68,6 +68,7 @@ static void test_a_full_config_is_read(void)
                                "max_connections_per_address = 8\n"
                                "header_timeout = 3\n"
                                "body_min_rate = 2k\n"
+                               "drain_ms = 0\n"
                                "max_body = 16k\n"
                                "max_connections = 100\n"
                                "connection_timeout = 5\n"
@@ -114,6 +115,7 @@ static void test_a_full_config_is_read(void)
     CU_ASSERT_EQUAL(cfg->max_per_address, 8);
     CU_ASSERT_EQUAL(cfg->header_timeout, 3);
     CU_ASSERT_EQUAL(cfg->body_min_rate, 2048);
+    CU_ASSERT_EQUAL(cfg->drain_ms, 0); /* SIGTERM stops at once */
     CU_ASSERT_STRING_EQUAL(cfg->module, "/opt/m.so");
     CU_ASSERT_STRING_EQUAL(cfg->token_label, "holdfast");
     CU_ASSERT_STRING_EQUAL(cfg->pin_file, "/run/pin");
@@ -134,9 +136,9 @@ static void test_a_full_config_is_read(void)
     CU_ASSERT_STRING_EQUAL(cfg->settings[0].section, "aws-xks");
     CU_ASSERT_STRING_EQUAL(cfg->settings[0].name, "uri_prefix");
     CU_ASSERT_STRING_EQUAL(cfg->settings[0].value, "/example");
-    CU_ASSERT_EQUAL(cfg->settings[0].line, 32);
+    CU_ASSERT_EQUAL(cfg->settings[0].line, 33);
     CU_ASSERT_STRING_EQUAL(cfg->settings[1].section, "aws-xks:store2");
-    CU_ASSERT_EQUAL(cfg->settings[1].line, 34);
+    CU_ASSERT_EQUAL(cfg->settings[1].line, 35);
     hf_gw_config_free(cfg);
 }
 
@@ -151,6 +153,7 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL(cfg->max_per_address, HF_GW_DEFAULT_MAX_PER_ADDRESS);
     CU_ASSERT_EQUAL(cfg->header_timeout, HF_GW_DEFAULT_HEADER_TIMEOUT);
     CU_ASSERT_EQUAL(cfg->body_min_rate, HF_GW_DEFAULT_BODY_MIN_RATE);
+    CU_ASSERT_EQUAL(cfg->drain_ms, 2000);
     CU_ASSERT_STRING_EQUAL(cfg->module, HF_P11MODULEDIR "/holdfast-pkcs11.so");
     CU_ASSERT_STRING_EQUAL(cfg->plugin_dir, HF_PLUGINDIR);
     CU_ASSERT_PTR_NULL(cfg->token_label);
@@ -221,6 +224,8 @@ static void test_bad_configs_name_the_line(void)
         {"[gateway]\nlisten = 10.0.0.1:80 tls insecure\n", "t.conf:2: listen: \"insecure\" is"},
         {"[gateway]\nlisten = 127.0.0.1:80\nheader_timeout = 0\n",
          "t.conf:3: header_timeout: not a number"},
+        {"[gateway]\nlisten = 127.0.0.1:80\ndrain_ms = 600001\n",
+         "t.conf:3: drain_ms: not a number"},
         {"[gateway]\nlisten = 127.0.0.1:80\nbody_min_rate = fast\n",
          "t.conf:3: body_min_rate: bytes per second"},
         {"[gateway]\nlisten = 127.0.0.1:80\nthreads = many\n", "t.conf:3: threads: not a number"},
