@@ -8,6 +8,7 @@
 #include "tests/load/load.h"
 #include "gateway/plugins/aws-xks/sigv4.h"
 
+#include <errno.h>
 #include <json.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -91,6 +92,7 @@ struct xks_state {
     char path_base[1536]; /* ".../kms/xks/v1/keys/<keyId>/" */
     char authority[272];
     char key_arn[192];
+    FILE *ids; /* --ids: every accepted reply's kmsRequestId (stdio locks it per line) */
 };
 
 /* A VU's own: its decrypt input (made by one encrypt, the VU's setup request) and a request id
@@ -122,6 +124,8 @@ static void xks_free(void *state)
     struct xks_state *s = state;
 
     if (!s) return;
+    /* A short file must not pass for the whole account of the run. */
+    if (s->ids && fclose(s->ids) != 0) fprintf(stderr, "hf-load: --ids: %s\n", strerror(errno));
     if (s->secret) OPENSSL_clear_free(s->secret, strlen(s->secret));
     OPENSSL_cleanse(s, sizeof(*s));
     free(s);
@@ -188,6 +192,10 @@ static int xks_init_op(const struct hf_load_config *cfg, void **state, char *err
     }
     snprintf(s->key_arn, sizeof(s->key_arn), "arn:aws:kms:%s:111122223333:key/hf-load-%.64s",
              s->region, cfg->key_id);
+    if (cfg->ids_path && !(s->ids = fopen(cfg->ids_path, "w"))) {
+        fail(err, errlen, "--ids %s: %s", cfg->ids_path, strerror(errno));
+        goto fail;
+    }
     *state = s;
     return 0;
 oom:
@@ -409,6 +417,11 @@ static int xks_check(void *state, void **vu_state, bool setup, const char *body,
     rc = v && pt && strcmp(pt, v->plaintext) == 0 ? 0 : -1;
 done:
     json_object_put(o);
+    /* One request in flight per VU: seq is still the one this reply answers. An id that cannot
+     * be written fails the request, so the file never misses an accepted one silently. */
+    if (rc == 0 && s->ids && v &&
+        fprintf(s->ids, "%08x-%012llx\n", v->id_salt, (unsigned long long)v->seq) < 0)
+        rc = -1;
     return rc;
 }
 

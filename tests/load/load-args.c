@@ -323,6 +323,7 @@ void hf_load_usage(FILE *out)
             "                        gateway's config, then exit (no --url, --api or VUs)\n"
             "Output (the table always goes to standard output):\n"
             "  --csv FILE            rows in the seeds' columns plus hf-load's own ('-': stdout)\n"
+            "  --ids FILE            XKS: the kmsRequestId of every accepted reply, one a line\n"
             "  --markdown FILE       the table and the per-core comparison with the seeds\n"
             "  --plot PREFIX         PREFIX.svg and PREFIX.png: p90 against ops/s per core,\n"
             "                        with the limit and the seeds' series (needs gnuplot)\n"
@@ -358,6 +359,7 @@ enum {
     OPT_THREADS,
     OPT_LIMIT,
     OPT_CSV,
+    OPT_IDS,
     OPT_MARKDOWN,
     OPT_PLOT,
     OPT_SEEDS,
@@ -405,6 +407,7 @@ static const struct option long_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"csv", required_argument, NULL, OPT_CSV},
+    {"ids", required_argument, NULL, OPT_IDS},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"seeds", required_argument, NULL, OPT_SEEDS},
@@ -562,6 +565,9 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
                 return HF_ARGS_ERROR;
             }
             break;
+        case OPT_IDS:
+            cfg->ids_path = optarg;
+            break;
         case OPT_CSV:
             cfg->csv_path = optarg;
             break;
@@ -701,6 +707,10 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
         fail(err, errlen, "--api '%s' is unknown; known: %s", api_name,
              names.data ? names.data : "");
         hf_buf_free(&names);
+        return HF_ARGS_ERROR;
+    }
+    if (cfg->ids_path && strncmp(cfg->api->name, "xks-", 4) != 0) {
+        fail(err, errlen, "--ids: only the xks APIs carry a request id of the client's");
         return HF_ARGS_ERROR;
     }
     if (vus_text && sweep_text) {

@@ -185,6 +185,7 @@ struct hf_load_config {
     unsigned limit_ms;                   /* the latency limit; the API's own unless --limit */
     /* Outputs. */
     const char *csv_path;      /* "-" for stdout */
+    const char *ids_path;      /* XKS: each accepted reply's kmsRequestId, one a line */
     const char *markdown_path; /* table + per-core comparison, for reports */
     const char *plot_prefix;   /* PREFIX.svg, PREFIX.png (and PREFIX.gp, PREFIX.dat) */
     const char *seeds_dir;     /* shared/seeds, for the comparison series */

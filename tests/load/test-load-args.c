@@ -118,6 +118,8 @@ static void test_bad_arguments_say_what_is_wrong(void)
     ASSERT_REFUSED_WITH("'nope' is unknown; known: xks-encrypt", "--url", "http://h", "--api",
                         "nope", "--vus", "1");
     ASSERT_REFUSED_WITH("say how many VUs", "--url", "http://h", "--api", "static");
+    ASSERT_REFUSED_WITH("--ids: only the xks APIs", "--url", "http://h", "--api", "static", "--vus",
+                        "1", "--ids", "ids.txt");
     ASSERT_REFUSED_WITH("exclude each other", "--url", "http://h", "--api", "static", "--vus", "1",
                         "--sweep", "1:4");
     ASSERT_REFUSED_WITH("'abc' is not a VU count", "--url", "http://h", "--api", "static", "--vus",
