@@ -103,6 +103,7 @@
 /* One stream in a checkpoint's "streams": 16 hex ':' seq ':' 64 hex ';' */
 #define CKPT_ENTRY_MAX (STREAM_ID_LEN + 1 + 20 + 1 + HEX_HASH_LEN + 1)
 #define CKPT_LIST_MAX (LANES * CKPT_ENTRY_MAX)
+#define CKPT_KEY_MAX 320 /* HF_META_AUDIT_CHECKPOINT "." node */
 /* Chunks double from the first (a CLI run writes a few records) up to the largest (~9000 records
  * of ~450 bytes: a claim every ~10 ms at 800k records/s). */
 #define CHUNK_FIRST (32u << 10)
@@ -1279,18 +1280,27 @@ static char *ckpt_list(struct hf_audit *a, char *list)
     return p;
 }
 
+bool hf_audit_checkpoint_key(const char *node, char *out, size_t len)
+{
+    int n = node && *node ? snprintf(out, len, "%s.%s", HF_META_AUDIT_CHECKPOINT, node)
+                          : snprintf(out, len, "%s", HF_META_AUDIT_CHECKPOINT);
+
+    return n >= 0 && (size_t)n < len;
+}
+
 /* Records the last durable checkpoint in the store (without it, a log emptied or replaced
  * whole could not be told from a fresh one). Under the checkpoint lane's lock. */
 static void ckpt_publish(struct hf_audit *a)
 {
-    char value[24 + HEX_HASH_LEN];
-    CK_RV rv;
+    char value[24 + HEX_HASH_LEN], key[CKPT_KEY_MAX];
+    CK_RV rv = CKR_FUNCTION_FAILED;
 
     if (!a->store || a->ckpt_pending_seq == 0 || atomic_load(&a->durable_seq) < a->ckpt_pending_seq)
         return;
     snprintf(value, sizeof(value), "%llu %s", (unsigned long long)a->ckpt_pending_seq,
              a->ckpt_pending);
-    if ((rv = hf_store_meta_set(a->store, HF_META_AUDIT_CHECKPOINT, value)) != CKR_OK)
+    if (!hf_audit_checkpoint_key(a->node, key, sizeof(key)) ||
+        (rv = hf_store_meta_set(a->store, key, value)) != CKR_OK)
         hf_log_warn("audit: cannot record checkpoint %s in the store: 0x%lx", value,
                     (unsigned long)rv);
     a->ckpt_pending_seq = 0;
@@ -2414,12 +2424,16 @@ static void verify_state_free(struct verify_state *vs)
  * the file before it was recorded, so it is in whatever is read after. */
 static CK_RV store_checkpoint_read(struct verify_state *vs, struct hf_audit_verify_result *result)
 {
-    char *v = NULL;
+    char *v = NULL, key[CKPT_KEY_MAX];
     const char *sp;
     CK_RV rv;
 
     if (!vs->vc->store) return CKR_OK;
-    rv = hf_store_meta_get(vs->vc->store, HF_META_AUDIT_CHECKPOINT, &v);
+    if (!hf_audit_checkpoint_key(vs->vc->node, key, sizeof(key))) {
+        snprintf(result->reason, sizeof(result->reason), "the node name is too long");
+        return CKR_ARGUMENTS_BAD;
+    }
+    rv = hf_store_meta_get(vs->vc->store, key, &v);
     if (rv == CKR_KEY_HANDLE_INVALID) return CKR_OK; /* no keyed checkpoint was ever recorded */
     if (rv != CKR_OK) {
         snprintf(result->reason, sizeof(result->reason), "cannot read the store's checkpoint");
@@ -2428,8 +2442,7 @@ static CK_RV store_checkpoint_read(struct verify_state *vs, struct hf_audit_veri
     sp = strchr(v, ' ');
     if (!sp || strlen(sp + 1) != HEX_HASH_LEN ||
         hex_decode(sp + 1, HEX_HASH_LEN, vs->store_ckpt) != 0) {
-        snprintf(result->reason, sizeof(result->reason), "the store's %s is malformed",
-                 HF_META_AUDIT_CHECKPOINT);
+        snprintf(result->reason, sizeof(result->reason), "the store's %.100s is malformed", key);
         rv = CKR_FUNCTION_FAILED;
     } else {
         vs->store_has_ckpt = true;

@@ -23,10 +23,12 @@
  *    written since and once more at close, a checkpoint record (in a stream of its own) whose
  *    "streams" member names every open stream's last seq and hash and whose "sig" is
  *    HMAC_HSM(HF_AUDIT_CHECKPOINT_LABEL, "holdfast-audit-checkpoint" || its stream id ||
- *    streams). Once a checkpoint is durable its hash is recorded in the store
- *    (HF_META_AUDIT_CHECKPOINT). The verifier fails when a record a checkpoint names is missing,
- *    or when the file lacks the checkpoint the store names (an emptied, shortened or replaced
- *    log); records no checkpoint covers are reported as unanchored.
+ *    streams). Once a checkpoint is durable its hash is recorded in the store, under the
+ *    writer's node (hf_audit_checkpoint_key): the nodes of a cluster share one store but each
+ *    writes a log of its own, and one key for all would name another node's checkpoint. The
+ *    verifier fails when a record a checkpoint names is missing, or when the file lacks the
+ *    checkpoint the store names for its node (an emptied, shortened or replaced log); records
+ *    no checkpoint covers are reported as unanchored.
  *  - Verification re-derives each k0 through the token: it needs the HSM, like writing does.
  * A log opened without an HSM writes the legacy unkeyed form: hash = SHA-256(prev || bytes), no
  * nonce. The verifier accepts unkeyed streams only before the file's first keyed stream (a log
@@ -70,6 +72,10 @@ struct hf_store;
 #define HF_AUDIT_CHECKPOINT_LABEL "holdfast-audit-checkpoint"
 #define HF_META_AUDIT_CHECKPOINT "audit.checkpoint"
 #define HF_AUDIT_CHECKPOINT_INTERVAL_MS 1000
+
+/* The store key of node's latest checkpoint: HF_META_AUDIT_CHECKPOINT, then "." and node when
+ * there is one (NULL or ""). false when it does not fit in out. */
+bool hf_audit_checkpoint_key(const char *node, char *out, size_t len);
 
 struct hf_audit_config {
     const char *path; /* created 0600 if missing; not a regular file (a FIFO): write() per record */
@@ -152,6 +158,7 @@ struct hf_audit_verify_config {
     const char *path;
     struct hf_hsm *hsm;     /* borrowed; NULL: a keyed stream fails (it cannot be checked) */
     struct hf_store *store; /* borrowed; NULL: the store's checkpoint is not compared */
+    const char *node;       /* the writers' node, whose checkpoint in the store is compared */
     bool allow_torn_tail;   /* false: a torn record (a writer killed mid-write) fails */
     bool strict;            /* unanchored records fail */
 };

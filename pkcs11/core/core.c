@@ -476,6 +476,7 @@ CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool a
     struct hf_audit_verify_config vc = {.path = path  ? path
                                                 : cfg ? cfg->audit_path
                                                       : NULL,
+                                        .node = cfg ? cfg->node : NULL,
                                         .allow_torn_tail = allow_torn_tail,
                                         .strict = strict};
     const char *pin = NULL;

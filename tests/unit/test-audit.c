@@ -1568,6 +1568,7 @@ static CK_RV keyed_verify(const struct keyed *k, const char *path, struct hf_hsm
     struct hf_audit_verify_config vc = {.path = path ? path : k->path,
                                         .hsm = h,
                                         .store = k->store,
+                                        .node = "node-a", /* config_for's */
                                         .allow_torn_tail = torn_ok,
                                         .strict = strict};
     return hf_audit_verify_keyed(&vc, res);
@@ -1629,7 +1630,7 @@ static void test_a_keyed_log_verifies_with_its_token_only(void)
     CU_ASSERT_EQUAL(res.checkpoints, 1);
     CU_ASSERT_EQUAL(res.unanchored, 0);
     CU_ASSERT_EQUAL(res.legacy, 0);
-    CU_ASSERT_EQUAL(hf_store_meta_get(k.store, HF_META_AUDIT_CHECKPOINT, &v), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_meta_get(k.store, HF_META_AUDIT_CHECKPOINT ".node-a", &v), CKR_OK);
     CU_ASSERT_PTR_NOT_NULL(v);
     free(v);
     /* No token, or another token's keys: nothing can be checked. */
@@ -1731,6 +1732,41 @@ static void test_an_emptied_log_fails(void)
     CU_ASSERT_EQUAL(truncate(k.path, 0), 0);
     CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "emptied"));
+    keyed_teardown(&k);
+}
+
+/* A cluster: two nodes share the store and the token, each writes a log of its own. Each log
+ * verifies as its node's (one checkpoint key for both named the last writer's), not as the
+ * other's, and an emptied one still fails. */
+static void test_nodes_sharing_a_store_keep_their_own_checkpoints(void)
+{
+    struct hf_audit_verify_result res;
+    struct keyed k;
+    struct hf_audit_config cfg;
+    struct hf_audit *b = NULL;
+    char path_b[256];
+
+    keyed_setup(&k);
+    keyed_session(&k, hsm_a, 3);
+    new_path(path_b, sizeof(path_b));
+    cfg = config_for(path_b);
+    cfg.node = "node-b";
+    cfg.hsm = hsm_a;
+    cfg.store = k.store;
+    cfg.checkpoint_interval_ms = 3600000;
+    CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &b), CKR_OK);
+    append_op(b, "encrypt", "bob", CKR_OK);
+    hf_audit_close(b);
+    struct hf_audit_verify_config vc = {.path = path_b, .hsm = hsm_a, .store = k.store};
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    vc.node = "node-b";
+    CU_ASSERT_EQUAL(hf_audit_verify_keyed(&vc, &res), CKR_OK);
+    vc.node = "node-a";
+    CU_ASSERT_EQUAL(hf_audit_verify_keyed(&vc, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "the store records a checkpoint the log lacks"));
+    CU_ASSERT_EQUAL(truncate(k.path, 0), 0);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    unlink(path_b);
     keyed_teardown(&k);
 }
 
@@ -1982,6 +2018,8 @@ static CU_TestInfo keyed_tests[] = {
     {"removing the final stream fails", test_removing_the_final_stream_fails},
     {"a replaced log (freshly hashed, or another key) fails", test_a_replaced_log_fails},
     {"an emptied log fails", test_an_emptied_log_fails},
+    {"nodes sharing a store keep their own checkpoints",
+     test_nodes_sharing_a_store_keep_their_own_checkpoints},
     {"a forged record fails", test_a_forged_record_fails},
     {"a torn last record fails unless allowed", test_a_torn_last_record_fails_unless_allowed},
     {"checkpoints come periodically and anchor what was written",
