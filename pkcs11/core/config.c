@@ -69,6 +69,7 @@ static const struct config_key config_keys[] = {
     {"cache", "max_keys", V_UINT, FIELD(cache_max_keys), 1, 16777216},
     {"pools", "queue_max", V_UINT, FIELD(pool_queue_max), 0, 65536},
     {"pools", "queue_wait_ms", V_UINT, FIELD(pool_queue_wait_ms), 1, 600000},
+    {"pools", "call_timeout_ms", V_UINT, FIELD(pool_call_timeout_ms), 1, 3600000},
 };
 
 /* Parser state. libinih's handler is not told the line number (INI_HANDLER_LINENO is a build
@@ -384,6 +385,7 @@ static void scalars_default(struct hf_config *cfg)
     cfg->pin_attempts = 10;
     cfg->pool_queue_max = HF_POOL_QUEUE_MAX_DEFAULT;
     cfg->pool_queue_wait_ms = HF_POOL_QUEUE_WAIT_MS;
+    cfg->pool_call_timeout_ms = HF_POOL_CALL_TIMEOUT_MS;
 }
 
 const char *hf_config_default_path(void)

@@ -49,6 +49,8 @@ struct hf_config {
      * pool, and for how long, before the API's throttling answer (pool.h). Per node, not in the
      * store: they weigh this node's threads against its clients' timeouts. */
     unsigned pool_queue_max, pool_queue_wait_ms;
+    /* [pools] call_timeout_ms: a member whose call runs longer goes out of service (pool.h) */
+    unsigned pool_call_timeout_ms;
 };
 
 /* Path of the config file to use when none is given: $HOLDFAST_CONF, else

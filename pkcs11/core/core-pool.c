@@ -520,7 +520,8 @@ static CK_RV pool_entry_open(struct hf_core *core, struct pool_entry *e, struct 
 {
     struct hf_store_pool def = {0};
     struct hf_pool_options opts = {.queue_max = core->cfg->pool_queue_max,
-                                   .queue_wait_ms = core->cfg->pool_queue_wait_ms};
+                                   .queue_wait_ms = core->cfg->pool_queue_wait_ms,
+                                   .call_timeout_ms = core->cfg->pool_call_timeout_ms};
     struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
     size_t n;
     CK_RV rv;

@@ -85,6 +85,7 @@ struct member {
     bool healthy, disabled;
     bool stale; /* hf_pool_member_stale: on_member_back is due on the probe thread */
     unsigned in_flight;
+    uint64_t *started_us; /* concurrency slots: when each call in flight started; 0: free */
     uint64_t calls, queued, failures, failovers, last_latency_us;
     uint64_t latency[HF_POOL_LATENCY_BUCKETS];
 };
@@ -328,20 +329,33 @@ static CK_RV call_trampoline(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESS
     return c->fn(hsm, c->member, f, s, c->arg);
 }
 
+/* The call's start in a free slot of member i (one exists: in_flight is within concurrency),
+ * for the probe thread's look at calls that run too long. */
+static size_t start_note(struct member *m, uint64_t t0)
+{
+    size_t j = 0;
+
+    while (j + 1 < m->concurrency && m->started_us[j] != 0)
+        j++;
+    m->started_us[j] = t0 | 1; /* never 0, which means free */
+    return j;
+}
+
 /* One attempt on member i, whose slot the caller holds; called and returns with the lock
  * held, dropping it across the backend call. */
 static CK_RV attempt_run(struct hf_pool *pool, size_t i, struct hf_hsm *hsm, hf_pool_fn fn,
                          void *arg)
 {
     struct call c = {fn, arg, i};
-    uint64_t t0;
+    uint64_t t0 = now_us();
+    size_t slot = start_note(&pool->members[i], t0);
     CK_RV rv;
 
     pthread_mutex_unlock(&pool->lock);
-    t0 = now_us();
     rv = hf_hsm_run(hsm, call_trampoline, &c);
     t0 = now_us() - t0;
     pthread_mutex_lock(&pool->lock);
+    pool->members[i].started_us[slot] = 0;
     member_release(pool, i, t0);
     return rv;
 }
@@ -496,6 +510,41 @@ static bool member_probe(struct hf_pool *pool, size_t i)
     return back;
 }
 
+/* How long member i's oldest call in flight has run (0: none). Under the lock. */
+static uint64_t oldest_call_us(const struct hf_pool *pool, size_t i, uint64_t now)
+{
+    const struct member *m = &pool->members[i];
+    uint64_t oldest = 0;
+
+    for (size_t j = 0; j < m->concurrency; j++)
+        if (m->started_us[j] != 0 && now - m->started_us[j] > oldest)
+            oldest = now - m->started_us[j];
+    return oldest;
+}
+
+static bool call_is_stuck(const struct hf_pool *pool, size_t i, uint64_t now)
+{
+    return oldest_call_us(pool, i, now) > (uint64_t)pool->opts.call_timeout_ms * 1000u;
+}
+
+/* Members in service with a call past call_timeout_ms go out. Under the lock. */
+static void stuck_calls_check(struct hf_pool *pool)
+{
+    uint64_t now = now_us();
+
+    for (size_t i = 0; i < pool->n; i++) {
+        struct member *m = &pool->members[i];
+        if (!m->healthy || !call_is_stuck(pool, i, now)) continue;
+        m->healthy = false;
+        m->failures++;
+        hf_log_warn("pool: member %s out of service: a call has run %llu ms (call_timeout_ms "
+                    "%u); it stays out until that call returns",
+                    m->name, (unsigned long long)(oldest_call_us(pool, i, now) / 1000u),
+                    pool->opts.call_timeout_ms);
+        wake_all(pool);
+    }
+}
+
 static void *probe_main(void *arg)
 {
     struct hf_pool *pool = arg;
@@ -506,10 +555,13 @@ static void *probe_main(void *arg)
         while (!pool->stopping &&
                pthread_cond_timedwait(&pool->probe_cond, &pool->lock, &deadline) != ETIMEDOUT)
             ;
+        stuck_calls_check(pool);
         for (size_t i = 0; i < pool->n && !pool->stopping; i++) {
             struct member *m = &pool->members[i];
             bool back;
             if (m->disabled || (m->healthy && !m->stale)) continue;
+            /* Its module may hang the probe as it hangs that call. */
+            if (!m->healthy && call_is_stuck(pool, i, now_us())) continue;
             /* A healthy member marked stale gets on_member_back without a probe: it never left
              * service, it only lacks something (hf_pool_member_stale). */
             back = m->healthy;
@@ -542,6 +594,7 @@ static void member_free(struct member *m)
     free(m->token_label);
     free(m->lock_path);
     hf_secmem_free(m->pin, m->pin_len + 1);
+    free(m->started_us);
 }
 
 static CK_RV member_init(struct member *m, const struct hf_pool_member_spec *spec)
@@ -556,8 +609,9 @@ static CK_RV member_init(struct member *m, const struct hf_pool_member_spec *spe
     m->token_label = strdup(spec->token_label);
     m->lock_path = spec->lock_path != NULL ? strdup(spec->lock_path) : NULL;
     m->pin = hf_secmem_alloc(m->pin_len + 1);
+    m->started_us = calloc(m->concurrency, sizeof(*m->started_us));
     if (m->name == NULL || m->module_path == NULL || m->token_label == NULL || m->pin == NULL ||
-        (spec->lock_path != NULL && m->lock_path == NULL))
+        m->started_us == NULL || (spec->lock_path != NULL && m->lock_path == NULL))
         return CKR_HOST_MEMORY;
     memcpy(m->pin, spec->pin, m->pin_len);
     return CKR_OK;
@@ -616,6 +670,7 @@ CK_RV hf_pool_open(const struct hf_pool_member_spec *members, size_t n_members,
         pool->opts.queue_max = HF_POOL_QUEUE_MAX_DEFAULT;
     if (pool->opts.queue_wait_ms == 0) pool->opts.queue_wait_ms = HF_POOL_QUEUE_WAIT_MS;
     if (pool->opts.probe_interval_ms == 0) pool->opts.probe_interval_ms = HF_POOL_PROBE_INTERVAL_MS;
+    if (pool->opts.call_timeout_ms == 0) pool->opts.call_timeout_ms = HF_POOL_CALL_TIMEOUT_MS;
     pthread_mutex_init(&pool->lock, NULL);
     cond_init_monotonic(&pool->free_cond);
     cond_init_monotonic(&pool->idle_cond);

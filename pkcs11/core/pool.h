@@ -12,6 +12,11 @@
  *   the member out and the call is retried once on another healthy member. Other results are
  *   the caller's answer and fail nobody over.
  * - No healthy member: HF_POOL_RV_UNAVAILABLE at once.
+ * - A call still running after call_timeout_ms (an HSM that stopped answering, a network HSM
+ *   whose server died mid-call) takes its member out of service too, so that nothing more is
+ *   sent there; the probe leaves the member alone until that call returns. The call itself
+ *   cannot be cut short: PKCS#11 has no cancel, and a caller freed early would have its buffers
+ *   written by the call when it does return. Its caller waits for it.
  * - A probe thread tries each member out of service every probe_interval_ms (hf_hsm_probe,
  *   re-opening the member when that fails, then the caller's probe_fn) and puts it back when the
  *   probe passes, then calls on_member_back.
@@ -41,6 +46,7 @@ struct hf_pool;
 #define HF_POOL_PROBE_INTERVAL_MS 200
 #define HF_POOL_QUEUE_MAX_DEFAULT 256
 #define HF_POOL_QUEUE_WAIT_MS 2000
+#define HF_POOL_CALL_TIMEOUT_MS 10000
 /* Latency histogram: bucket i counts calls that took [2^i, 2^(i+1)) microseconds (bucket 0 also
  * takes 0 us), the last bucket everything from 2^(HF_POOL_LATENCY_BUCKETS-1) us (~8.4 s) up. */
 #define HF_POOL_LATENCY_BUCKETS 24
@@ -73,6 +79,7 @@ struct hf_pool_options {
     size_t queue_max;           /* callers that may wait for a free member; 0: none waits */
     unsigned queue_wait_ms;     /* longest wait in the queue; 0: HF_POOL_QUEUE_WAIT_MS */
     unsigned probe_interval_ms; /* 0: HF_POOL_PROBE_INTERVAL_MS */
+    unsigned call_timeout_ms;   /* a call running longer takes its member out; 0: the default */
     /* Run on a member out of service after hf_hsm_probe passed; the member comes back only when
      * it returns CKR_OK too. NULL: hf_hsm_probe alone decides. */
     hf_pool_fn probe_fn;

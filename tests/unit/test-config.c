@@ -101,6 +101,7 @@ static void test_defaults_live_under_the_state_dir(void)
     CU_ASSERT_EQUAL(cfg.cache_max_keys, 4096);
     CU_ASSERT_EQUAL(cfg.pool_queue_max, 256);
     CU_ASSERT_EQUAL(cfg.pool_queue_wait_ms, 2000);
+    CU_ASSERT_EQUAL(cfg.pool_call_timeout_ms, 10000);
     gethostname(host, sizeof(host) - 1);
     CU_ASSERT_STRING_EQUAL(cfg.node, host);
     hf_config_free(&cfg);
@@ -148,7 +149,7 @@ static void test_every_key_is_read(void)
              "[audit]\npath = /a/audit.log ; inline comment\nsync_interval_ms = 20\n"
              "success_events = off\n"
              "[cache]\nmax_keys = 17\n"
-             "[pools]\nqueue_max = 0\nqueue_wait_ms = 150\n",
+             "[pools]\nqueue_max = 0\nqueue_wait_ms = 150\ncall_timeout_ms = 900\n",
              pin_path);
     CU_ASSERT_EQUAL_FATAL(conf_load(text, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_STRING_EQUAL(cfg.path, conf_path);
@@ -169,6 +170,7 @@ static void test_every_key_is_read(void)
     CU_ASSERT_EQUAL(cfg.cache_max_keys, 17);
     CU_ASSERT_EQUAL(cfg.pool_queue_max, 0); /* nobody waits: a busy pool throttles at once */
     CU_ASSERT_EQUAL(cfg.pool_queue_wait_ms, 150);
+    CU_ASSERT_EQUAL(cfg.pool_call_timeout_ms, 900);
     hf_config_free(&cfg);
 }
 
@@ -539,7 +541,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 20);
+    CU_ASSERT_EQUAL(keys, 21);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
@@ -560,6 +562,7 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_EQUAL(cfg.cache_max_keys, def.cache_max_keys);
     CU_ASSERT_EQUAL(cfg.pool_queue_max, def.pool_queue_max);
     CU_ASSERT_EQUAL(cfg.pool_queue_wait_ms, def.pool_queue_wait_ms);
+    CU_ASSERT_EQUAL(cfg.pool_call_timeout_ms, def.pool_call_timeout_ms);
     CU_ASSERT_EQUAL(cfg.pin_attempts, def.pin_attempts);
     CU_ASSERT_EQUAL(def.pin_attempts, 10);
     hf_config_free(&cfg);

@@ -32,6 +32,7 @@ struct faults {
     atomic_uint injected[2];          /* random failures handed out */
     atomic_uint ran[2];               /* calls that reached the member */
     atomic_uint back[2];              /* on_member_back calls */
+    atomic_uint probed[2];            /* probe_check calls */
     pthread_mutex_t mu;               /* guards hold and held */
     pthread_cond_t cv;
     bool hold[2];     /* calls on the member wait while set */
@@ -48,6 +49,7 @@ static void faults_reset(void)
         atomic_store(&faults.injected[i], 0);
         atomic_store(&faults.ran[i], 0);
         atomic_store(&faults.back[i], 0);
+        atomic_store(&faults.probed[i], 0);
         faults.hold[i] = false;
         faults.held[i] = 0;
     }
@@ -115,6 +117,7 @@ static CK_RV probe_check(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR
     CK_RV rv = atomic_load(&ft->fail_rv[member]);
 
     (void)hsm;
+    atomic_fetch_add(&ft->probed[member], 1);
     return rv != CKR_OK ? rv : f->C_GetSessionInfo(s, &info);
 }
 
@@ -128,6 +131,8 @@ static void member_back(struct hf_pool *pool, size_t member, void *arg)
 
 /* ---- a pool of the two tokens ---------------------------------------------------------------- */
 
+static unsigned call_timeout_ms; /* for the next pool_open; 0: the default */
+
 static struct hf_pool *pool_open(unsigned concurrency, size_t queue_max, unsigned probe_ms)
 {
     struct hf_pool_member_spec specs[2] = {
@@ -138,6 +143,7 @@ static struct hf_pool *pool_open(unsigned concurrency, size_t queue_max, unsigne
         .queue_max = queue_max,
         .queue_wait_ms = 3000,
         .probe_interval_ms = probe_ms,
+        .call_timeout_ms = call_timeout_ms,
         .probe_fn = probe_check,
         .probe_arg = &faults,
         .on_member_back = member_back,
@@ -372,6 +378,54 @@ static void test_a_member_comes_back_through_the_probe_once(void)
     for (int i = 0; i < 4; i++)
         CU_ASSERT_EQUAL(hf_pool_run(pool, work, &faults), CKR_OK);
     CU_ASSERT_TRUE(atomic_load(&faults.ran[A]) > ran);
+    hf_pool_close(pool);
+}
+
+/* A call that does not return (held on A) takes A out once it has run call_timeout_ms: the next
+ * calls all go to B, the probe does not touch A while that call runs, and A comes back after it
+ * returned. */
+static void test_a_call_past_its_timeout_takes_its_member_out(void)
+{
+    struct hf_pool *pool;
+    struct hf_pool_member_status st[2];
+    struct caller slow;
+    uint64_t t0, out_after;
+    unsigned probed;
+
+    call_timeout_ms = 300;
+    pool = pool_open(2, 8, 20);
+    call_timeout_ms = 0;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pool);
+    hold_set(A, true);
+    CU_ASSERT_FATAL(caller_start(&slow, pool)); /* a fresh pool's first call goes to A */
+    CU_ASSERT_FATAL(held_wait(A, 1));
+    t0 = ms_now();
+    do {
+        sleep_ms(10);
+        status(pool, st);
+    } while (st[A].healthy && ms_now() - t0 < 3000);
+    out_after = ms_now() - t0;
+    CU_ASSERT_FALSE(st[A].healthy);
+    CU_ASSERT(out_after >= 250); /* not before its timeout */
+    CU_ASSERT_EQUAL(st[A].in_flight, 1);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(hf_pool_run(pool, work, &faults), CKR_OK);
+    CU_ASSERT_EQUAL(atomic_load(&faults.ran[A]), 1);
+    CU_ASSERT_EQUAL(atomic_load(&faults.ran[B]), 4);
+    probed = atomic_load(&faults.probed[A]);
+    sleep_ms(200); /* ten probe rounds */
+    CU_ASSERT_EQUAL(atomic_load(&faults.probed[A]), probed);
+    CU_ASSERT_FALSE(atomic_load(&slow.done));
+
+    hold_set(A, false);
+    pthread_join(slow.thread, NULL);
+    CU_ASSERT_EQUAL(slow.rv, CKR_OK);
+    t0 = ms_now();
+    do {
+        sleep_ms(10);
+        status(pool, st);
+    } while (!st[A].healthy && ms_now() - t0 < 2000);
+    CU_ASSERT_TRUE(st[A].healthy);
     hf_pool_close(pool);
 }
 
@@ -653,6 +707,8 @@ int main(void)
          test_both_members_failing_is_device_error_at_once},
         {"a member comes back through the probe, once",
          test_a_member_comes_back_through_the_probe_once},
+        {"a call past its timeout takes its member out",
+         test_a_call_past_its_timeout_takes_its_member_out},
         {"next call goes to the member with fewer in flight",
          test_next_call_goes_to_the_member_with_fewer_in_flight},
         {"a caller waits while every member is at its limit",
