@@ -8,7 +8,7 @@ HF_BUILD_PACKAGES="build-essential autoconf automake libtool autoconf-archive pk
   libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev"
 HF_RUN_PACKAGES="openssl p11-kit softhsm2 sqlite3"
 HF_TEST_PACKAGES="opensc gnutls-bin libnss3-tools valgrind python3 python3-cryptography python3-pykcs11 procps
-  psmisc curl gnuplot-nox"
+  psmisc curl gnuplot-nox haproxy"
 
 hf_missing_packages() {
     for p in $HF_BUILD_PACKAGES $HF_RUN_PACKAGES $HF_TEST_PACKAGES; do

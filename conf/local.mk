@@ -30,3 +30,7 @@ conf/holdfastd.service: $(top_srcdir)/conf/holdfastd.service.in Makefile
 # OCI External KMS: sample sections for holdfastd.conf (gateway/plugins/oci-ekms/README.md).
 holdfastconf_DATA += conf/oci-ekms.conf.sample
 EXTRA_DIST += conf/oci-ekms.conf.sample
+# A two-node loopback cluster behind HAProxy (conf/cluster/README.md); not installed, a sample to
+# copy. tests/integration/cluster.sh runs it.
+EXTRA_DIST += conf/cluster/README.md conf/cluster/haproxy.cfg conf/cluster/node1.conf \
+	conf/cluster/node2.conf conf/cluster/holdfast-node1.conf conf/cluster/holdfast-node2.conf

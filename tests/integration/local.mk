@@ -36,3 +36,7 @@ INTEGRATION_TESTS += tests/integration/exit-safety.sh
 # Issue 14, must-show 1: XKS through holdfastd on a clone pool whose member dies and comes back,
 # under hf-load (pool-xks-failover.sh; about 50 s).
 INTEGRATION_TESTS += tests/integration/pool-xks-failover.sh
+
+# Issue 15: two holdfastd nodes on one store behind HAProxy (conf/cluster/), one killed and one
+# drained under hf-load (cluster.sh; about 35 s).
+INTEGRATION_TESTS += tests/integration/cluster.sh
