@@ -179,6 +179,19 @@ static void sleep_ms(unsigned ms)
     nanosleep(&ts, NULL);
 }
 
+/* Waits (up to ms) until member's health is want; whether it came. */
+static bool health_wait(struct hf_pool *pool, int member, bool want, unsigned ms)
+{
+    struct hf_pool_member_status st[2];
+    uint64_t t0 = ms_now();
+
+    do {
+        sleep_ms(10);
+        status(pool, st);
+    } while (st[member].healthy != want && ms_now() - t0 < ms);
+    return st[member].healthy == want;
+}
+
 /* A caller on its own thread. */
 struct caller {
     pthread_t thread;
@@ -350,7 +363,6 @@ static void test_a_member_comes_back_through_the_probe_once(void)
 {
     struct hf_pool *pool = pool_open(2, 8, 50);
     struct hf_pool_member_status st[2];
-    uint64_t t0;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(pool);
     atomic_store(&faults.fail_rv[A], CKR_DEVICE_ERROR);
@@ -364,12 +376,7 @@ static void test_a_member_comes_back_through_the_probe_once(void)
     CU_ASSERT_EQUAL(atomic_load(&faults.back[A]), 0);
 
     atomic_store(&faults.fail_rv[A], CKR_OK);
-    t0 = ms_now();
-    do {
-        sleep_ms(10);
-        status(pool, st);
-    } while (!st[A].healthy && ms_now() - t0 < 2000);
-    CU_ASSERT_TRUE(st[A].healthy);
+    CU_ASSERT_TRUE(health_wait(pool, A, true, 2000));
     sleep_ms(200); /* more probe rounds: a member in service is not probed, nor called back */
     CU_ASSERT_EQUAL(atomic_load(&faults.back[A]), 1);
     CU_ASSERT_EQUAL(atomic_load(&faults.back[B]), 0);
@@ -389,7 +396,7 @@ static void test_a_call_past_its_timeout_takes_its_member_out(void)
     struct hf_pool *pool;
     struct hf_pool_member_status st[2];
     struct caller slow;
-    uint64_t t0, out_after;
+    uint64_t t0;
     unsigned probed;
 
     call_timeout_ms = 300;
@@ -400,13 +407,9 @@ static void test_a_call_past_its_timeout_takes_its_member_out(void)
     CU_ASSERT_FATAL(caller_start(&slow, pool)); /* a fresh pool's first call goes to A */
     CU_ASSERT_FATAL(held_wait(A, 1));
     t0 = ms_now();
-    do {
-        sleep_ms(10);
-        status(pool, st);
-    } while (st[A].healthy && ms_now() - t0 < 3000);
-    out_after = ms_now() - t0;
-    CU_ASSERT_FALSE(st[A].healthy);
-    CU_ASSERT(out_after >= 250); /* not before its timeout */
+    CU_ASSERT_TRUE(health_wait(pool, A, false, 3000));
+    CU_ASSERT(ms_now() - t0 >= 250); /* not before its timeout */
+    status(pool, st);
     CU_ASSERT_EQUAL(st[A].in_flight, 1);
     for (int i = 0; i < 4; i++)
         CU_ASSERT_EQUAL(hf_pool_run(pool, work, &faults), CKR_OK);
@@ -420,12 +423,7 @@ static void test_a_call_past_its_timeout_takes_its_member_out(void)
     hold_set(A, false);
     pthread_join(slow.thread, NULL);
     CU_ASSERT_EQUAL(slow.rv, CKR_OK);
-    t0 = ms_now();
-    do {
-        sleep_ms(10);
-        status(pool, st);
-    } while (!st[A].healthy && ms_now() - t0 < 2000);
-    CU_ASSERT_TRUE(st[A].healthy);
+    CU_ASSERT_TRUE(health_wait(pool, A, true, 2000));
     hf_pool_close(pool);
 }
 
