@@ -44,11 +44,12 @@ CK_RV core_pool_version(struct hf_core *core, const struct hf_key_version *v, st
 /* core-pool-sync.c, clone and export pools (source-pool.h). core_pool_key_generate makes the key
  * of version v, labelled v->uuid, in pool name as the pool's mode says, and sets v->kek_label
  * ("pool:NAME/MEMBER" in plain mode, "pool:NAME" otherwise) and, in export mode, v->wrapped: the
- * key wrapped under the pool's backup KEK.
+ * key wrapped under the pool's backup KEK; for an RSA key (plain mode only,
+ * CKR_TEMPLATE_INCONSISTENT otherwise) v->public_der too.
  * core_pool_repl_establish puts the replication key on every member in service (at open);
  * core_pool_resync copies to member every live version of the pool it lacks and removes the
  * destroyed ones it holds (the probe thread's on_member_back). */
-CK_RV core_pool_key_generate(struct hf_core *core, const char *name, unsigned bits,
+CK_RV core_pool_key_generate(struct hf_core *core, const char *name, enum hf_alg alg, unsigned bits,
                              struct hf_key_version *v);
 void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_pool *pool);
 void core_pool_resync(struct hf_core *core, const char *name, struct hf_pool *pool, size_t member);

@@ -161,7 +161,7 @@ static CK_RV version_build(struct hf_core *core, const char *key_uuid, unsigned 
     return hf_local_seal(core->local, m, v);
 }
 
-/* The new version numbered n of key (source "pool:NAME"), its AES key generated inside the pool
+/* The new version numbered n of key (source "pool:NAME"), its key generated inside the pool
  * (on one member, or on all in clone and export mode: core_pool_key_generate) and labelled with
  * the version's UUID; the row records where it lives (key.h), and no material but an export
  * pool's backup blob.
@@ -174,7 +174,7 @@ static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, 
 
     *made = false;
     version_init(key->uuid, n, now, v);
-    if ((rv = core_pool_key_generate(core, name, key->bits, v)) != CKR_OK) {
+    if ((rv = core_pool_key_generate(core, name, key->alg, key->bits, v)) != CKR_OK) {
         hf_log_error("key '%s': pool %s could not generate version %u (0x%lx)", key->name, name, n,
                      (unsigned long)rv);
         return rv;
@@ -183,7 +183,7 @@ static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, 
     return CKR_OK;
 }
 
-/* A pool key's rules: AES only (the only mechanism served is AES-GCM), never exportable (the
+/* A pool key's rules: AES (AES-GCM served) or RSA (plain pools only), never exportable (the
  * object is not extractable), never imported (material that was once in clear is no pool
  * key's), and a pool that exists: CKR_KEY_HANDLE_INVALID when it does not. */
 static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spec, bool import)
@@ -196,8 +196,8 @@ static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spe
         hf_log_info("key '%s': a pool key is generated in the pool, never imported", spec->name);
         return CKR_FUNCTION_NOT_SUPPORTED;
     }
-    if (spec->alg != HF_ALG_AES) {
-        hf_log_info("key '%s': pool keys are AES for now", spec->name);
+    if (spec->alg != HF_ALG_AES && spec->alg != HF_ALG_RSA) {
+        hf_log_info("key '%s': pool keys are AES or RSA for now", spec->name);
         return CKR_KEY_SIZE_RANGE;
     }
     if (spec->exportable) {
@@ -211,6 +211,11 @@ static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spe
     }
     rv = hf_store_pool_get(core->store, name, &pool);
     if (rv == CKR_KEY_HANDLE_INVALID) hf_log_error("there is no pool named '%s'", name);
+    /* Refused before anything is made (core_pool_key_generate says why). */
+    if (rv == CKR_OK && spec->alg == HF_ALG_RSA && pool.mode != HF_POOL_MODE_PLAIN) {
+        hf_log_info("key '%s': RSA keys need a plain-mode pool for now", spec->name);
+        rv = CKR_TEMPLATE_INCONSISTENT;
+    }
     hf_store_pool_clear(&pool);
     return rv;
 }

@@ -97,7 +97,23 @@ void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_
 
 /* ---- generating a version ---- */
 
-CK_RV core_pool_key_generate(struct hf_core *core, const char *name, unsigned bits,
+/* An RSA pair in a plain pool: its private key on the member that made it, its public key in
+ * the row (public_der), as a local RSA version keeps it. */
+static CK_RV rsa_generate(struct hf_pool *pool, unsigned bits, struct hf_key_version *v,
+                          size_t *member)
+{
+    unsigned char *der = NULL;
+    size_t der_len = 0;
+    CK_RV rv = hf_pool_key_generate_rsa(pool, bits, v->uuid, member, &der, &der_len);
+
+    if (rv != CKR_OK) return rv;
+    free(v->public_der);
+    v->public_der = der;
+    v->public_der_len = der_len;
+    return CKR_OK;
+}
+
+CK_RV core_pool_key_generate(struct hf_core *core, const char *name, enum hf_alg alg, unsigned bits,
                              struct hf_key_version *v)
 {
     struct hf_pool_member_status st[HF_POOL_MEMBERS_MAX];
@@ -112,9 +128,17 @@ CK_RV core_pool_key_generate(struct hf_core *core, const char *name, unsigned bi
     if ((rv = hf_store_pool_get(core->store, name, &def)) != CKR_OK) return rv;
     mode = def.mode;
     hf_store_pool_clear(&def);
+    /* A private key copied between members is a wrap that has not been proved on every token
+     * yet: RSA keys stay on the member that made them. */
+    if (alg == HF_ALG_RSA && mode != HF_POOL_MODE_PLAIN) {
+        hf_log_info("pool %s: RSA keys need a plain-mode pool for now", name);
+        return CKR_TEMPLATE_INCONSISTENT;
+    }
     if ((rv = core_pool_use(core, name, &pool)) != CKR_OK) return rv;
     if (mode == HF_POOL_MODE_PLAIN) {
-        if ((rv = hf_pool_key_generate(pool, bits, v->uuid, &member)) != CKR_OK) return rv;
+        rv = alg == HF_ALG_RSA ? rsa_generate(pool, bits, v, &member)
+                               : hf_pool_key_generate(pool, bits, v->uuid, &member);
+        if (rv != CKR_OK) return rv;
         if (member >= hf_pool_status(pool, st, HF_POOL_MEMBERS_MAX)) return CKR_GENERAL_ERROR;
         snprintf(place, sizeof(place), "%s%s/%s", HF_KEY_SOURCE_POOL_PREFIX, name, st[member].name);
     } else {

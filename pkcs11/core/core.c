@@ -559,11 +559,20 @@ CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf
                           struct hf_material **out)
 {
     if (core == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
-    /* A pool version's material never leaves its member: only hf_core_key_gcm uses it. */
+    /* A pool version's material never leaves its member: only hf_core_key_gcm and
+     * hf_core_key_rsa_* use it. */
     if (hf_key_version_is_in_pool(v)) return CKR_KEY_FUNCTION_NOT_PERMITTED;
     CK_RV rv = hf_local_material_as(core->local, alg, v, out);
     if (rv == CKR_WRAPPED_KEY_INVALID) material_refused(core, v);
     return rv;
+}
+
+/* The pool and member of a live pool version (the pool opened on first use). */
+static CK_RV pool_version_open(struct hf_core *core, const struct hf_key_version *v,
+                               struct hf_pool **pool, size_t *member)
+{
+    if (v->state == HF_STATE_DESTROYED) return CKR_KEY_HANDLE_INVALID;
+    return core_pool_version(core, v, pool, member);
 }
 
 CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
@@ -588,8 +597,48 @@ CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
         hf_material_unref(m);
         return rv;
     }
-    if (v->state == HF_STATE_DESTROYED) return CKR_KEY_HANDLE_INVALID;
-    if ((rv = core_pool_version(core, v, &pool, &member)) != CKR_OK) return rv;
+    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
     return hf_pool_key_gcm(pool, member, v->uuid, encrypt, iv, ivlen, aad, aadlen, taglen, in,
                            inlen, out, outlen);
+}
+
+/* RSA decrypt (sign false) or sign with v's private key, wherever it is. */
+static CK_RV key_rsa(struct hf_core *core, const struct hf_key *key, const struct hf_key_version *v,
+                     bool sign, const struct hf_asym_params *p, const unsigned char *in,
+                     size_t inlen, unsigned char *out, size_t *outlen)
+{
+    struct hf_material *m = NULL;
+    struct hf_pool *pool = NULL;
+    size_t member = 0;
+    CK_RV rv;
+
+    if (core == NULL || key == NULL || v == NULL || p == NULL) return CKR_ARGUMENTS_BAD;
+    if (key->alg != HF_ALG_RSA) return CKR_KEY_TYPE_INCONSISTENT;
+    if (!hf_key_version_is_in_pool(v)) {
+        rv = hf_core_material_as(core, key->alg, v, &m);
+        if (rv == CKR_OK)
+            rv = sign ? hf_asym_sign(m, p, in, inlen, out, outlen)
+                      : hf_asym_decrypt(m, p, in, inlen, out, outlen);
+        hf_material_unref(m);
+        return rv;
+    }
+    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
+    return hf_pool_key_rsa(pool, member, v->uuid, sign, p, (key->bits + 7) / 8, in, inlen, out,
+                           outlen);
+}
+
+CK_RV hf_core_key_rsa_decrypt(struct hf_core *core, const struct hf_key *key,
+                              const struct hf_key_version *v, const struct hf_asym_params *p,
+                              const unsigned char *in, size_t inlen, unsigned char *out,
+                              size_t *outlen)
+{
+    return key_rsa(core, key, v, false, p, in, inlen, out, outlen);
+}
+
+CK_RV hf_core_key_rsa_sign(struct hf_core *core, const struct hf_key *key,
+                           const struct hf_key_version *v, const struct hf_asym_params *p,
+                           const unsigned char *in, size_t inlen, unsigned char *out,
+                           size_t *outlen)
+{
+    return key_rsa(core, key, v, true, p, in, inlen, out, outlen);
 }

@@ -231,7 +231,8 @@ uint64_t hf_core_pool_latency_quantile_us(const uint64_t latency[HF_POOL_LATENCY
                                           double q);
 
 /* The usable material of a version (local source: unwrapped once, then cached). New reference.
- * A pool version has none here: CKR_KEY_FUNCTION_NOT_PERMITTED (hf_core_key_gcm uses it). */
+ * A pool version has none here: CKR_KEY_FUNCTION_NOT_PERMITTED (hf_core_key_gcm and
+ * hf_core_key_rsa_* use it). */
 CK_RV hf_core_material(struct hf_core *core, const struct hf_key_version *v,
                        struct hf_material **out);
 /* The same naming the key's algorithm (hf_local_material_as): generic secrets need it. */
@@ -247,6 +248,20 @@ CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
                       const struct hf_key_version *v, bool encrypt, const unsigned char *iv,
                       size_t ivlen, const unsigned char *aad, size_t aadlen, size_t taglen,
                       const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
+
+/* RSA decryption and signature with version v of key (an RSA key), wherever its private key
+ * is, as hf_core_key_gcm: in process (hf_asym_decrypt / hf_asym_sign, whose arguments and
+ * results these take) or in the member that holds it (hf_pool_key_rsa: the same paddings and
+ * parameters, and the same CKR_ENCRYPTED_DATA_INVALID for a ciphertext that does not decrypt),
+ * plus the pool's results. Public-key work needs neither: v->public_der has the key. */
+CK_RV hf_core_key_rsa_decrypt(struct hf_core *core, const struct hf_key *key,
+                              const struct hf_key_version *v, const struct hf_asym_params *p,
+                              const unsigned char *in, size_t inlen, unsigned char *out,
+                              size_t *outlen);
+CK_RV hf_core_key_rsa_sign(struct hf_core *core, const struct hf_key *key,
+                           const struct hf_key_version *v, const struct hf_asym_params *p,
+                           const unsigned char *in, size_t inlen, unsigned char *out,
+                           size_t *outlen);
 
 /* Current time in seconds, and a monotonic clock in microseconds (latency). */
 int64_t hf_now(void);

@@ -14,6 +14,7 @@
 #include <openssl/ec.h>
 #include <openssl/encoder.h>
 #include <openssl/err.h>
+#include <openssl/param_build.h>
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
@@ -445,29 +446,72 @@ done:
     return rv;
 }
 
-CK_RV hf_material_public_der(const struct hf_material *m, unsigned char **der, size_t *len)
+static CK_RV pubkey_der(EVP_PKEY *pkey, unsigned char **der, size_t *len)
 {
     unsigned char *buf = NULL, *p;
     int n;
     CK_RV rv = CKR_FUNCTION_FAILED;
 
-    if (m == NULL || der == NULL || len == NULL) return CKR_ARGUMENTS_BAD;
-    if (m->pkey == NULL) return CKR_KEY_TYPE_INCONSISTENT;
     ERR_set_mark();
     /* Sized first so the result is plain malloc memory the caller frees with free(). */
-    if ((n = i2d_PUBKEY(m->pkey, NULL)) <= 0) goto done;
+    if ((n = i2d_PUBKEY(pkey, NULL)) <= 0) goto done;
     if ((buf = malloc((size_t)n)) == NULL) {
         rv = CKR_HOST_MEMORY;
         goto done;
     }
     p = buf;
-    if (i2d_PUBKEY(m->pkey, &p) != n) goto done;
+    if (i2d_PUBKEY(pkey, &p) != n) goto done;
     *der = buf;
     *len = (size_t)n;
     buf = NULL;
     rv = CKR_OK;
 done:
     free(buf);
+    ERR_pop_to_mark();
+    return rv;
+}
+
+CK_RV hf_material_public_der(const struct hf_material *m, unsigned char **der, size_t *len)
+{
+    if (m == NULL || der == NULL || len == NULL) return CKR_ARGUMENTS_BAD;
+    if (m->pkey == NULL) return CKR_KEY_TYPE_INCONSISTENT;
+    return pubkey_der(m->pkey, der, len);
+}
+
+CK_RV hf_rsa_public_der(const unsigned char *n, size_t nlen, const unsigned char *e, size_t elen,
+                        unsigned bits, unsigned char **der, size_t *len)
+{
+    OSSL_PARAM_BLD *bld = NULL;
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *ctx = NULL;
+    EVP_PKEY *pkey = NULL;
+    BIGNUM *bn_n = NULL, *bn_e = NULL;
+    CK_RV rv = CKR_HOST_MEMORY;
+
+    if (n == NULL || e == NULL || der == NULL || len == NULL || nlen > INT_MAX || elen > INT_MAX)
+        return CKR_ARGUMENTS_BAD;
+    if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
+    ERR_set_mark();
+    if ((bn_n = BN_bin2bn(n, (int)nlen, NULL)) == NULL ||
+        (bn_e = BN_bin2bn(e, (int)elen, NULL)) == NULL || (bld = OSSL_PARAM_BLD_new()) == NULL ||
+        !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n) ||
+        !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e) ||
+        (params = OSSL_PARAM_BLD_to_param(bld)) == NULL ||
+        (ctx = EVP_PKEY_CTX_new_from_name(libctx, "RSA", NULL)) == NULL)
+        goto done;
+    rv = CKR_ATTRIBUTE_VALUE_INVALID;
+    if (EVP_PKEY_fromdata_init(ctx) <= 0 ||
+        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0 ||
+        (unsigned)EVP_PKEY_get_bits(pkey) != bits)
+        goto done;
+    rv = pubkey_der(pkey, der, len);
+done:
+    EVP_PKEY_free(pkey);
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(bld);
+    BN_free(bn_n);
+    BN_free(bn_e);
     ERR_pop_to_mark();
     return rv;
 }

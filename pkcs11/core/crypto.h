@@ -35,6 +35,11 @@ CK_RV hf_material_from_params(enum hf_alg alg, OSSL_PARAM *params, struct hf_mat
 CK_RV hf_material_to_bytes(const struct hf_material *m, unsigned char **bytes, size_t *len);
 /* SubjectPublicKeyInfo DER (RSA, EC); malloc'd. CKR_KEY_TYPE_INCONSISTENT for AES. */
 CK_RV hf_material_public_der(const struct hf_material *m, unsigned char **der, size_t *len);
+/* The SubjectPublicKeyInfo DER (malloc'd) of the RSA public key (n, e), big-endian bytes as
+ * PKCS#11's CKA_MODULUS and CKA_PUBLIC_EXPONENT hold them: a key made in an HSM, which hands out
+ * only its components. A modulus of other than bits is CKR_ATTRIBUTE_VALUE_INVALID. */
+CK_RV hf_rsa_public_der(const unsigned char *n, size_t nlen, const unsigned char *e, size_t elen,
+                        unsigned bits, unsigned char **der, size_t *len);
 struct hf_material *hf_material_ref(struct hf_material *m);
 void hf_material_unref(struct hf_material *m);
 enum hf_alg hf_material_alg(const struct hf_material *m);
@@ -100,6 +105,12 @@ CK_RV hf_asym_encrypt(EVP_PKEY *pub, const struct hf_asym_params *p, const unsig
                       size_t inlen, unsigned char *out, size_t *outlen);
 CK_RV hf_asym_verify(EVP_PKEY *pub, const struct hf_asym_params *p, const unsigned char *in,
                      size_t inlen, const unsigned char *sig, size_t siglen);
+
+/* The message in em, the k-byte block an RSA private key gave for an OAEP ciphertext, per p
+ * (md, mgf1_md, label): CKR_ENCRYPTED_DATA_INVALID when it is no such block (crypto-oaep.c).
+ * out holds *outlen bytes; at most k - 2 * hLen - 2 are written. */
+CK_RV hf_rsa_oaep_decode(const struct hf_asym_params *p, const unsigned char *em, size_t k,
+                         unsigned char *out, size_t *outlen);
 
 /* Digests by OpenSSL name ("SHA256"); out must hold EVP_MAX_MD_SIZE. */
 CK_RV hf_digest(const char *md, const unsigned char *in, size_t inlen, unsigned char *out,

@@ -9,7 +9,7 @@ libholdfast_core_la_SOURCES = \
 	pkcs11/core/core.c pkcs11/core/core.h pkcs11/core/core-internal.h pkcs11/core/core-key.c \
 	pkcs11/core/core-object.c pkcs11/core/core-pool.c pkcs11/core/core-pool-status.c \
 	pkcs11/core/crypto.c pkcs11/core/crypto.h pkcs11/core/crypto-sym.c pkcs11/core/crypto-sym.h \
-	pkcs11/core/crypto-ed25519.c \
+	pkcs11/core/crypto-ed25519.c pkcs11/core/crypto-oaep.c \
 	pkcs11/core/curve.c pkcs11/core/curve.h \
 	pkcs11/core/file.c pkcs11/core/file.h \
 	pkcs11/core/hsm.c pkcs11/core/hsm.h pkcs11/core/hsm-providers.c pkcs11/core/hsm-providers.h \

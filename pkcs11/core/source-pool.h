@@ -17,19 +17,31 @@
  * - Export mode: clone mode, and each version is also kept in the store wrapped under the pool's
  *   backup KEK, so an empty token can be re-seeded (holdfast pool restore).
  *
- * AES only, and AES-GCM only for now: other mechanisms answer CKR_MECHANISM_INVALID above. */
+ * AES keys (AES-GCM only for now) in every mode; RSA keys (decrypt and sign) in plain mode only
+ * for now. Other mechanisms answer CKR_MECHANISM_INVALID above. */
 #ifndef HF_SOURCE_POOL_H
 #define HF_SOURCE_POOL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "crypto.h"
 #include "key.h"
 #include "pool.h"
 
 /* Generates an AES key of bits inside a healthy member: a token object, sensitive and never
  * extractable, labelled label (the version UUID). *member is the member it was made on. */
 CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *label, size_t *member);
+
+/* The largest RSA modulus a pool key has (RSA-4096), in bytes. */
+#define HF_POOL_RSA_MAX_BYTES 512
+
+/* Generates an RSA key pair of bits (2048, 3072, 4096; public exponent 65537) inside a healthy
+ * member: the private key a token object (class CKO_PRIVATE_KEY, labelled label, sensitive,
+ * never extractable, decrypt and sign only); the public key not kept there, but handed out as
+ * SubjectPublicKeyInfo DER (*der malloc'd) for the store. Plain mode only for now. */
+CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *label,
+                               size_t *member, unsigned char **der, size_t *der_len);
 
 /* The member argument for a clone-mode key, which is on every member. */
 #define HF_POOL_KEY_ANY_MEMBER ((size_t)-1)
@@ -50,6 +62,19 @@ CK_RV hf_pool_key_gcm(struct hf_pool *pool, size_t member, const char *label, bo
                       const unsigned char *iv, size_t ivlen, const unsigned char *aad,
                       size_t aadlen, size_t taglen, const unsigned char *in, size_t inlen,
                       unsigned char *out, size_t *outlen);
+
+/* RSA with the private key labelled label in member: a decryption (sign false) or a signature
+ * of in, with p's padding, hashes, salt and label as the local source takes them (crypto.h's
+ * hf_asym_params: PKCS#1 v1.5, OAEP, PSS, raw; md NULL signs a digest or a DigestInfo as it is),
+ * mapped onto the member's CKM_RSA_* mechanisms. k: the modulus's bytes. out NULL asks for the
+ * size (k, an upper bound for a decryption); otherwise *outlen is out's capacity, and a short
+ * buffer is CKR_BUFFER_TOO_SMALL with the size set. A ciphertext that does not decrypt is
+ * CKR_ENCRYPTED_DATA_INVALID, as the local source answers, and never takes the member out. A
+ * token that refuses OAEP with the hash asked for (SoftHSMv2 2.6 takes SHA-1 only) decrypts the
+ * block raw and it is decoded here. */
+CK_RV hf_pool_key_rsa(struct hf_pool *pool, size_t member, const char *label, bool sign,
+                      const struct hf_asym_params *p, size_t k, const unsigned char *in,
+                      size_t inlen, unsigned char *out, size_t *outlen);
 
 /* Destroys the object labelled label on member (HF_POOL_KEY_ANY_MEMBER: on every member it can
  * reach, the first failure answered); CKR_OK when there is none. */

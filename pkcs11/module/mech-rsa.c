@@ -155,7 +155,11 @@ CK_RV hf_rsa_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, un
         *outlen = k;
         return CKR_OK;
     }
-    rv = hf_asym_decrypt(op->material, &op->asym, in, inlen, plain, &len);
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        rv = hf_core_key_rsa_decrypt(hf_mod.core, &op->obj->key, &op->obj->version, &op->asym, in,
+                                     inlen, plain, &len);
+    else
+        rv = hf_asym_decrypt(op->material, &op->asym, in, inlen, plain, &len);
     if (rv != CKR_OK) goto done;
     *outlen = len;
     if (cap < len) {
@@ -184,6 +188,9 @@ CK_RV hf_rsa_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsig
 
     if (rv == CKR_OK) rv = hf_mech_out_check(out, outlen, modulus_bytes(op));
     if (rv != CKR_OK || out == NULL) return rv;
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        return hf_core_key_rsa_sign(hf_mod.core, &op->obj->key, &op->obj->version, &op->asym, in,
+                                    inlen, out, outlen);
     return hf_asym_sign(op->material, &op->asym, in, inlen, out, outlen);
 }
 
