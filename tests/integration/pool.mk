@@ -12,3 +12,6 @@ EXTRA_DIST += tests/integration/pool-clone.sh
 # Export-mode pools: backups in the store, a replaced member token restored from them.
 TESTS += tests/integration/pool-export.sh
 EXTRA_DIST += tests/integration/pool-export.sh
+# RSA keys in a plain pool: made in a member, SAP HYOK's OAEP decrypt and PSS sign through it.
+TESTS += tests/integration/pool-rsa.sh
+EXTRA_DIST += tests/integration/pool-rsa.sh
