@@ -215,7 +215,8 @@ static void reload(const char *config_path)
 /* Until a stop: SIGHUP reloads; SIGINT stops at once; SIGTERM drains for drain_ms (a balancer
  * sees /healthz fail and moves its traffic while every request that still comes is served),
  * then stops, or at once on a second SIGTERM or a SIGINT (or when signals cannot be waited for,
- * as before draining existed). */
+ * as before draining existed). A SIGHUP while draining is ignored: systemd was told STOPPING,
+ * and a reload would tell it READY again. */
 static void signals_serve(const sigset_t *sigs, const char *config_path, unsigned drain_ms)
 {
     uint64_t drain_until = 0;
@@ -232,7 +233,10 @@ static void signals_serve(const sigset_t *sigs, const char *config_path, unsigne
             return;
         }
         if (sig == SIGHUP) {
-            reload(config_path);
+            if (drain_until == 0)
+                reload(config_path);
+            else
+                hf_gw_log_info("reload ignored: draining");
             continue;
         }
         if (sig == SIGTERM && drain_until == 0 && drain_ms > 0) {

@@ -162,10 +162,12 @@ code=$(curl -s $TLS -o "$T/direct.out" -w '%{http_code}' --aws-sigv4 "aws:amz:us
     --user "$AKID:$SEC" -H 'Content-Type: application/json' --data-binary "@$T/enc.json" \
     "https://127.0.0.1:$P2/kms/xks/v1/keys/k/encrypt")
 check "$code" 200 "an XKS encrypt sent straight to node 2 while it drains"
+kill -HUP "$PID2" # ignored: a reload would tell systemd READY again
 node_reap 2
 check "$node_rc" 0 "node 2's exit status after its drain"
 [ "$node_ms" -ge 2000 ] || hf_fail "node 2 stopped $node_ms ms after SIGTERM: no drain"
 grep -q '"draining on signal 15' "$T/node2.log" || hf_fail "node 2 logged no start of its drain"
+grep -q '"reload ignored: draining' "$T/node2.log" || hf_fail "node 2 reloaded while draining"
 echo "cluster: node 2 exited 0, $node_ms ms after SIGTERM (drain_ms 2000)"
 
 wait "$LOAD_PID"
