@@ -506,8 +506,14 @@ CK_RV hf_pool_key_rsa(struct hf_pool *pool, size_t member, const char *label, bo
     }
     /* Into em first: whether the member fell back to a raw block is known only afterwards. */
     rv = key_run(pool, member, &c, 0, em, &em_len);
+    if (rv == CKR_OK && c.fell_back && em_len < k) {
+        /* A raw result is a number: a token may leave out its leading zero bytes, and an OAEP
+         * block always starts with one. */
+        memmove(em + (k - em_len), em, em_len);
+        memset(em, 0, k - em_len);
+    }
     if (rv == CKR_OK && c.fell_back)
-        rv = em_len == k ? rsa_oaep_finish(p, em, k, out, outlen) : CKR_ENCRYPTED_DATA_INVALID;
+        rv = rsa_oaep_finish(p, em, k, out, outlen);
     else if (rv == CKR_OK)
         rv = out_put(em, em_len, out, outlen);
 done:

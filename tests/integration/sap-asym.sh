@@ -81,23 +81,7 @@ PKI=$HF_PKI
 PIN=$(sap_pin dc)
 
 # ---- holdfastd: SAP on mTLS, /healthz on plain loopback HTTP ----
-PORT=$(hf_free_port)
-SAP_PORT=$(hf_free_port)
-[ "$PORT" != "$SAP_PORT" ] || hf_skip "free ports collided"
-CONF="$HF_TMP/holdfastd.conf"
-cat >"$CONF" <<EOC
-$(hf_gateway_section "sap-hyok" 256k "127.0.0.1:$PORT")
-
-$(sap_listener "$SAP_PORT")
-
-[plugin:sap-hyok]
-path = $SAP_PLUGIN
-
-[sap-hyok:$KS]
-tenant = $SAP_TENANT
-pins = $PIN
-EOC
-hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$CONF"
+sap_gateway_start 256k "$KS" "$PIN"
 
 # ---- calls ----
 AUDIT_EXPECT="$HF_TMP/audit-expect"

@@ -8,6 +8,10 @@
 #   sap_pin NAME         print the SHA-256 of NAME.pem's DER (the keystore's pin), lower hex
 #   sap_listener PORT    print a [listener:sap] section: TLS on 127.0.0.1:PORT, client
 #                        certificates required and chained to CA sap, serving sap-hyok
+#   sap_gateway_start MAX_BODY KEYSTORE PIN   holdfastd started (hf_gateway_start) with
+#                        /healthz on plain loopback HTTP (PORT) and sap_listener on SAP_PORT,
+#                        both free ports it picks, serving KEYSTORE for SAP_TENANT to the client
+#                        certificate pinned PIN; its configuration in $HF_TMP/holdfastd.conf
 #   sap_key_uuid REF     print the UUID of key REF (holdfast --json key show)
 #   sap_md [MEMBERS]     print a body: request_metadata from SAP_TENANT, SAP_GROUP,
 #                        SAP_USER_TYPE, SAP_REQUEST_ID (an empty one is left out), then MEMBERS
@@ -61,6 +65,25 @@ sap_listener() {
     printf '[listener:sap]\nlisten = 127.0.0.1:%s\ncert = %s\nkey = %s\nclient_ca = %s\n' \
         "$1" "$HF_PKI/server.pem" "$HF_PKI/server.key" "$HF_PKI/sap.pem"
     printf 'client_certificate = required\nplugins = sap-hyok\n'
+}
+
+sap_gateway_start() {
+    PORT=$(hf_free_port)
+    SAP_PORT=$(hf_free_port)
+    [ "$PORT" != "$SAP_PORT" ] || hf_skip "free ports collided"
+    cat >"$HF_TMP/holdfastd.conf" <<EOC
+$(hf_gateway_section "sap-hyok" "$1" "127.0.0.1:$PORT")
+
+$(sap_listener "$SAP_PORT")
+
+[plugin:sap-hyok]
+path = $SAP_PLUGIN
+
+[sap-hyok:$2]
+tenant = $SAP_TENANT
+pins = $3
+EOC
+    hf_gateway_start "http://127.0.0.1:$PORT" "$HOLDFASTD" -f -c "$HF_TMP/holdfastd.conf"
 }
 
 sap_key_uuid() {
