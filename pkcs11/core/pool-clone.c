@@ -448,7 +448,7 @@ static CK_RV repl_copy(struct hf_pool *pool, const char *repl_label, size_t hold
     struct oaep_call c = {.rsa = &rsa, .repl_label = repl_label};
     CK_RV rv;
 
-    if ((rv = hf_pool_run_on(pool, dst, rsa_pair_fn, &rsa)) != CKR_OK) return rv;
+    if ((rv = hf_pool_run_on_slow(pool, dst, rsa_pair_fn, &rsa)) != CKR_OK) return rv;
     for (size_t i = 0; i < sizeof(hashes) / sizeof(hashes[0]); i++) {
         c.params = (CK_RSA_PKCS_OAEP_PARAMS){
             .hashAlg = hashes[i], .mgf = mgfs[i], .source = CKZ_DATA_SPECIFIED};
@@ -479,5 +479,5 @@ CK_RV hf_pool_repl_ensure(struct hf_pool *pool, const char *repl_label, size_t m
         return rv;
     }
     if (!may_generate) return CKR_KEY_HANDLE_INVALID;
-    return hf_pool_run_on(pool, member, repl_gen_fn, (void *)repl_label);
+    return hf_pool_run_on_slow(pool, member, repl_gen_fn, (void *)repl_label);
 }

@@ -85,9 +85,14 @@ struct member {
     bool healthy, disabled;
     bool stale; /* hf_pool_member_stale: on_member_back is due on the probe thread */
     unsigned in_flight;
-    uint64_t *started_us; /* concurrency slots: when each call in flight started; 0: free */
+    struct call_slot *slots; /* concurrency of them: the calls in flight */
     uint64_t calls, queued, failures, failovers, last_latency_us;
     uint64_t latency[HF_POOL_LATENCY_BUCKETS];
+};
+
+/* A call in flight, for the probe thread's look at calls that run too long. */
+struct call_slot {
+    uint64_t started_us, due_us; /* due_us 0: the slot is free */
 };
 
 /* A caller in the queue: on its own stack, linked while it waits. Each has its own condition
@@ -331,36 +336,36 @@ static CK_RV call_trampoline(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESS
 
 /* The call's start in a free slot of member i (one exists: in_flight is within concurrency),
  * for the probe thread's look at calls that run too long. */
-static size_t start_note(struct member *m, uint64_t t0)
+static size_t start_note(struct member *m, uint64_t t0, unsigned timeout_ms)
 {
     size_t j = 0;
 
-    while (j + 1 < m->concurrency && m->started_us[j] != 0)
+    while (j + 1 < m->concurrency && m->slots[j].due_us != 0)
         j++;
-    m->started_us[j] = t0 | 1; /* never 0, which means free */
+    m->slots[j] = (struct call_slot){t0, t0 + (uint64_t)timeout_ms * 1000u + 1};
     return j;
 }
 
 /* One attempt on member i, whose slot the caller holds; called and returns with the lock
  * held, dropping it across the backend call. */
 static CK_RV attempt_run(struct hf_pool *pool, size_t i, struct hf_hsm *hsm, hf_pool_fn fn,
-                         void *arg)
+                         void *arg, unsigned timeout_ms)
 {
     struct call c = {fn, arg, i};
     uint64_t t0 = now_us();
-    size_t slot = start_note(&pool->members[i], t0);
+    size_t slot = start_note(&pool->members[i], t0, timeout_ms);
     CK_RV rv;
 
     pthread_mutex_unlock(&pool->lock);
     rv = hf_hsm_run(hsm, call_trampoline, &c);
     t0 = now_us() - t0;
     pthread_mutex_lock(&pool->lock);
-    pool->members[i].started_us[slot] = 0;
+    pool->members[i].slots[slot].due_us = 0;
     member_release(pool, i, t0);
     return rv;
 }
 
-CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg)
+static CK_RV pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg, unsigned timeout_ms)
 {
     struct hf_hsm *hsm = NULL;
     size_t a = NO_MEMBER, b = NO_MEMBER;
@@ -371,7 +376,7 @@ CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg)
     pthread_mutex_lock(&pool->lock);
     pool->callers++;
     if ((rv = member_acquire(pool, NO_MEMBER, NO_MEMBER, false, &a, &hsm)) != CKR_OK) goto done;
-    rv = attempt_run(pool, a, hsm, fn, arg);
+    rv = attempt_run(pool, a, hsm, fn, arg, timeout_ms);
     if ((first = rv_classify(rv)) == RV_ANSWER) goto done;
     if (first == RV_DEVICE) member_fail(pool, a, rv);
 
@@ -382,7 +387,7 @@ CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg)
         goto done;
     }
     pool->members[a].failovers++;
-    retry_rv = attempt_run(pool, b, hsm, fn, arg);
+    retry_rv = attempt_run(pool, b, hsm, fn, arg, timeout_ms);
     switch (rv_classify(retry_rv)) {
     case RV_DEVICE:
         member_fail(pool, b, retry_rv);
@@ -406,7 +411,25 @@ done:
     return rv;
 }
 
-CK_RV hf_pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg)
+CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg)
+{
+    return pool ? pool_run(pool, fn, arg, pool->opts.call_timeout_ms) : CKR_ARGUMENTS_BAD;
+}
+
+static unsigned slow_timeout_ms(const struct hf_pool *pool)
+{
+    unsigned slow = HF_POOL_SLOW_CALL_TIMEOUT_MS;
+
+    return pool->opts.call_timeout_ms > slow ? pool->opts.call_timeout_ms : slow;
+}
+
+CK_RV hf_pool_run_slow(struct hf_pool *pool, hf_pool_fn fn, void *arg)
+{
+    return pool ? pool_run(pool, fn, arg, slow_timeout_ms(pool)) : CKR_ARGUMENTS_BAD;
+}
+
+static CK_RV pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg,
+                         unsigned timeout_ms)
 {
     struct hf_hsm *hsm = NULL;
     size_t a = NO_MEMBER;
@@ -416,7 +439,7 @@ CK_RV hf_pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *a
     pthread_mutex_lock(&pool->lock);
     pool->callers++;
     if ((rv = member_acquire(pool, NO_MEMBER, member, false, &a, &hsm)) != CKR_OK) goto done;
-    rv = attempt_run(pool, a, hsm, fn, arg);
+    rv = attempt_run(pool, a, hsm, fn, arg, timeout_ms);
     /* Nowhere else to go: the member is taken out as hf_pool_run would, a suspect result is
      * the caller's answer (nobody can check it). */
     if (rv_classify(rv) == RV_DEVICE) {
@@ -427,6 +450,17 @@ done:
     if (--pool->callers == 0 && pool->stopping) pthread_cond_broadcast(&pool->idle_cond);
     pthread_mutex_unlock(&pool->lock);
     return rv;
+}
+
+CK_RV hf_pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg)
+{
+    return pool ? pool_run_on(pool, member, fn, arg, pool->opts.call_timeout_ms)
+                : CKR_ARGUMENTS_BAD;
+}
+
+CK_RV hf_pool_run_on_slow(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg)
+{
+    return pool ? pool_run_on(pool, member, fn, arg, slow_timeout_ms(pool)) : CKR_ARGUMENTS_BAD;
 }
 
 /* ---- the probe thread ------------------------------------------------------------------------ */
@@ -510,37 +544,31 @@ static bool member_probe(struct hf_pool *pool, size_t i)
     return back;
 }
 
-/* How long member i's oldest call in flight has run (0: none). Under the lock. */
-static uint64_t oldest_call_us(const struct hf_pool *pool, size_t i, uint64_t now)
+/* Member i's call in flight that is past its time, if any: its slot. Under the lock. */
+static const struct call_slot *stuck_call(const struct hf_pool *pool, size_t i, uint64_t now)
 {
     const struct member *m = &pool->members[i];
-    uint64_t oldest = 0;
 
     for (size_t j = 0; j < m->concurrency; j++)
-        if (m->started_us[j] != 0 && now - m->started_us[j] > oldest)
-            oldest = now - m->started_us[j];
-    return oldest;
+        if (m->slots[j].due_us != 0 && now > m->slots[j].due_us) return &m->slots[j];
+    return NULL;
 }
 
-static bool call_is_stuck(const struct hf_pool *pool, size_t i, uint64_t now)
-{
-    return oldest_call_us(pool, i, now) > (uint64_t)pool->opts.call_timeout_ms * 1000u;
-}
-
-/* Members in service with a call past call_timeout_ms go out. Under the lock. */
+/* Members in service with a call past its time go out. Under the lock. */
 static void stuck_calls_check(struct hf_pool *pool)
 {
     uint64_t now = now_us();
 
     for (size_t i = 0; i < pool->n; i++) {
         struct member *m = &pool->members[i];
-        if (!m->healthy || !call_is_stuck(pool, i, now)) continue;
+        const struct call_slot *c = m->healthy ? stuck_call(pool, i, now) : NULL;
+        if (c == NULL) continue;
         m->healthy = false;
         m->failures++;
-        hf_log_warn("pool: member %s out of service: a call has run %llu ms (call_timeout_ms "
-                    "%u); it stays out until that call returns",
-                    m->name, (unsigned long long)(oldest_call_us(pool, i, now) / 1000u),
-                    pool->opts.call_timeout_ms);
+        hf_log_warn("pool: member %s out of service: a call has run %llu ms, past its limit of "
+                    "%llu ms; it stays out until that call returns",
+                    m->name, (unsigned long long)((now - c->started_us) / 1000u),
+                    (unsigned long long)((c->due_us - c->started_us) / 1000u));
         wake_all(pool);
     }
 }
@@ -561,7 +589,7 @@ static void *probe_main(void *arg)
             bool back;
             if (m->disabled || (m->healthy && !m->stale)) continue;
             /* Its module may hang the probe as it hangs that call. */
-            if (!m->healthy && call_is_stuck(pool, i, now_us())) continue;
+            if (!m->healthy && stuck_call(pool, i, now_us()) != NULL) continue;
             /* A healthy member marked stale gets on_member_back without a probe: it never left
              * service, it only lacks something (hf_pool_member_stale). */
             back = m->healthy;
@@ -594,7 +622,7 @@ static void member_free(struct member *m)
     free(m->token_label);
     free(m->lock_path);
     hf_secmem_free(m->pin, m->pin_len + 1);
-    free(m->started_us);
+    free(m->slots);
 }
 
 static CK_RV member_init(struct member *m, const struct hf_pool_member_spec *spec)
@@ -609,9 +637,9 @@ static CK_RV member_init(struct member *m, const struct hf_pool_member_spec *spe
     m->token_label = strdup(spec->token_label);
     m->lock_path = spec->lock_path != NULL ? strdup(spec->lock_path) : NULL;
     m->pin = hf_secmem_alloc(m->pin_len + 1);
-    m->started_us = calloc(m->concurrency, sizeof(*m->started_us));
+    m->slots = calloc(m->concurrency, sizeof(*m->slots));
     if (m->name == NULL || m->module_path == NULL || m->token_label == NULL || m->pin == NULL ||
-        m->started_us == NULL || (spec->lock_path != NULL && m->lock_path == NULL))
+        m->slots == NULL || (spec->lock_path != NULL && m->lock_path == NULL))
         return CKR_HOST_MEMORY;
     memcpy(m->pin, spec->pin, m->pin_len);
     return CKR_OK;

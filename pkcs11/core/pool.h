@@ -47,6 +47,9 @@ struct hf_pool;
 #define HF_POOL_QUEUE_MAX_DEFAULT 256
 #define HF_POOL_QUEUE_WAIT_MS 2000
 #define HF_POOL_CALL_TIMEOUT_MS 10000
+/* hf_pool_run_slow's calls: an RSA-4096 pair takes seconds on a real HSM, and more than 10 s on
+ * SoftHSMv2 under valgrind. */
+#define HF_POOL_SLOW_CALL_TIMEOUT_MS 300000
 /* Latency histogram: bucket i counts calls that took [2^i, 2^(i+1)) microseconds (bucket 0 also
  * takes 0 us), the last bucket everything from 2^(HF_POOL_LATENCY_BUCKETS-1) us (~8.4 s) up. */
 #define HF_POOL_LATENCY_BUCKETS 24
@@ -125,12 +128,19 @@ void hf_pool_close(struct hf_pool *pool);
  * HF_POOL_RV_UNAVAILABLE. arg is borrowed for the call. */
 CK_RV hf_pool_run(struct hf_pool *pool, hf_pool_fn fn, void *arg);
 
+/* hf_pool_run for work that is slow by nature (key generation): its calls have
+ * HF_POOL_SLOW_CALL_TIMEOUT_MS (or call_timeout_ms, if longer) before they take their member out
+ * of service. */
+CK_RV hf_pool_run_slow(struct hf_pool *pool, hf_pool_fn fn, void *arg);
+
 /* Runs fn on member (the order of the specs) alone, for work only that member can do (a key
  * that lives on it: a plain-mode pool's keys, store.h): queued and throttled as hf_pool_run, but
  * never moved elsewhere; a device-class result takes the member out and answers
  * HF_POOL_RV_UNAVAILABLE, as does the member being out of service. CKR_ARGUMENTS_BAD for a
  * member out of range. */
 CK_RV hf_pool_run_on(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg);
+/* hf_pool_run_on with hf_pool_run_slow's time limit. */
+CK_RV hf_pool_run_on_slow(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg);
 
 /* Marks member as lacking something the layer above keeps on every member (a clone-mode key,
  * source-pool.h): on its next round (probe_interval_ms at most), the probe thread calls

@@ -70,7 +70,7 @@ CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *labe
     if (bits != 128 && bits != 192 && bits != 256) return CKR_KEY_SIZE_RANGE;
     /* A member that made the key and then failed before answering leaves an orphan there; the
      * retry's member is the one recorded. */
-    rv = hf_pool_run(pool, gen_fn, &g);
+    rv = hf_pool_run_slow(pool, gen_fn, &g);
     if (rv == CKR_OK) *member = g.member;
     return rv;
 }
@@ -145,7 +145,7 @@ CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *
         return CKR_ARGUMENTS_BAD;
     if (bits != 2048 && bits != 3072 && bits != 4096) return CKR_KEY_SIZE_RANGE;
     /* As hf_pool_key_generate: the retry's member is the one recorded. */
-    if ((rv = hf_pool_run(pool, rsa_gen_fn, &g)) != CKR_OK) return rv;
+    if ((rv = hf_pool_run_slow(pool, rsa_gen_fn, &g)) != CKR_OK) return rv;
     rv = hf_rsa_public_der(g.n, g.n_len, g.e, g.e_len, bits, der, der_len);
     if (rv == CKR_OK)
         *member = g.member;
@@ -181,7 +181,7 @@ CK_RV hf_pool_key_generate_clone(struct hf_pool *pool, unsigned bits, const char
 
     if (pool == NULL || label == NULL || repl_label == NULL) return CKR_ARGUMENTS_BAD;
     if (bits != 128 && bits != 192 && bits != 256) return CKR_KEY_SIZE_RANGE;
-    if ((rv = hf_pool_run(pool, gen_fn, &g)) != CKR_OK) return rv;
+    if ((rv = hf_pool_run_slow(pool, gen_fn, &g)) != CKR_OK) return rv;
     clone_spread(pool, repl_label, label, g.member);
     return CKR_OK;
 }

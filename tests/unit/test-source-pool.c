@@ -119,10 +119,6 @@ static int suite_init(void)
 {
     CK_RV rv = hf_test_pool_suite_setup(&env, &core, &who, TOKEN_A, TOKEN_B, PIN_ENV, 2);
 
-    /* The core borrows env.cfg and opens each pool on first use, which is after this. An RSA
-     * key pair takes SoftHSMv2 over 10 s under valgrind: the default call timeout would take
-     * its member out of service while it works, and the next case's call there would fail. */
-    env.cfg.pool_call_timeout_ms = 300000;
     if (rv == CKR_OK) rv = pool_add_mode("cl", HF_POOL_MODE_CLONE, TOKEN_A, TOKEN_B);
     if (rv == CKR_OK) rv = pool_add_mode("ex", HF_POOL_MODE_EXPORT, TOKEN_A, TOKEN_B);
     if (rv != CKR_OK) fprintf(stderr, "suite setup failed: 0x%lx\n", (unsigned long)rv);
