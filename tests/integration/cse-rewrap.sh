@@ -152,8 +152,8 @@ mv "$HF_TMP/holdfastd.out" "$HF_TMP/holdfastd-a.out"
 HF_GW_PID=
 hf_gateway_start "https://127.0.0.1:$PB" env HOLDFAST_CONF="$B_CONF" \
     HOLDFAST_STATE_DIR="$B_STATE" "$HOLDFASTD" -f -c "$HF_TMP/holdfastd-b.conf"
-# Stopped and waited for, so its store is closed before the temp dir goes.
-a_stop() { [ -z "$A_PID" ] || { kill "$A_PID" 2>/dev/null; wait "$A_PID" 2>/dev/null; A_PID=; }; }
+# Stopped (SIGINT: at once, no drain) and waited for, so its store is closed before the temp dir goes.
+a_stop() { [ -z "$A_PID" ] || { kill -INT "$A_PID" 2>/dev/null; wait "$A_PID" 2>/dev/null; A_PID=; }; }
 hf_on_exit a_stop
 
 # ---- tokens and calls ----
