@@ -482,11 +482,16 @@ static bool rv_is_session_lost(CK_RV rv)
 }
 
 /* Back to the pool, or closed when the last operation says it is broken. */
+static void handles_drop_all(struct hf_hsm *hsm);
+
 static void session_give(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_RV last)
 {
     bool lost = rv_is_session_lost(last);
 
     if (lost) hsm->f->C_CloseSession(s);
+    /* The backend itself may be gone (a network HSM's server): when it comes back, its handles
+     * may name other objects, and a cached one could encrypt under another key. */
+    if (lost && last != CKR_OPERATION_ACTIVE) handles_drop_all(hsm);
     pthread_mutex_lock(&hsm->lock);
     if (lost)
         hsm->n_open--;
@@ -595,6 +600,27 @@ CK_RV hf_hsm_object_find(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CLAS
     if (h != NULL) *h = CK_INVALID_HANDLE;
     if (hsm == NULL || label == NULL || *label == '\0' || h == NULL) return CKR_ARGUMENTS_BAD;
     return handle_get(hsm, s, cls, label, h);
+}
+
+static void handles_drop_all(struct hf_hsm *hsm)
+{
+    struct handle *gone;
+
+    pthread_mutex_lock(&hsm->lock);
+    gone = hsm->handles;
+    hsm->handles = NULL;
+    pthread_mutex_unlock(&hsm->lock);
+    while (gone != NULL) {
+        struct handle *next = gone->next;
+        free(gone->label);
+        free(gone);
+        gone = next;
+    }
+}
+
+void hf_hsm_objects_forget_all(struct hf_hsm *hsm)
+{
+    if (hsm != NULL) handles_drop_all(hsm);
 }
 
 void hf_hsm_object_forget(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label)

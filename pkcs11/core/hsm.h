@@ -96,6 +96,9 @@ CK_RV hf_hsm_probe(struct hf_hsm *hsm);
 CK_RV hf_hsm_object_find(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls,
                          const char *label, CK_OBJECT_HANDLE *h);
 void hf_hsm_object_forget(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label);
+/* Drops every cached handle: the backend restarted (a network HSM's server), and its handles
+ * may now name other objects. hf_hsm_run also does it when a session was lost to the device. */
+void hf_hsm_objects_forget_all(struct hf_hsm *hsm);
 
 /* After fork(): forget the parent's module state without calling into it. */
 void hf_hsm_abandon(struct hf_hsm *hsm);

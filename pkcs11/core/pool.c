@@ -534,6 +534,8 @@ static bool member_probe(struct hf_pool *pool, size_t i)
     }
     if (pool->opts.probe_fn != NULL) rv = hf_hsm_run(hsm, probe_trampoline, &p);
 
+    /* Back after an outage: its server may have restarted and numbered its objects anew. */
+    if (rv == CKR_OK) hf_hsm_objects_forget_all(hsm);
     pthread_mutex_lock(&pool->lock);
     if (rv == CKR_OK && !pool->stopping && !m->healthy) {
         m->healthy = back = true;
