@@ -51,8 +51,9 @@ if [ "$distcheck" = yes ]; then
     # The whole suite once, in a tree unpacked from the tarball with this mode's configure flags:
     # what a release builds and passes, without a second run in the git tree. It leaves that
     # tree behind when a test fails there.
-    { make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="$configure_flags" 2>&1
-      echo $? >distcheck.rc; } | tee distcheck.out
+    # set -e holds inside the group too: the status is caught, not left to end the group.
+    { rc=0; make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="$configure_flags" 2>&1 || rc=$?
+      echo "$rc" >distcheck.rc; } | tee distcheck.out
     status=$(cat distcheck.rc)
     [ "$status" -eq 0 ] || failing_logs "holdfast-$(sed -n 's/^PACKAGE_VERSION = //p' Makefile)"
     awk '/^# (PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):/ { n[$2] += $3 }
