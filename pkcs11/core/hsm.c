@@ -554,6 +554,16 @@ static void handle_remember(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char 
     pthread_mutex_unlock(&hsm->lock);
 }
 
+static void handles_free(struct handle *list)
+{
+    while (list != NULL) {
+        struct handle *next = list->next;
+        free(list->label);
+        free(list);
+        list = next;
+    }
+}
+
 /* After the token said the handle is stale (the object was deleted, or re-created elsewhere).
  * Every entry goes: two threads that both searched may have left two. */
 static void handle_forget(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *label)
@@ -572,12 +582,7 @@ static void handle_forget(struct hf_hsm *hsm, CK_OBJECT_CLASS cls, const char *l
         }
     }
     pthread_mutex_unlock(&hsm->lock);
-    while (gone != NULL) {
-        struct handle *next = gone->next;
-        free(gone->label);
-        free(gone);
-        gone = next;
-    }
+    handles_free(gone);
 }
 
 /* The object's handle, CK_INVALID_HANDLE when the token has none. Caller holds the token
@@ -610,12 +615,7 @@ static void handles_drop_all(struct hf_hsm *hsm)
     gone = hsm->handles;
     hsm->handles = NULL;
     pthread_mutex_unlock(&hsm->lock);
-    while (gone != NULL) {
-        struct handle *next = gone->next;
-        free(gone->label);
-        free(gone);
-        gone = next;
-    }
+    handles_free(gone);
 }
 
 void hf_hsm_objects_forget_all(struct hf_hsm *hsm)
@@ -714,12 +714,7 @@ done:
 
 static void hsm_free(struct hf_hsm *hsm)
 {
-    while (hsm->handles != NULL) {
-        struct handle *k = hsm->handles;
-        hsm->handles = k->next;
-        free(k->label);
-        free(k);
-    }
+    handles_free(hsm->handles);
     /* Closing never ends a hold: none is on a spare, and in a forked child (hf_hsm_abandon) the
      * parent's descriptors keep their descriptions. */
     for (size_t i = 0; i < hsm->n_lock_spares; i++)
