@@ -5,10 +5,12 @@ set -e
 
 HF_BUILD_PACKAGES="build-essential autoconf automake libtool autoconf-archive pkg-config
   libssl-dev libp11-kit-dev libsqlite3-dev libinih-dev libjson-c-dev uuid-dev libcunit1-dev
-  libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev"
+  libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libpq-dev"
 HF_RUN_PACKAGES="openssl p11-kit softhsm2 sqlite3"
+# postgresql: the server the PostgreSQL store's tests start (initdb and pg_ctl, found through
+# pg_config or /usr/lib/postgresql/*/bin); haproxy: the cluster test's balancer.
 HF_TEST_PACKAGES="opensc gnutls-bin libnss3-tools valgrind python3 python3-cryptography python3-pykcs11 procps
-  psmisc curl gnuplot-nox haproxy"
+  psmisc curl gnuplot-nox haproxy postgresql"
 
 hf_missing_packages() {
     for p in $HF_BUILD_PACKAGES $HF_RUN_PACKAGES $HF_TEST_PACKAGES; do

@@ -7,6 +7,9 @@
 
 #include "store.h"
 
+/* Migration steps of the schema: both backends number them alike (hf_store_schema_version). */
+#define HF_STORE_SCHEMA_VERSION 6
+
 /* clang-format 14 breaks "CK_RV (*name)(...)" members over two lines: hand-formatted. */
 /* clang-format off */
 struct hf_store_ops {
@@ -82,8 +85,14 @@ struct hf_store {
     struct hf_link_cache *links;          /* owned; made and freed by store.c, not by the backend */
     const struct hf_store_policy *policy; /* borrowed; NULL: rows unMAC'd and unchecked */
     _Atomic uint64_t refused;             /* rows the policy refused on this handle */
+    /* Link changes made through other handles that this one has heard of (the PostgreSQL
+     * listener bumps it on each, and on each reconnect); a link answer cached under an older
+     * value is stale. SQLite hears nothing: 0 for ever, and its cache relies on its age bound. */
+    _Atomic uint64_t generation;
 };
 
 CK_RV hf_store_sqlite_open(const char *path, struct hf_store **out);
+/* locator: a libpq URI (postgresql:// or postgres://) without a password. */
+CK_RV hf_store_pg_open(const char *locator, struct hf_store **out);
 
 #endif

@@ -122,6 +122,7 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (pool, what)) WITHOUT ROWID;",
 };
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+_Static_assert(N_MIGRATIONS == HF_STORE_SCHEMA_VERSION, "store-pg.c numbers its steps alike");
 
 int hf_store_schema_version_current(void)
 {

@@ -26,6 +26,7 @@ struct link_slot {
     char key_uuid[HF_UUID_LEN + 1];
     bool found, blocked;
     uint64_t fetched_us;
+    uint64_t generation; /* the store's generation when it was asked for */
 };
 
 /* Direct-mapped by a hash of (type, ext_id). A gateway asks on every request (>10k/s) about the
@@ -208,13 +209,13 @@ CK_RV hf_store_open(const char *locator, struct hf_store **out)
     return_val_if_fail(out, CKR_ARGUMENTS_BAD);
 
     if (strncmp(locator, "postgresql://", 13) == 0 || strncmp(locator, "postgres://", 11) == 0) {
-        hf_log_error("store: PostgreSQL is not supported by this build yet; use a SQLite path");
-        return CKR_FUNCTION_NOT_SUPPORTED;
+        rv = hf_store_pg_open(locator, out);
+    } else {
+        if (strncmp(locator, SQLITE_PREFIX, strlen(SQLITE_PREFIX)) == 0)
+            locator += strlen(SQLITE_PREFIX);
+        return_val_if_fail(*locator, CKR_ARGUMENTS_BAD);
+        rv = hf_store_sqlite_open(locator, out);
     }
-    if (strncmp(locator, SQLITE_PREFIX, strlen(SQLITE_PREFIX)) == 0)
-        locator += strlen(SQLITE_PREFIX);
-    return_val_if_fail(*locator, CKR_ARGUMENTS_BAD);
-    rv = hf_store_sqlite_open(locator, out);
     if (rv == CKR_OK && !((*out)->links = link_cache_new())) {
         hf_store_close(*out);
         *out = NULL;
@@ -519,16 +520,18 @@ CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *
     struct hf_link_cache *c;
     struct hf_link link = {0};
     struct link_slot *slot;
-    uint64_t now = hf_monotonic_us(), changes = 0;
+    uint64_t now = hf_monotonic_us(), changes = 0, generation;
     CK_RV rv = CKR_OK;
 
     return_val_if_fail(store && type && ext_id && key_uuid && blocked, CKR_ARGUMENTS_BAD);
     c = store->links;
+    /* Read before the query too: a change heard while it runs leaves the answer stale. */
+    generation = atomic_load(&store->generation);
     if (c) {
         pthread_rwlock_rdlock(&c->lock);
         slot = link_slot_of(c, type, ext_id);
-        bool hit =
-            link_slot_is(slot, type, ext_id) && slot->fetched_us + HF_LINK_CACHE_MS * 1000ULL > now;
+        bool hit = link_slot_is(slot, type, ext_id) && slot->generation == generation &&
+                   slot->fetched_us + HF_LINK_CACHE_MS * 1000ULL > now;
         if (hit) {
             memcpy(key_uuid, slot->key_uuid, HF_UUID_LEN + 1);
             *blocked = slot->blocked;
@@ -568,6 +571,7 @@ CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *
             slot->found = rv == CKR_OK;
             slot->blocked = *blocked;
             slot->fetched_us = now;
+            slot->generation = generation;
         }
         pthread_rwlock_unlock(&c->lock);
         free(t);

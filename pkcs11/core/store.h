@@ -1,16 +1,22 @@
 /* The metadata store: keys, versions with their wrapped material, labels, links and token
  * metadata, behind one interface with one schema. SQLite (store-sqlite.c) is the embedded
- * backend; a PostgreSQL backend implements the same struct hf_store_ops (store-internal.h).
+ * backend; PostgreSQL (store-pg.c, on libpq) is the cluster's: every node on one database, each
+ * node's commits announced to the others (NOTIFY), both behind struct hf_store_ops
+ * (store-internal.h) with the same tables and migration numbers.
  *
  * Every function that changes something is one transaction: it happens whole or not at all,
  * also when the process is killed half-way. Functions are safe to call from several threads
- * (the store serialises them); none is on the crypto hot path, which works from caches.
+ * (the store serialises them, or gives each its own pooled connection); none is on the crypto
+ * hot path, which works from caches. The conditional writes (a rotation from version N, a write
+ * over the MAC the caller read) hold across processes and nodes.
  *
  * Results: CKR_OK; CKR_KEY_HANDLE_INVALID when the key, version or link does not exist;
  * CKR_ATTRIBUTE_VALUE_INVALID for a duplicate name or link, or a key or link row changed since
  * the caller read it; CKR_HF_POLICY_INVALID for a row that fails its policy MAC (see policy MACs
- * below); CKR_DEVICE_ERROR when the database fails (the reason is logged); CKR_HOST_MEMORY.
- * Out-structs are filled only on CKR_OK and are owned by the caller (hf_key_clear and friends). */
+ * below); CKR_DEVICE_ERROR when the database fails or cannot be reached (the reason is logged;
+ * while a PostgreSQL server is unreachable every call answers it at once, and the handle
+ * reconnects by itself); CKR_HOST_MEMORY. Out-structs are filled only on CKR_OK and are owned by
+ * the caller (hf_key_clear and friends). */
 #ifndef HF_STORE_H
 #define HF_STORE_H
 
@@ -20,8 +26,11 @@
 
 struct hf_store;
 
-/* Opens (creating if needed, mode 0600) and migrates to the current schema. Locator: a path or
- * "sqlite:PATH" (later "postgresql://..."). */
+/* Opens (creating if needed, mode 0600) and migrates to the current schema. Locator: a path,
+ * "sqlite:PATH", or a libpq URI "postgresql://USER@HOST:PORT/DB?..." ("postgres://" too). A URI
+ * that carries a password is refused (CKR_ARGUMENTS_BAD): libpq takes it from PGPASSWORD, the
+ * passfile (PGPASSFILE, passfile=, ~/.pgpass). A server that cannot be reached is
+ * CKR_DEVICE_ERROR. */
 CK_RV hf_store_open(const char *locator, struct hf_store **out);
 void hf_store_close(struct hf_store *store);
 
@@ -30,7 +39,8 @@ int hf_store_schema_version_current(void);
 CK_RV hf_store_schema_version(struct hf_store *store, int *version);
 
 /* A number that changes whenever any connection (this process or another) commits a change:
- * the module's caches revalidate when it moves. Cheap (no disk read on SQLite). */
+ * the module's caches revalidate when it moves. Cheap (no disk read on SQLite; no query on
+ * PostgreSQL, where another node's commit moves it once its NOTIFY arrives, milliseconds). */
 CK_RV hf_store_data_version(struct hf_store *store, uint64_t *version);
 
 /* Keys. key->uuid and v1->uuid must be set; v1->id, v1->key_uuid and v1->version (1) are filled
@@ -100,7 +110,9 @@ CK_RV hf_store_link_type_list(struct hf_store *store, char ***names, size_t *n);
  * a link): answered from a cache of this handle's, each answer (also "no such link":
  * CKR_KEY_HANDLE_INVALID) trusted for at most HF_LINK_CACHE_MS. So a change made through another
  * handle or process (the CLI blocking a link) takes effect within that time; one made through this
- * handle, at once. Bounded: HF_LINK_CACHE_SLOTS links, a newer one taking an older one's slot. */
+ * handle, at once; on PostgreSQL, one made anywhere as soon as its NOTIFY arrives (a few ms: the
+ * store's generation moves, and every answer cached before is stale), the age bound staying as
+ * the fallback. Bounded: HF_LINK_CACHE_SLOTS links, a newer one taking an older one's slot. */
 #define HF_LINK_CACHE_MS 500
 #define HF_LINK_CACHE_SLOTS 1024
 CK_RV hf_store_link_state(struct hf_store *store, const char *type, const char *ext_id,

@@ -38,8 +38,11 @@ tests_unit_test_key_SOURCES = tests/unit/test-key.c
 tests_unit_test_key_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_key_LDADD = $(UNIT_LDADD)
 tests_unit_test_store_SOURCES = tests/unit/test-store.c
-tests_unit_test_store_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_test_store_LDADD = $(UNIT_LDADD)
+tests_unit_test_store_CPPFLAGS = $(UNIT_CPPFLAGS) $(LIBPQ_CFLAGS)
+tests_unit_test_store_LDADD = $(UNIT_LDADD) $(LIBPQ_LIBS)
+# The same suite on PostgreSQL, a server of its own (tests/integration/pg-lib.sh).
+TESTS += tests/unit/store-pg.sh
+EXTRA_DIST += tests/unit/store-pg.sh tests/integration/pg-lib.sh
 tests_unit_test_config_SOURCES = tests/unit/test-config.c
 tests_unit_test_config_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)

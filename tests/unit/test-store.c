@@ -1,9 +1,11 @@
 #include "hf-build.h"
 
 #include "harness.h"
+#include "pkcs11/core/core.h"
 #include "pkcs11/core/store.h"
 
 #include <ftw.h>
+#include <libpq-fe.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -15,6 +17,11 @@
 
 static char test_dir[512]; /* short enough that every path built from it fits */
 static char db_path[PATH_MAX];
+/* The suite runs on SQLite, or on PostgreSQL when HF_TEST_STORE_PG names a database
+ * (tests/unit/store-pg.sh starts one): the same cases, each on a schema of its own. */
+static const char *pg_base;
+static char pg_schema[64];
+static char locator[PATH_MAX + 512]; /* this case's store: db_path, or pg_base on pg_schema */
 static struct hf_store *store;
 static int db_counter;
 
@@ -37,18 +44,61 @@ static int suite_cleanup(void)
     return nftw(test_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Every test gets a fresh database file. */
+static void pg_quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Runs sql on a connection of its own to conninfo: 0 when it succeeded; *value (may be NULL)
+ * gets the first column of the first row, or -1. */
+static int pg_run(const char *conninfo, const char *sql, long long *value)
+{
+    PGconn *pg = PQconnectdb(conninfo);
+    PGresult *res = NULL;
+
+    if (PQstatus(pg) == CONNECTION_OK) {
+        PQsetNoticeProcessor(pg, pg_quiet, NULL); /* DROP SCHEMA ... CASCADE lists each table */
+        res = PQexec(pg, sql);
+    }
+    ExecStatusType st = PQresultStatus(res);
+    int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : -1;
+
+    if (rc != 0) fprintf(stderr, "pg_run: %s", res ? PQresultErrorMessage(res) : PQerrorMessage(pg));
+    if (value) *value = rc == 0 && PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1;
+    PQclear(res);
+    PQfinish(pg);
+    return rc;
+}
+
+/* Every test gets a fresh database file, or a fresh schema (a search_path of its own). */
 static void test_setup(void)
 {
+    char sql[128];
+
     snprintf(db_path, sizeof(db_path), "%s/store-%d.db", test_dir, ++db_counter);
+    snprintf(locator, sizeof(locator), "%s", db_path);
+    if (pg_base) {
+        snprintf(pg_schema, sizeof(pg_schema), "hf_test_%d_%d", (int)getpid(), db_counter);
+        snprintf(sql, sizeof(sql), "CREATE SCHEMA %s", pg_schema);
+        if (pg_run(pg_base, sql, NULL) != 0) pg_schema[0] = '\0';
+        snprintf(locator, sizeof(locator), "%s%soptions=-csearch_path%%3D%s", pg_base,
+                 strchr(pg_base, '?') ? "&" : "?", pg_schema);
+    }
     store = NULL;
-    if (hf_store_open(db_path, &store) != CKR_OK) store = NULL;
+    if (hf_store_open(locator, &store) != CKR_OK) store = NULL;
 }
 
 static void test_teardown(void)
 {
+    char sql[128];
+
     hf_store_close(store);
     store = NULL;
+    if (pg_base && pg_schema[0]) {
+        snprintf(sql, sizeof(sql), "DROP SCHEMA %s CASCADE", pg_schema);
+        pg_run(pg_base, sql, NULL);
+    }
 }
 
 static const unsigned char wrapped_pattern[] = "\x9a\x1f WRAPPED-KEY-MATERIAL-0123456789 \x7e\xc3";
@@ -107,13 +157,14 @@ static CK_RV version_add(struct hf_store *st, const char *key_uuid, unsigned ver
     return rv;
 }
 
-/* Runs a scalar query on the file through a separate raw connection. */
+/* Runs a scalar query on the store through a separate raw connection. */
 static long long raw_int(const char *sql)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     long long v = -1;
 
+    if (pg_base) return pg_run(locator, sql, &v) == 0 ? v : -1;
     if (sqlite3_open(db_path, &db) == SQLITE_OK &&
         sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
@@ -122,10 +173,14 @@ static long long raw_int(const char *sql)
     return v;
 }
 
+/* SQLITE_OK (0) when sql ran. */
 static int raw_exec(const char *sql)
 {
     sqlite3 *db = NULL;
-    int rc = sqlite3_open(db_path, &db);
+    int rc;
+
+    if (pg_base) return pg_run(locator, sql, NULL) == 0 ? SQLITE_OK : SQLITE_ERROR;
+    rc = sqlite3_open(db_path, &db);
 
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
     sqlite3_close(db);
@@ -182,7 +237,7 @@ static void test_open_creates_0600_file_in_wal_mode(void)
     }
 }
 
-static void test_open_accepts_sqlite_prefix_and_rejects_postgresql(void)
+static void test_open_accepts_sqlite_prefix_and_refuses_a_postgresql_password(void)
 {
     char loc[PATH_MAX + 16];
     struct hf_store *other = NULL;
@@ -193,8 +248,14 @@ static void test_open_accepts_sqlite_prefix_and_rejects_postgresql(void)
     other = NULL;
     snprintf(loc, sizeof(loc), "%s/prefixed.db", test_dir);
     CU_ASSERT_EQUAL(file_mode(loc), 0600);
-    CU_ASSERT_EQUAL(hf_store_open("postgresql://db.example/holdfast", &other),
-                    CKR_FUNCTION_NOT_SUPPORTED);
+    /* The password comes from a passfile or PGPASSWORD, never the locator (a config line). */
+    CU_ASSERT_EQUAL(hf_store_open("postgresql://hf:secret@db.example/holdfast", &other),
+                    CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_open("postgres://db.example/holdfast?password=secret", &other),
+                    CKR_ARGUMENTS_BAD);
+    /* Nobody listens on port 1: the database is down, not the locator bad. */
+    CU_ASSERT_EQUAL(hf_store_open("postgresql://hf@127.0.0.1:1/holdfast", &other),
+                    CKR_DEVICE_ERROR);
     CU_ASSERT_PTR_NULL(other);
     CU_ASSERT_EQUAL(hf_store_open("sqlite:", &other), CKR_ARGUMENTS_BAD);
     CU_ASSERT_EQUAL(hf_store_open("", &other), CKR_ARGUMENTS_BAD);
@@ -220,7 +281,7 @@ static void test_reopen_keeps_data(void)
     CU_ASSERT_EQUAL(hf_store_meta_set(store, "serial", "42"), CKR_OK);
     hf_store_close(store);
     store = NULL;
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &store), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(locator, &store), CKR_OK);
     CU_ASSERT_EQUAL(hf_store_key_get(store, "kept", &key), CKR_OK);
     CU_ASSERT_STRING_EQUAL(key.uuid, uuid);
     hf_key_clear(&key);
@@ -244,7 +305,7 @@ static void test_newer_schema_is_refused(void)
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(store);
     CU_ASSERT_EQUAL(raw_exec("UPDATE schema_version SET version = 999"), SQLITE_OK);
-    CU_ASSERT_EQUAL(hf_store_open(db_path, &other), CKR_DEVICE_ERROR);
+    CU_ASSERT_EQUAL(hf_store_open(locator, &other), CKR_DEVICE_ERROR);
     CU_ASSERT_PTR_NULL(other);
 }
 
@@ -274,6 +335,17 @@ static const char v1_store_sql[] =
     "INSERT INTO key_versions (uuid, key_uuid, version, state, created, kek_label, wrapped) VALUES"
     "  ('21111111-2222-4333-8444-555555555555', '11111111-2222-4333-8444-555555555555', 1, 2, 1,"
     "  'kek', x'0102030405060708');"
+    "INSERT INTO links (type, ext_id, key_uuid, blocked, created, updated) VALUES"
+    "  ('sap', 's1', '11111111-2222-4333-8444-555555555555', 1, 1, 1);";
+
+/* The same rows in a current PostgreSQL store, without their MACs. */
+static const char v1_rows_pg[] =
+    "INSERT INTO keys (uuid, name, alg, bits, usage, state, owner, source, exportable, created,"
+    "  updated, current_version) VALUES ('11111111-2222-4333-8444-555555555555', 'old', 1, 256,"
+    "  15, 2, 'o', 'local', 0, 1, 1, 1);"
+    "INSERT INTO key_versions (uuid, key_uuid, version, state, created, kek_label, wrapped) VALUES"
+    "  ('21111111-2222-4333-8444-555555555555', '11111111-2222-4333-8444-555555555555', 1, 2, 1,"
+    "  'kek', '\\x0102030405060708');"
     "INSERT INTO links (type, ext_id, key_uuid, blocked, created, updated) VALUES"
     "  ('sap', 's1', '11111111-2222-4333-8444-555555555555', 1, 1, 1);";
 
@@ -318,9 +390,14 @@ static void test_a_v1_store_gains_mac_columns_and_is_migrated_once(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(store);
     hf_store_close(store);
     store = NULL;
-    CU_ASSERT_EQUAL_FATAL(remove(db_path), 0);
-    CU_ASSERT_EQUAL_FATAL(raw_exec(v1_store_sql), SQLITE_OK);
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &old), CKR_OK);
+    if (pg_base) {
+        /* No PostgreSQL store predates v6: its rows without MAC are made by hand. */
+        CU_ASSERT_EQUAL_FATAL(raw_exec(v1_rows_pg), SQLITE_OK);
+    } else {
+        CU_ASSERT_EQUAL_FATAL(remove(db_path), 0);
+        CU_ASSERT_EQUAL_FATAL(raw_exec(v1_store_sql), SQLITE_OK);
+    }
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(locator, &old), CKR_OK);
     CU_ASSERT_EQUAL(hf_store_schema_version(old, &v), CKR_OK);
     CU_ASSERT_EQUAL(v, hf_store_schema_version_current());
     /* Rows kept, without MAC until a core holding the HSM migrates them. */
@@ -332,8 +409,10 @@ static void test_a_v1_store_gains_mac_columns_and_is_migrated_once(void)
     CU_ASSERT_EQUAL(n, 3);
     CU_ASSERT_EQUAL(sealed, 3);
     CU_ASSERT_EQUAL(raw_int("SELECT COUNT(*) FROM keys WHERE length(mac) = 32"), 1);
-    CU_ASSERT_EQUAL(raw_int("SELECT COUNT(*) FROM key_versions WHERE hex(wrapped) = "
-                            "'FF02030405060708' AND length(mac) = 32"),
+    CU_ASSERT_EQUAL(raw_int(pg_base ? "SELECT COUNT(*) FROM key_versions WHERE encode(wrapped, "
+                                      "'hex') = 'ff02030405060708' AND length(mac) = 32"
+                                    : "SELECT COUNT(*) FROM key_versions WHERE hex(wrapped) = "
+                                      "'FF02030405060708' AND length(mac) = 32"),
                     1);
     CU_ASSERT_EQUAL(raw_int("SELECT COUNT(*) FROM links WHERE length(mac) = 32"), 1);
     /* Nothing is left to do the second time (a second process racing the first finds this). */
@@ -585,7 +664,7 @@ static void test_rotation_from_a_stale_version_loses(void)
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(store);
     CU_ASSERT_EQUAL_FATAL(key_add("race", uuid), CKR_OK);
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &other), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(locator, &other), CKR_OK);
     /* Both saw current_version 1; the second connection's rotation to 2 must lose. */
     CU_ASSERT_EQUAL(version_add(store, uuid, 2, NULL), CKR_OK);
     CU_ASSERT_EQUAL(version_add(other, uuid, 2, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
@@ -611,7 +690,7 @@ static void *rotate_many(void *arg)
     struct rotator *r = arg;
     struct hf_store *own = NULL;
 
-    if (hf_store_open(db_path, &own) != CKR_OK) {
+    if (hf_store_open(locator, &own) != CKR_OK) {
         r->errors++;
         return NULL;
     }
@@ -838,7 +917,7 @@ static void test_destroy_erases_wrapped_material(void)
     CU_ASSERT_EQUAL_FATAL(key_add("doomed", uuid), CKR_OK);
     CU_ASSERT_EQUAL(version_add(store, uuid, 2, NULL), CKR_OK);
     snprintf(side, sizeof(side), "%s-wal", db_path);
-    CU_ASSERT_TRUE(file_contains(side, wrapped_pattern, sizeof(wrapped_pattern) - 1) ||
+    CU_ASSERT_TRUE(pg_base || file_contains(side, wrapped_pattern, sizeof(wrapped_pattern) - 1) ||
                    file_contains(db_path, wrapped_pattern, sizeof(wrapped_pattern) - 1));
 
     CU_ASSERT_EQUAL(hf_store_key_destroy(store, uuid, 1700000300), CKR_OK);
@@ -854,7 +933,8 @@ static void test_destroy_erases_wrapped_material(void)
         hf_key_version_clear(&vs[i]);
     }
     free(vs);
-    /* Not in the database file, nor in the WAL: secure_delete plus the truncating checkpoint. */
+    /* Not in the database file, nor in the WAL: secure_delete plus the truncating checkpoint.
+     * (PostgreSQL's files are the server's: pkcs11/core/README.md says what lingers there.) */
     CU_ASSERT_FALSE(file_contains(db_path, wrapped_pattern, sizeof(wrapped_pattern) - 1));
     CU_ASSERT_FALSE(file_contains(side, wrapped_pattern, sizeof(wrapped_pattern) - 1));
     /* A destroyed key cannot be rotated back to life. */
@@ -1058,19 +1138,29 @@ static void test_meta_set_get_overwrite(void)
 
 /* ---- data version ---- */
 
+/* Another handle's commit reaches st's data version: at once on SQLite, once the listener has
+ * heard its NOTIFY on PostgreSQL (milliseconds; 2 s is the bound given here). */
+static bool data_version_moves(struct hf_store *st, uint64_t from, uint64_t *to)
+{
+    for (int i = 0; i < 200; i++) {
+        if (hf_store_data_version(st, to) == CKR_OK && *to != from) return true;
+        usleep(10000);
+    }
+    return false;
+}
+
 static void test_data_version_moves_on_any_commit(void)
 {
     struct hf_store *other = NULL;
     uint64_t v0, v1, v2, v3, v4;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(store);
-    CU_ASSERT_EQUAL_FATAL(hf_store_open(db_path, &other), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(locator, &other), CKR_OK);
     CU_ASSERT_EQUAL(hf_store_data_version(store, &v0), CKR_OK);
     CU_ASSERT_EQUAL(hf_store_data_version(store, &v1), CKR_OK);
     CU_ASSERT_EQUAL(v0, v1);                                     /* nothing committed */
     CU_ASSERT_EQUAL(hf_store_meta_set(other, "x", "1"), CKR_OK); /* another connection */
-    CU_ASSERT_EQUAL(hf_store_data_version(store, &v2), CKR_OK);
-    CU_ASSERT_NOT_EQUAL(v2, v1);
+    CU_ASSERT_TRUE(data_version_moves(store, v1, &v2));
     CU_ASSERT_EQUAL(hf_store_meta_set(store, "x", "2"), CKR_OK); /* this connection */
     CU_ASSERT_EQUAL(hf_store_data_version(store, &v3), CKR_OK);
     CU_ASSERT_NOT_EQUAL(v3, v2);
@@ -1105,7 +1195,7 @@ static void test_null_arguments_are_refused(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(store);
     hf_uuid_generate(uuid);
     CU_ASSERT_EQUAL(hf_store_open(NULL, &s), CKR_ARGUMENTS_BAD);
-    CU_ASSERT_EQUAL(hf_store_open(db_path, NULL), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_open(locator, NULL), CKR_ARGUMENTS_BAD);
     hf_store_close(NULL);
     CU_ASSERT_EQUAL(hf_store_schema_version(NULL, &ver), CKR_ARGUMENTS_BAD);
     CU_ASSERT_EQUAL(hf_store_schema_version(s, NULL), CKR_ARGUMENTS_BAD);
@@ -1172,8 +1262,8 @@ static void test_null_arguments_are_refused(void)
     }
 static CU_TestInfo open_tests[] = {
     T("open creates 0600 file in WAL mode", test_open_creates_0600_file_in_wal_mode),
-    T("open accepts sqlite: prefix, rejects postgresql",
-      test_open_accepts_sqlite_prefix_and_rejects_postgresql),
+    T("open accepts sqlite: prefix, refuses a PostgreSQL password, a down server is a device error",
+      test_open_accepts_sqlite_prefix_and_refuses_a_postgresql_password),
     T("open in missing directory fails cleanly", test_open_in_missing_directory_fails_cleanly),
     T("reopen keeps data", test_reopen_keeps_data),
     T("schema version is current", test_schema_version_is_current),
@@ -1287,12 +1377,88 @@ static void test_objects_insert_get_update_delete(void)
     CU_ASSERT_EQUAL(hf_store_object_get(store, 0, &got), CKR_KEY_HANDLE_INVALID);
 }
 
+/* ---- across handles (nodes of a cluster, processes on one file) ---- */
+
+struct counter {
+    int errors;
+    uint64_t last;
+};
+
+static void *count_many(void *arg)
+{
+    struct counter *c = arg;
+    struct hf_store *own = NULL;
+
+    if (hf_store_open(locator, &own) != CKR_OK) {
+        c->errors++;
+        return NULL;
+    }
+    for (int i = 0; i < 25; i++)
+        if (hf_store_meta_count_add(own, "pin.failures", &c->last) != CKR_OK) c->errors++;
+    hf_store_close(own);
+    return NULL;
+}
+
+static void test_meta_counts_add_atomically_across_handles(void)
+{
+    struct counter c[4] = {{0, 0}};
+    pthread_t t[4];
+    uint64_t count = 0;
+    char *v = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(hf_store_meta_set(store, "pin.failures", "junk"), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_meta_count_add(store, "pin.failures", &count), CKR_OK);
+    CU_ASSERT_EQUAL(count, 1); /* not a number counts as 0 */
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, count_many, &c[i]);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(c[i].errors, 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(hf_store_meta_get(store, "pin.failures", &v), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v, "101");
+    free(v);
+}
+
+/* The kill switch across nodes: a block made through another handle reaches this one's link
+ * cache. PostgreSQL's listener hears it at once (the issue's target: 100 ms p99; 250 ms here,
+ * valgrind included); SQLite has only the cache's age bound. */
+static void test_a_block_through_another_handle_stops_the_link(void)
+{
+    char uuid[HF_UUID_LEN + 1], got[HF_UUID_LEN + 1];
+    uint64_t bound_ms = pg_base ? 250 : HF_LINK_CACHE_MS + 250, t0, waited_us;
+    struct hf_store *other = NULL;
+    struct hf_link l;
+    bool blocked = true;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("switched", uuid), CKR_OK);
+    l = link_of("aws-xks", "switch-1", uuid);
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_insert(store, &l), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(locator, &other), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_link_state(store, "aws-xks", "switch-1", got, &blocked), CKR_OK);
+    CU_ASSERT_FALSE(blocked); /* cached now */
+    t0 = hf_monotonic_us();
+    CU_ASSERT_EQUAL(hf_store_link_set_blocked(other, "aws-xks", "switch-1", true, 1), CKR_OK);
+    do {
+        CU_ASSERT_EQUAL(hf_store_link_state(store, "aws-xks", "switch-1", got, &blocked), CKR_OK);
+        waited_us = hf_monotonic_us() - t0;
+        if (!blocked) usleep(1000);
+    } while (!blocked && waited_us < bound_ms * 1000);
+    CU_ASSERT_TRUE(blocked);
+    printf("(blocked after %.1f ms) ", waited_us / 1000.0);
+    hf_store_close(other);
+}
+
 static CU_TestInfo link_meta_tests[] = {
     T("links insert, get, block, unblock, delete", test_links_insert_get_block_unblock_delete),
     T("links duplicate and unknown key rejected", test_links_duplicate_and_unknown_key_rejected),
     T("links list sorted and filtered by key", test_links_list_sorted_and_filtered_by_key),
     T("link types seeded, added idempotently, listed sorted", test_link_types_seeded_added_listed),
     T("meta set, get, overwrite", test_meta_set_get_overwrite),
+    T("meta counts add atomically across handles", test_meta_counts_add_atomically_across_handles),
+    T("a block through another handle stops the link", test_a_block_through_another_handle_stops_the_link),
     T("objects insert, get, list, update label and id, delete, ids never reused",
       test_objects_insert_get_update_delete),
     CU_TEST_INFO_NULL,
@@ -1532,6 +1698,87 @@ static CU_TestInfo pool_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+/* ---- PostgreSQL only ---- */
+
+/* HF_TEST_PG_STOP / HF_TEST_PG_START: shell commands that stop and start the test's server. */
+static int pg_ctl_run(const char *which)
+{
+    const char *cmd = getenv(which);
+
+    return cmd ? system(cmd) : -1;
+}
+
+/* A database outage answers CKR_DEVICE_ERROR at once, never an answer a gateway would read as
+ * "no such key" or "link gone", and the handle recovers by itself when the server is back. */
+static void test_an_outage_answers_device_error_at_once_and_recovers(void)
+{
+    char uuid[HF_UUID_LEN + 1], got[HF_UUID_LEN + 1];
+    struct hf_key key = {0};
+    struct hf_link l;
+    uint64_t v0 = 0, v1 = 0, t0;
+    bool blocked = false;
+    CK_RV rv = CKR_DEVICE_ERROR;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    if (!getenv("HF_TEST_PG_STOP") || !getenv("HF_TEST_PG_START")) {
+        printf("(no HF_TEST_PG_STOP/START: not run) ");
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(key_add("survivor", uuid), CKR_OK);
+    l = link_of("aws-xks", "outage-1", uuid);
+    CU_ASSERT_EQUAL_FATAL(hf_store_link_insert(store, &l), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v0), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(pg_ctl_run("HF_TEST_PG_STOP"), 0);
+    usleep((HF_LINK_CACHE_MS + 50) * 1000); /* past the link cache's bound */
+    for (int i = 0; i < 10; i++) {
+        t0 = hf_monotonic_us();
+        CU_ASSERT_EQUAL(hf_store_key_get(store, uuid, &key), CKR_DEVICE_ERROR);
+        CU_ASSERT_EQUAL(hf_store_link_state(store, "aws-xks", "outage-1", got, &blocked),
+                        CKR_DEVICE_ERROR);
+        CU_ASSERT_TRUE(hf_monotonic_us() - t0 < 1000000);
+        usleep(100000);
+    }
+    CU_ASSERT_EQUAL_FATAL(pg_ctl_run("HF_TEST_PG_START"), 0);
+    t0 = hf_monotonic_us();
+    while (hf_monotonic_us() - t0 < 15000000 &&
+           (rv = hf_store_key_get(store, uuid, &key)) != CKR_OK)
+        usleep(50000);
+    CU_ASSERT_EQUAL(rv, CKR_OK);
+    printf("(recovered %.1f s after the restart) ", (hf_monotonic_us() - t0) / 1e6);
+    hf_key_clear(&key);
+    CU_ASSERT_EQUAL(hf_store_link_state(store, "aws-xks", "outage-1", got, &blocked), CKR_OK);
+    CU_ASSERT_FALSE(blocked);
+    /* The listener is back too, and said so: what it missed meanwhile is stale. */
+    for (int i = 0; i < 150 && v1 == v0; i++) {
+        usleep(100000);
+        hf_store_data_version(store, &v1);
+    }
+    CU_ASSERT_NOT_EQUAL(v1, v0);
+}
+
+static CU_TestInfo pg_tests[] = {
+    T("an outage answers CKR_DEVICE_ERROR at once and recovers by itself",
+      test_an_outage_answers_device_error_at_once_and_recovers),
+    CU_TEST_INFO_NULL,
+};
+
+/* Cases about SQLite's own files: PostgreSQL's live on its server. */
+static bool is_sqlite_only(CU_TestFunc fn)
+{
+    return fn == test_open_creates_0600_file_in_wal_mode ||
+           fn == test_open_in_missing_directory_fails_cleanly ||
+           fn == test_destroy_erases_large_material_on_overflow_pages;
+}
+
+static void tests_for_backend(CU_TestInfo *tests)
+{
+    size_t kept = 0;
+
+    for (CU_TestInfo *t = tests; t->pName; t++)
+        if (!pg_base || !is_sqlite_only(t->pTestFunc)) tests[kept++] = *t;
+    tests[kept] = (CU_TestInfo)CU_TEST_INFO_NULL;
+}
+
 int main(void)
 {
     static CU_SuiteInfo suites[] = {
@@ -1541,7 +1788,18 @@ int main(void)
         {"store links and meta", suite_init, suite_cleanup, test_setup, test_teardown,
          link_meta_tests},
         {"store pools", suite_init, suite_cleanup, test_setup, test_teardown, pool_tests},
+        CU_SUITE_INFO_NULL, /* the PostgreSQL cases, on PostgreSQL */
         CU_SUITE_INFO_NULL,
     };
+    const size_t n_suites = sizeof(suites) / sizeof(suites[0]);
+
+    pg_base = getenv("HF_TEST_STORE_PG");
+    if (pg_base && !*pg_base) pg_base = NULL;
+    printf("test-store: on %s\n", pg_base ? "PostgreSQL" : "SQLite");
+    for (size_t i = 0; suites[i].pName; i++)
+        tests_for_backend(suites[i].pTests);
+    if (pg_base)
+        suites[n_suites - 2] = (CU_SuiteInfo){"store postgresql", suite_init, suite_cleanup,
+                                              test_setup, test_teardown, pg_tests};
     return hf_test_run(suites);
 }
