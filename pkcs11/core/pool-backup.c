@@ -145,8 +145,6 @@ struct restore_call {
 static CK_RV restore_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, void *arg)
 {
     struct restore_call *c = arg;
-    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX];
-    CK_ULONG nt = (CK_ULONG)hf_pool_key_template(c->replication, c->label, tmpl);
     CK_OBJECT_HANDLE k = CK_INVALID_HANDLE, h = CK_INVALID_HANDLE;
     CK_RV rv;
 
@@ -154,7 +152,8 @@ static CK_RV restore_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_H
     if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, c->label, &h)) != CKR_OK) return rv;
     if (h != CK_INVALID_HANDLE) return CKR_OK;
     if ((rv = kek_load(f, s, c->kek, c->label, &k)) != CKR_OK) return rv;
-    rv = f->C_UnwrapKey(s, &kwp_mech, k, (CK_BYTE_PTR)c->blob, (CK_ULONG)c->blob_len, tmpl, nt, &h);
+    rv = hf_pool_unwrap_labelled(f, s, &kwp_mech, k, c->blob, c->blob_len, c->replication,
+                                 c->label, &h);
     f->C_DestroyObject(s, k);
     /* SoftHSMv2 2.6 answers a failed RFC 5649 integrity check with CKR_GENERAL_ERROR (hsm.c):
      * under a KEK it accepted, that means the blob. */

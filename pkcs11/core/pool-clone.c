@@ -50,6 +50,32 @@ size_t hf_pool_key_template(bool replication, const char *label,
     return sizeof(t) / sizeof(t[0]);
 }
 
+CK_RV hf_pool_unwrap_labelled(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_MECHANISM_PTR mech,
+                              CK_OBJECT_HANDLE unwrapping, const unsigned char *blob,
+                              size_t blob_len, bool replication, const char *label,
+                              CK_OBJECT_HANDLE *h)
+{
+    char pending[128];
+    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX];
+    CK_ULONG nt;
+    CK_ATTRIBUTE named[] = {{CKA_LABEL, (void *)label, strlen(label)},
+                            {CKA_ID, (void *)label, strlen(label)}};
+    CK_RV rv;
+
+    if ((size_t)snprintf(pending, sizeof(pending), "%s%s", HF_POOL_PENDING_LABEL_PREFIX, label) >=
+        sizeof(pending))
+        return CKR_ARGUMENTS_BAD;
+    nt = (CK_ULONG)hf_pool_key_template(replication, pending, tmpl);
+    *h = CK_INVALID_HANDLE;
+    rv = f->C_UnwrapKey(s, mech, unwrapping, (CK_BYTE_PTR)blob, (CK_ULONG)blob_len, tmpl, nt, h);
+    if (rv != CKR_OK) return rv;
+    if ((rv = f->C_SetAttributeValue(s, *h, named, 2)) != CKR_OK) {
+        f->C_DestroyObject(s, *h);
+        *h = CK_INVALID_HANDLE;
+    }
+    return rv;
+}
+
 void hf_pool_repl_label(const char *pool_name, char buf[HF_POOL_REPL_LABEL_MAX])
 {
     snprintf(buf, HF_POOL_REPL_LABEL_MAX, "%s%s", HF_POOL_REPL_LABEL_PREFIX, pool_name);
@@ -237,8 +263,6 @@ static CK_RV unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
                        CK_SESSION_HANDLE s, void *arg)
 {
     struct wrap_call *c = arg;
-    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX];
-    CK_ULONG nt = (CK_ULONG)hf_pool_key_template(false, c->label, tmpl);
     CK_OBJECT_HANDLE r = CK_INVALID_HANDLE, h = CK_INVALID_HANDLE;
     CK_RV rv;
 
@@ -247,7 +271,8 @@ static CK_RV unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
     if (key_find(hsm, s, c->label, &h) == CKR_OK) return CKR_OK;
     for (int pass = 0; pass < 2; pass++) {
         if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
-        rv = f->C_UnwrapKey(s, &kwp_mech, r, c->blob, c->blob_len, tmpl, nt, &h);
+        rv = hf_pool_unwrap_labelled(f, s, &kwp_mech, r, c->blob, c->blob_len, false, c->label,
+                                     &h);
         if (!rv_is_stale_handle(rv)) break;
         hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->repl_label);
     }
@@ -420,13 +445,12 @@ static CK_RV oaep_unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_
 {
     struct oaep_call *c = arg;
     CK_MECHANISM mech = {CKM_RSA_PKCS_OAEP, &c->params, sizeof(c->params)};
-    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX];
-    CK_ULONG nt = (CK_ULONG)hf_pool_key_template(true, c->repl_label, tmpl);
     CK_OBJECT_HANDLE h;
 
     (void)member;
     if (key_find(hsm, s, c->repl_label, &h) == CKR_OK) return CKR_OK;
-    return f->C_UnwrapKey(s, &mech, c->rsa->priv, c->blob, c->blob_len, tmpl, nt, &h);
+    return hf_pool_unwrap_labelled(f, s, &mech, c->rsa->priv, c->blob, c->blob_len, true,
+                                   c->repl_label, &h);
 }
 
 static CK_RV priv_destroy_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,

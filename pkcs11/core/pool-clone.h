@@ -37,6 +37,20 @@
 size_t hf_pool_key_template(bool replication, const char *label,
                             CK_ATTRIBUTE out[HF_POOL_TEMPLATE_MAX]);
 
+/* C_UnwrapKey of blob under unwrapping (mech) into a token key as hf_pool_key_template makes it,
+ * labelled label, that no search by label finds before it is whole: SoftHSMv2 2.6 makes an
+ * unwrapped object in two transactions, its attributes first and its CKA_VALUE after, and an
+ * operation begun between them on an object found by label fails (C_EncryptInit answers
+ * CKR_MECHANISM_INVALID). So the object is made under HF_POOL_PENDING_LABEL_PREFIX + label and
+ * relabelled once C_UnwrapKey has returned; one that cannot be relabelled is destroyed. A
+ * process killed between the two leaves a pending object nothing finds: a later copy makes
+ * another. */
+#define HF_POOL_PENDING_LABEL_PREFIX "holdfast-pending:"
+CK_RV hf_pool_unwrap_labelled(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_MECHANISM_PTR mech,
+                              CK_OBJECT_HANDLE unwrapping, const unsigned char *blob,
+                              size_t blob_len, bool replication, const char *label,
+                              CK_OBJECT_HANDLE *h);
+
 /* The label of pool_name's replication key into buf (HF_POOL_REPL_LABEL_MAX bytes). */
 void hf_pool_repl_label(const char *pool_name, char buf[HF_POOL_REPL_LABEL_MAX]);
 
