@@ -6,28 +6,29 @@
 # encrypt for D seconds:
 #   D/4  node 1 SIGKILLed;  D/2  node 1 started again;  3D/4  node 2 sent SIGTERM (it drains).
 # Asserts:
-#   - no failed request at the client, except requests in flight on node 1 at the instant it
-#     was killed (below): only in the slice [D/4 - 2 s, D/4 + 2 s) (hf-load's clock starts a
-#     little after the script's), only connections ended under them (kinds closed or tls: no
-#     HTTP error, no timeout), at most one per VU;
+#   - no failed request at the client, which resends (hf-load --retries 1, as AWS SDKs resend on
+#     a reset) a request whose connection ended before any byte of its reply; at most one
+#     resend per VU, all in the slice [D/4 - 2 s, D/4 + 2 s) of node 1's kill (hf-load's clock
+#     starts a little after the script's);
 #   - every kmsRequestId the client saw answered (hf-load --ids) is in node 1's or node 2's
-#     audit log (exactly one), and `holdfast audit verify` passes on each node's log, each
-#     against its own node's checkpoint in the shared store (node 1's with --allow-torn-tail:
-#     its kill may tear the record being written; what it wrote after its last checkpoint
-#     before the kill is reported unanchored);
+#     audit log, and `holdfast audit verify` passes on each node's log, each against its own
+#     node's checkpoint in the shared store (node 1's with --allow-torn-tail: its kill may tear
+#     the record being written; what it wrote after its last checkpoint before the kill is
+#     reported unanchored);
 #   - node 1 serves again after its restart; node 2 exits 0 after draining at least drain_ms;
 #     a second SIGTERM (node 1, at the end) stops at once;
 #   - during the drain node 2's /healthz answers 503 "draining" while an XKS encrypt sent
 #     straight to node 2 answers 200.
 #
-# Why a SIGKILL costs the requests in flight on the killed node: HAProxy passes TLS through (TCP
-# mode), so it never sees a request, only a connection; it retries (and redispatches to the
+# Why the client must resend what was in flight on the killed node: HAProxy passes TLS through
+# (TCP mode), so it never sees a request, only a connection; it retries (and redispatches to the
 # other node) a connection a node refuses, which covers every connection made after the kill,
 # but it cannot send again what it already passed to node 1: that would need HTTP mode's L7
-# retries, which may run a POST twice (an encrypt the client counts once, audited twice) and
-# would end TLS at HAProxy, where the nodes no longer see the client's certificate. So each VU
-# whose connection was on node 1 at the kill loses that one request (a closed connection; KMS
-# retries it), and nothing else fails: the drain (SIGTERM) loses none.
+# retries, which would end TLS at HAProxy, where the nodes no longer see the client's
+# certificate. So each VU whose connection was on node 1 at the kill sees that connection end
+# under its request, and sends it again once (KMS and the SDKs do the same); the drain (SIGTERM)
+# ends no connection under a request. A request node 1 had answered but whose reply the kill
+# cut is audited in node 1's log and again, resent, in node 2's: an id may be in both.
 #
 # HF_CLUSTER_SECONDS (24), HF_CLUSTER_VUS (8).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
@@ -137,7 +138,7 @@ echo "cluster: $D s of xks-encrypt through HAProxy, $VUS VUs; node 1 killed at $
     "back at $BACK s, node 2 drained at $DRAIN s"
 t0=$(hf_now_ms)
 "$HF_LOAD" --url "https://127.0.0.1:$PH" --api xks-encrypt --key-id k --vus "$VUS" \
-    --ramp-up 0 --steady "${D}s" --ramp-down 0 --timeout 5s --no-progress --quiet $TLS \
+    --ramp-up 0 --steady "${D}s" --ramp-down 0 --timeout 5s --retries 1 --no-progress --quiet $TLS \
     --intervals "$((KILL - 2)),$((KILL + 2)),$BACK,$DRAIN" --csv "$T/load.csv" --ids "$T/ids" \
     >"$T/load.out" 2>"$T/load.err" &
 LOAD_PID=$!
@@ -180,16 +181,11 @@ check "$(grep -c '^interval ' "$T/load.out")" 5 "interval lines"
 errors=$(awk -F, 'NR == 2 { print $22 }' "$T/load.csv")
 ops=$(awk -F, 'NR == 2 { print $11 }' "$T/load.csv")
 # "interval K FROM-TOs ops N ops/s R errors E ...": N is $5, E $9.
-kill_errors=$(awk '$1 == "interval" && $2 == 2 { print $9 }' "$T/load.out")
-echo "cluster: $ops requests answered, $errors failed ($kill_errors in the slice after the kill)"
-awk '$1 == "interval" && $2 != 2 && $9 != 0 { exit 1 }' "$T/load.out" ||
-    hf_fail "requests failed outside the slice of node 1's kill"
-check "$errors" "$kill_errors" "failed requests outside the kill's slice"
-[ "$errors" -le "$VUS" ] || hf_fail "$errors failed requests: more than one per VU"
-# "errors at 8 VUs: tls: 2, closed: 4": a connection that ends under a TLS record is "tls".
-kinds=$(sed -n 's/^ *errors at [0-9]* VUs: //p' "$T/load.out" | tr ',' '\n' |
-    sed 's/^ *//; s/:.*//' | grep -v -e '^closed$' -e '^tls$' | paste -sd' ')
-check "$kinds" "" "kinds of failure other than a connection ended under its request"
+retries=$(sed -n 's/^ *retries at [0-9]* VUs: \([0-9]*\).*/\1/p' "$T/load.out")
+retries=${retries:-0}
+echo "cluster: $ops requests answered, $errors failed, $retries sent again after node 1's kill"
+check "$errors" 0 "failed requests at the client"
+[ "$retries" -le "$VUS" ] || hf_fail "$retries requests sent again: more than one per VU"
 [ "$(wc -l <"$T/ids")" -ge "$ops" ] || hf_fail "hf-load --ids wrote fewer ids than answers"
 awk '$1 == "interval" && $5 == 0 { exit 1 }' "$T/load.out" || hf_fail "a slice served nothing"
 [ "$load_rc" -eq 0 ] || [ "$errors" -gt 0 ] || hf_fail "hf-load exited $load_rc"
@@ -209,8 +205,9 @@ missing=$(sort -mu "$T/ids.1" "$T/ids.2" | comm -23 "$T/ids.client" - | wc -l)
 both=$(comm -12 "$T/ids.1" "$T/ids.2" | comm -12 "$T/ids.client" - | wc -l)
 echo "cluster: $(wc -l <"$T/ids.client") ids answered; node 1 audited $in1 of them, node 2 $in2;" \
     "$missing missing, $both in both"
-[ "$missing" -eq 0 ] && [ "$both" -eq 0 ] && [ -s "$T/ids.client" ] ||
-    hf_fail "not every answered kmsRequestId is in exactly one node's audit log"
+[ "$missing" -eq 0 ] && [ -s "$T/ids.client" ] ||
+    hf_fail "not every answered kmsRequestId is in a node's audit log"
+[ "$both" -le "$retries" ] || hf_fail "$both ids in both logs, more than the $retries resent"
 # A second SIGTERM cuts the drain short.
 t_term=$(hf_now_ms)
 kill -TERM "$PID1"

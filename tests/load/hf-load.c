@@ -274,6 +274,9 @@ int main(int argc, char **argv)
         report.nlevels = done_levels;
         hf_report_table_row(stdout, &report, &results[i]);
         intervals_print(stdout, &run.plan, stats);
+        if (stats->retries)
+            printf("  retries at %u VUs: %llu (sent again: the connection ended before the reply)\n",
+                   cfg.vus[i], (unsigned long long)stats->retries);
         if (hf_level_stats_errors(stats)) {
             errors_print(stderr, cfg.vus[i], stats);
             if (why[0]) fprintf(stderr, "  first error: %s\n", why);

@@ -280,6 +280,9 @@ void hf_load_usage(FILE *out)
             "  --cert FILE           client certificate (PEM) for mutual TLS (SAP)\n"
             "  --key FILE            its private key (PEM; default: in the --cert file)\n"
             "  --timeout D           give up on a request after D (default 10s)\n"
+            "  --retries N           send a request again, on a new connection, when its\n"
+            "                        connection ended before any byte of its reply, up to N\n"
+            "                        times (as SDKs retry a reset); counted apart (default 0)\n"
             "Load:\n"
             "  --vus LIST            VU levels, e.g. 10,20,40 (all are run)\n"
             "  --sweep FROM:TO[:xF|:+S]  levels FROM, FROM*F (or +S)... TO; stops after the\n"
@@ -360,6 +363,7 @@ enum {
     OPT_LIMIT,
     OPT_CSV,
     OPT_IDS,
+    OPT_RETRIES,
     OPT_MARKDOWN,
     OPT_PLOT,
     OPT_SEEDS,
@@ -408,6 +412,7 @@ static const struct option long_options[] = {
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"csv", required_argument, NULL, OPT_CSV},
     {"ids", required_argument, NULL, OPT_IDS},
+    {"retries", required_argument, NULL, OPT_RETRIES},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"seeds", required_argument, NULL, OPT_SEEDS},
@@ -567,6 +572,12 @@ enum hf_args_result hf_load_args_parse(int argc, char **argv, struct hf_load_con
             break;
         case OPT_IDS:
             cfg->ids_path = optarg;
+            break;
+        case OPT_RETRIES:
+            if (uint_parse(optarg, 10, &cfg->retries) != 0) {
+                fail(err, errlen, "--retries '%s': expected 0 to 10", optarg);
+                return HF_ARGS_ERROR;
+            }
             break;
         case OPT_CSV:
             cfg->csv_path = optarg;

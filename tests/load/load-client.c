@@ -207,6 +207,8 @@ struct vu {
     uint64_t deadline;          /* WAIT/THINKING: when to go on; in flight: the timeout */
     uint64_t sent_at;
     uint64_t requests; /* measured requests done */
+    unsigned resends;  /* of the request in req (--retries) */
+    bool resend;       /* req goes out again on the next connection */
     uint64_t rng;
     /* The request being sent. */
     struct hf_buf req;
@@ -325,11 +327,36 @@ static void vu_next(struct vu *v, uint64_t now)
         vu_start_request(v, now);
 }
 
+/* --retries: a request whose connection failed or ended before any byte of its reply (a
+ * balancer's node killed under it) may go again, as SDKs resend on a reset or a refused
+ * connection. A timeout or a reply never does: the server may have acted on it. */
+static bool vu_may_resend(const struct vu *v, enum hf_terr kind, uint64_t now)
+{
+    bool before_reply = (v->state == VU_SENDING || v->state == VU_RECEIVING) && v->rlen == 0;
+    bool connecting = v->state == VU_CONNECTING || v->state == VU_HANDSHAKE;
+
+    return (kind == HF_TERR_CLOSED || kind == HF_TERR_TLS || kind == HF_TERR_CONNECT) &&
+           (before_reply || connecting) && v->resends < v->w->run->cfg->retries &&
+           now < v->stop_at && !hf_run_interrupted();
+}
+
 /* A transport failure: count it, drop the connection, go on (or stop, in the preflight). */
 static void vu_fail(struct vu *v, enum hf_terr kind, uint64_t now)
 {
     struct worker *w = v->w;
 
+    if (vu_may_resend(v, kind, now)) {
+        bool connecting = v->state == VU_CONNECTING || v->state == VU_HANDSHAKE;
+        w->stats->retries++;
+        v->resends++;
+        /* A connection that failed before carrying anything has no request to send again. */
+        if (!connecting) v->resend = true;
+        conn_close(v);
+        v->state = VU_WAIT;
+        set_deadline(v, now + (connecting ? RECONNECT_BACKOFF_US : 0));
+        return;
+    }
+    v->resend = false;
     w->stats->terr[kind]++;
     hf_level_stats_add_error(w->stats, &w->run->plan, now - w->t0);
     live_add(&w->live_errors, 1);
@@ -453,17 +480,22 @@ static void vu_start_request(struct vu *v, uint64_t now)
 {
     struct worker *w = v->w;
 
-    v->req.len = 0;
     v->req_off = 0;
-    if (w->run->api->build(w->run->api_state, &v->api_vu, &v->req, &v->setup) != 0) {
-        note_error(w, "could not build a %s request (out of memory?)", w->run->api->name);
-        w->rc = -1;
-        vu_finish(v);
-        return;
+    if (v->resend) {
+        v->resend = false; /* the same bytes, and the latency counted from the first send */
+    } else {
+        v->req.len = 0;
+        v->resends = 0;
+        if (w->run->api->build(w->run->api_state, &v->api_vu, &v->req, &v->setup) != 0) {
+            note_error(w, "could not build a %s request (out of memory?)", w->run->api->name);
+            w->rc = -1;
+            vu_finish(v);
+            return;
+        }
+        v->sent_at = now;
     }
     v->rlen = 0;
     v->hdr_len = 0;
-    v->sent_at = now;
     v->conn_used = true;
     v->state = VU_SENDING;
     set_deadline(v, now + w->run->cfg->timeout_us);

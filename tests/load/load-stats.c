@@ -157,6 +157,7 @@ void hf_level_stats_merge(struct hf_level_stats *dst, const struct hf_level_stat
         dst->ops[i] += src->ops[i];
     dst->setup_ops += src->setup_ops;
     dst->reconnects += src->reconnects;
+    dst->retries += src->retries;
     for (i = 0; i < HF_STATUS_SLOTS; i++)
         dst->status[i] += src->status[i];
     for (i = 0; i < HF_TERR_COUNT; i++)

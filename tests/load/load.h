@@ -102,6 +102,7 @@ struct hf_level_stats {
     uint64_t ops[HF_PHASE_COUNT];     /* successful operations by the phase they completed in */
     uint64_t setup_ops;               /* unmeasured preparation requests (e.g. decrypt's encrypt) */
     uint64_t reconnects;              /* connections opened after a VU's first one */
+    uint64_t retries;                 /* requests sent again (--retries), not errors */
     uint64_t status[HF_STATUS_SLOTS]; /* non-2xx replies by HTTP status */
     uint64_t terr[HF_TERR_COUNT];
     struct hf_hist steady; /* latency of the successful operations completed in steady */
@@ -180,6 +181,7 @@ struct hf_load_config {
     uint64_t interval_ends_us[HF_INTERVALS_MAX - 1]; /* --intervals: as hf_phase_plan's */
     size_t ninterval_ends;
     uint64_t timeout_us;                 /* per request; also the grace after the ramp-down */
+    unsigned retries; /* resends of a request whose connection ended before its reply began */
     uint64_t pause_us;                   /* between levels */
     unsigned threads;                    /* 0: one per online CPU */
     unsigned limit_ms;                   /* the latency limit; the API's own unless --limit */

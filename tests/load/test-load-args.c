@@ -58,6 +58,7 @@ static void test_minimal_command_gets_the_seeds_defaults(void)
     CU_ASSERT_EQUAL(cfg.steady_us, 30000000);
     CU_ASSERT_EQUAL(cfg.ramp_down_us, 5000000);
     CU_ASSERT_EQUAL(cfg.think_max_us, 0);
+    CU_ASSERT_EQUAL(cfg.retries, 0); /* a failure counts as one unless asked */
     CU_ASSERT_EQUAL(cfg.limit_ms, 250);
     CU_ASSERT_FALSE(cfg.target.tls);
     CU_ASSERT_STRING_EQUAL(cfg.target.port, "8080");
@@ -68,8 +69,10 @@ static void test_vus_list_and_options(void)
     CU_ASSERT_EQUAL_FATAL(parse("--url", "https://gw.example:8443/", "--api", "xks-encrypt",
                                 "--vus", "10,20,40", "--ramp-up", "1s", "--steady", "1500ms",
                                 "--ramp-down", "0", "--think", "400ms:700ms", "--limit", "150",
-                                "--threads", "3", "--insecure", "--intervals", "10s,20", NULL),
+                                "--threads", "3", "--insecure", "--intervals", "10s,20",
+                                "--retries", "2", NULL),
                           HF_ARGS_OK);
+    CU_ASSERT_EQUAL(cfg.retries, 2);
     CU_ASSERT_EQUAL(cfg.nlevels, 3);
     CU_ASSERT_EQUAL(cfg.ninterval_ends, 2);
     CU_ASSERT_EQUAL(cfg.interval_ends_us[0], 10000000);
@@ -118,6 +121,8 @@ static void test_bad_arguments_say_what_is_wrong(void)
     ASSERT_REFUSED_WITH("'nope' is unknown; known: xks-encrypt", "--url", "http://h", "--api",
                         "nope", "--vus", "1");
     ASSERT_REFUSED_WITH("say how many VUs", "--url", "http://h", "--api", "static");
+    ASSERT_REFUSED_WITH("--retries '11': expected 0 to 10", "--url", "http://h", "--api", "static",
+                        "--vus", "1", "--retries", "11");
     ASSERT_REFUSED_WITH("--ids: only the xks APIs", "--url", "http://h", "--api", "static", "--vus",
                         "1", "--ids", "ids.txt");
     ASSERT_REFUSED_WITH("exclude each other", "--url", "http://h", "--api", "static", "--vus", "1",
