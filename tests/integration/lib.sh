@@ -14,7 +14,8 @@
 #                        $HF_OUT and $HF_ERR (files) for further checks.
 #   hf_free_port         print a TCP port free on 127.0.0.1
 #   hf_store_setup       an initialised key store of its own: HF_TMP, HOLDFAST_CONF and
-#                        HOLDFAST_STATE_DIR exported, HF_USER_PIN and HF_SO_PIN set
+#                        HOLDFAST_STATE_DIR exported, HF_USER_PIN and HF_SO_PIN set; on the
+#                        store HF_STORE_LOCATOR names when set (pg-lib.sh's HF_PG_URI)
 #   HF_SANITIZED         non-empty when the build uses ASan/UBSan/TSan
 #   hf_ext CMD...        run a program that is not ours but loads our module (sanitizer-aware)
 #   hf_preauth_count LOG API REASON [SOURCE]   requests counted (and records) in the summary
@@ -174,6 +175,7 @@ hf_store_setup() {
     # A config file of our own, so neither the CLI nor the module reads a system one.
     HOLDFAST_CONF="$HF_TMP/holdfast.conf"
     printf '[holdfast]\nstate_dir = %s\n' "$HOLDFAST_STATE_DIR" >"$HOLDFAST_CONF"
+    [ -z "$HF_STORE_LOCATOR" ] || printf '[store]\npath = %s\n' "$HF_STORE_LOCATOR" >>"$HOLDFAST_CONF"
     export HOLDFAST_STATE_DIR HOLDFAST_CONF
     "$HF_CLI" init >"$HF_TMP/init.out" 2>&1 || { cat "$HF_TMP/init.out"; hf_fail "holdfast init failed"; }
     HF_USER_PIN=$(cat "$HOLDFAST_STATE_DIR/token-user.pin") || hf_fail "init wrote no user PIN file"

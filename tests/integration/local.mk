@@ -18,6 +18,7 @@ INTEGRATION_TESTS = \
 	tests/integration/nss.sh \
 	tests/integration/concurrency.sh \
 	tests/integration/crash-safety.sh \
+	tests/integration/crash-safety-pg.sh \
 	tests/integration/pin-lockout.sh \
 	tests/integration/curves.sh \
 	tests/integration/pool-cli.sh \
