@@ -223,8 +223,7 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_KEY_ROTATE] = "UPDATE keys SET current_version = $1::bigint, updated = $2, mac = $4 "
                       "WHERE uuid = $3 AND current_version = $1::bigint - 1 AND state != 5 "
                       "AND mac IS NOT DISTINCT FROM $5::bytea",
-    [ST_LABELS_OF] =
-        "SELECT name, value FROM key_labels WHERE key_uuid = $1 ORDER BY name" BYTES,
+    [ST_LABELS_OF] = "SELECT name, value FROM key_labels WHERE key_uuid = $1 ORDER BY name" BYTES,
     [ST_LABELS_DELETE] = "DELETE FROM key_labels WHERE key_uuid = $1",
     [ST_LABEL_INSERT] = "INSERT INTO key_labels (key_uuid, name, value) VALUES ($1,$2,$3)",
     [ST_VERSION_INSERT] = "INSERT INTO key_versions (uuid, key_uuid, version, state, created, "
@@ -323,8 +322,8 @@ struct pg_conn {
 
 struct pg_store {
     struct hf_store base;
-    char *conninfo; /* the locator as given (checked to carry no password) */
-    char where[160]; /* host:port/dbname, for logs: never the locator itself */
+    char *conninfo;              /* the locator as given (checked to carry no password) */
+    char where[160];             /* host:port/dbname, for logs: never the locator itself */
     char token[HF_UUID_LEN + 1]; /* this handle's tag in its notifications */
 
     pthread_mutex_t lock; /* guards idle, n_idle, n_open, down_until_us, backoff_ms */
@@ -339,8 +338,8 @@ struct pg_store {
 
     pthread_t listener;
     bool listener_running;
-    PGconn *listen_pg;   /* the listener thread's (owned by it once started) */
-    int wake[2];         /* close: a byte on wake[1] stops the listener */
+    PGconn *listen_pg; /* the listener thread's (owned by it once started) */
+    int wake[2];       /* close: a byte on wake[1] stops the listener */
     _Atomic bool closing;
 };
 
@@ -348,8 +347,12 @@ static const struct hf_store_ops pg_ops;
 
 /* ---- connections ---- */
 
-static const char *const conn_keys[] = {"connect_timeout", "application_name", "keepalives_idle",
-                                        "keepalives_interval", "keepalives_count", "dbname",
+static const char *const conn_keys[] = {"connect_timeout",
+                                        "application_name",
+                                        "keepalives_idle",
+                                        "keepalives_interval",
+                                        "keepalives_count",
+                                        "dbname",
                                         NULL};
 
 /* The server's notices ("relation already exists, skipping" of an idempotent migration) would
@@ -440,8 +443,10 @@ static CK_RV conn_get(struct pg_store *s, struct pg_conn **out)
         pthread_mutex_unlock(&s->lock);
         return CKR_DEVICE_ERROR;
     }
-    if (s->n_idle > 0) c = s->idle[--s->n_idle];
-    else s->n_open++;
+    if (s->n_idle > 0)
+        c = s->idle[--s->n_idle];
+    else
+        s->n_open++;
     pthread_mutex_unlock(&s->lock);
     if (!c && !(c = conn_open(s))) {
         pthread_mutex_lock(&s->lock);
@@ -605,8 +610,8 @@ static CK_RV run_count(struct pg_store *s, struct pg_conn *c, enum stmt_id id,
 }
 
 /* A lookup of one row: CKR_OK with *out holding it (row 0), CKR_KEY_HANDLE_INVALID for none. */
-static CK_RV run_row(struct pg_store *s, struct pg_conn *c, enum stmt_id id,
-                     const struct params *p, const char *what, PGresult **out)
+static CK_RV run_row(struct pg_store *s, struct pg_conn *c, enum stmt_id id, const struct params *p,
+                     const char *what, PGresult **out)
 {
     CK_RV rv = run(s, c, id, p, what, out);
 
@@ -624,8 +629,10 @@ static CK_RV exec_simple(struct pg_store *s, struct pg_conn *c, const char *sql,
     ExecStatusType st = PQresultStatus(res);
     CK_RV rv = CKR_OK;
 
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) rv = result_fail(s, c, res, what);
-    else c->used = true;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        rv = result_fail(s, c, res, what);
+    else
+        c->used = true;
     PQclear(res);
     return rv;
 }
@@ -652,8 +659,8 @@ static CK_RV notify(struct pg_store *s, struct pg_conn *c, const char *what)
 
 /* Runs fn on one connection inside the transaction kind asks for. A write NOTIFYs before its
  * COMMIT: PostgreSQL delivers the notification at commit, and never for a rollback. */
-static CK_RV tx_run_on(struct pg_store *s, struct pg_conn *c, enum tx_kind kind,
-                       const char *what, tx_fn fn, void *arg)
+static CK_RV tx_run_on(struct pg_store *s, struct pg_conn *c, enum tx_kind kind, const char *what,
+                       tx_fn fn, void *arg)
 {
     static const char *const begin[] = {
         [TX_READ] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
@@ -737,8 +744,7 @@ static bool col_blob(const PGresult *r, int row, int col, unsigned char **out, s
     *out = NULL;
     *len = 0;
     if (PQgetisnull(r, row, col)) return true;
-    if (!(raw = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &n)))
-        return false;
+    if (!(raw = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &n))) return false;
     /* malloc(0) may answer NULL: an empty value is kept as a 1-byte buffer of length 0. */
     if ((*out = malloc(n ? n : 1))) {
         memcpy(*out, raw, n);
@@ -778,8 +784,7 @@ static CK_RV key_from_row(const PGresult *r, int i, struct hf_key *k)
     k->updated = col_int(r, i, 10);
     k->current_version = (unsigned)col_int(r, i, 11);
     col_mac(r, i, 12, k->mac, &k->has_mac);
-    if (col_dup(r, i, 1, &k->name) && col_dup(r, i, 6, &k->owner) &&
-        col_dup(r, i, 7, &k->source))
+    if (col_dup(r, i, 1, &k->name) && col_dup(r, i, 6, &k->owner) && col_dup(r, i, 7, &k->source))
         return CKR_OK;
     hf_key_clear(k);
     return CKR_HOST_MEMORY;
@@ -825,8 +830,7 @@ static CK_RV object_from_row(const PGresult *r, int i, struct hf_store_object *o
     o->created = col_int(r, i, 7);
     if (col_blob(r, i, 3, &o->label, &o->label_len) &&
         col_blob(r, i, 4, &o->ckaid, &o->ckaid_len) &&
-        col_blob(r, i, 5, &o->value, &o->value_len) &&
-        col_blob(r, i, 6, &o->attrs, &o->attrs_len))
+        col_blob(r, i, 5, &o->value, &o->value_len) && col_blob(r, i, 6, &o->attrs, &o->attrs_len))
         return CKR_OK;
     hf_store_object_clear(o);
     return CKR_HOST_MEMORY;
@@ -864,13 +868,34 @@ static CK_RV name_from_row(const PGresult *r, int i, char **out)
  * array holds the *n rows read, for the caller to free. */
 typedef CK_RV (*row_fn)(const PGresult *r, int i, void *elem);
 
-static CK_RV key_row(const PGresult *r, int i, void *e) { return key_from_row(r, i, e); }
-static CK_RV version_row(const PGresult *r, int i, void *e) { return version_from_row(r, i, e); }
-static CK_RV link_row(const PGresult *r, int i, void *e) { return link_from_row(r, i, e); }
-static CK_RV object_row(const PGresult *r, int i, void *e) { return object_from_row(r, i, e); }
-static CK_RV pool_row(const PGresult *r, int i, void *e) { return pool_from_row(r, i, e); }
-static CK_RV member_row(const PGresult *r, int i, void *e) { return member_from_row(r, i, e); }
-static CK_RV name_row(const PGresult *r, int i, void *e) { return name_from_row(r, i, e); }
+static CK_RV key_row(const PGresult *r, int i, void *e)
+{
+    return key_from_row(r, i, e);
+}
+static CK_RV version_row(const PGresult *r, int i, void *e)
+{
+    return version_from_row(r, i, e);
+}
+static CK_RV link_row(const PGresult *r, int i, void *e)
+{
+    return link_from_row(r, i, e);
+}
+static CK_RV object_row(const PGresult *r, int i, void *e)
+{
+    return object_from_row(r, i, e);
+}
+static CK_RV pool_row(const PGresult *r, int i, void *e)
+{
+    return pool_from_row(r, i, e);
+}
+static CK_RV member_row(const PGresult *r, int i, void *e)
+{
+    return member_from_row(r, i, e);
+}
+static CK_RV name_row(const PGresult *r, int i, void *e)
+{
+    return name_from_row(r, i, e);
+}
 
 static CK_RV rows_read(PGresult *res, row_fn fn, size_t elem, void **arr, size_t *n)
 {
@@ -889,8 +914,8 @@ static CK_RV rows_read(PGresult *res, row_fn fn, size_t elem, void **arr, size_t
 
 /* Runs statement id and reads all its rows. */
 static CK_RV run_rows(struct pg_store *s, struct pg_conn *c, enum stmt_id id,
-                      const struct params *p, const char *what, row_fn fn, size_t elem,
-                      void **arr, size_t *n)
+                      const struct params *p, const char *what, row_fn fn, size_t elem, void **arr,
+                      size_t *n)
 {
     PGresult *res;
     CK_RV rv = run(s, c, id, p, what, &res);
@@ -980,8 +1005,8 @@ static CK_RV key_read(struct pg_store *s, struct pg_conn *c, const char *ref, st
 
 static CK_RV keys_read(struct pg_store *s, struct pg_conn *c, struct hf_key **keys, size_t *n)
 {
-    CK_RV rv = run_rows(s, c, ST_KEY_ALL, NULL, "list keys", key_row, sizeof(**keys),
-                        (void **)keys, n);
+    CK_RV rv =
+        run_rows(s, c, ST_KEY_ALL, NULL, "list keys", key_row, sizeof(**keys), (void **)keys, n);
 
     for (size_t i = 0; rv == CKR_OK && i < *n; i++)
         rv = labels_load(s, c, &(*keys)[i]);
@@ -1224,8 +1249,8 @@ static CK_RV pg_version_insert(struct hf_store *store, struct hf_key_version *v,
                                const unsigned char *key_mac, const unsigned char *old_key_mac)
 {
     char uuid[HF_UUID_LEN + 1];
-    struct key_write w = {.v = v, .uuid = uuid, .mac = key_mac, .old_mac = old_key_mac,
-                          .when = when};
+    struct key_write w = {
+        .v = v, .uuid = uuid, .mac = key_mac, .old_mac = old_key_mac, .when = when};
     CK_RV rv;
 
     uuid_lower(v->key_uuid, uuid);
@@ -1349,7 +1374,9 @@ static CK_RV list_tx(struct pg_store *s, struct pg_conn *c, void *arg)
 static CK_RV pg_version_list(struct hf_store *store, const char *key_uuid,
                              struct hf_key_version **versions, size_t *n)
 {
-    struct list_read l = {.id = ST_VERSIONS_OF, .what = "list versions", .fn = version_row,
+    struct list_read l = {.id = ST_VERSIONS_OF,
+                          .what = "list versions",
+                          .fn = version_row,
                           .elem = sizeof(**versions)};
     char uuid[HF_UUID_LEN + 1];
     CK_RV rv;
@@ -1383,8 +1410,8 @@ static CK_RV each_tx(struct pg_store *s, struct pg_conn *c, void *arg)
     CK_RV rv = keys_read(s, c, &e->keys, &e->nk);
 
     if (rv != CKR_OK) return rv;
-    return run_rows(s, c, ST_VERSIONS_ALL, NULL, "list versions", version_row,
-                    sizeof(*e->versions), (void **)&e->versions, &e->nv);
+    return run_rows(s, c, ST_VERSIONS_ALL, NULL, "list versions", version_row, sizeof(*e->versions),
+                    (void **)&e->versions, &e->nv);
 }
 
 static CK_RV pg_version_each(struct hf_store *store, hf_store_version_fn fn, void *arg)
@@ -1509,8 +1536,12 @@ static CK_RV pg_link_set_blocked(struct hf_store *store, const char *type, const
                                  bool blocked, int64_t when, const unsigned char *mac,
                                  const unsigned char *old_mac)
 {
-    struct link_write w = {.type = type, .ext_id = ext_id, .blocked = blocked, .when = when,
-                           .mac = mac, .old_mac = old_mac};
+    struct link_write w = {.type = type,
+                           .ext_id = ext_id,
+                           .blocked = blocked,
+                           .when = when,
+                           .mac = mac,
+                           .old_mac = old_mac};
 
     return tx_run((struct pg_store *)store, TX_WRITE, WHAT_LINK, link_block_tx, &w);
 }
@@ -1537,8 +1568,10 @@ static CK_RV pg_link_delete(struct hf_store *store, const char *type, const char
 static CK_RV pg_link_list(struct hf_store *store, const char *key_uuid, struct hf_link **links,
                           size_t *n)
 {
-    struct list_read l = {.id = key_uuid ? ST_LINKS_OF : ST_LINKS_ALL, .what = "list links",
-                          .fn = link_row, .elem = sizeof(**links)};
+    struct list_read l = {.id = key_uuid ? ST_LINKS_OF : ST_LINKS_ALL,
+                          .what = "list links",
+                          .fn = link_row,
+                          .elem = sizeof(**links)};
     char uuid[HF_UUID_LEN + 1];
     CK_RV rv;
 
@@ -1586,8 +1619,8 @@ static CK_RV pg_link_type_add(struct hf_store *store, const char *name, int64_t 
 
 static CK_RV pg_link_type_get(struct hf_store *store, const char *name)
 {
-    struct list_read l = {.id = ST_LINK_TYPE_GET, .what = "read link type", .fn = name_row,
-                          .elem = sizeof(char *)};
+    struct list_read l = {
+        .id = ST_LINK_TYPE_GET, .what = "read link type", .fn = name_row, .elem = sizeof(char *)};
     CK_RV rv;
 
     p_text(&l.p, name);
@@ -1601,8 +1634,8 @@ static CK_RV pg_link_type_get(struct hf_store *store, const char *name)
 
 static CK_RV pg_link_type_list(struct hf_store *store, char ***names, size_t *n)
 {
-    struct list_read l = {.id = ST_LINK_TYPES_ALL, .what = "list link types", .fn = name_row,
-                          .elem = sizeof(char *)};
+    struct list_read l = {
+        .id = ST_LINK_TYPES_ALL, .what = "list link types", .fn = name_row, .elem = sizeof(char *)};
     CK_RV rv = tx_run((struct pg_store *)store, TX_NONE, NULL, list_tx, &l);
 
     if (rv != CKR_OK) {
@@ -1620,15 +1653,17 @@ static CK_RV pg_link_type_list(struct hf_store *store, char ***names, size_t *n)
 
 static CK_RV pg_meta_get(struct hf_store *store, const char *name, char **value)
 {
-    struct list_read l = {.id = ST_META_GET, .what = "read meta", .fn = name_row,
-                          .elem = sizeof(char *)};
+    struct list_read l = {
+        .id = ST_META_GET, .what = "read meta", .fn = name_row, .elem = sizeof(char *)};
     CK_RV rv;
 
     p_text(&l.p, name);
     rv = tx_run((struct pg_store *)store, TX_NONE, NULL, list_tx, &l);
     if (rv == CKR_OK && l.n == 0) rv = CKR_KEY_HANDLE_INVALID;
-    if (rv == CKR_OK) *value = ((char **)l.arr)[0];
-    else if (l.n) free(((char **)l.arr)[0]);
+    if (rv == CKR_OK)
+        *value = ((char **)l.arr)[0];
+    else if (l.n)
+        free(((char **)l.arr)[0]);
     free(l.arr);
     return rv;
 }
@@ -1806,15 +1841,17 @@ static CK_RV pg_object_insert(struct hf_store *store, struct hf_store_object *ob
 
 static CK_RV pg_object_get(struct hf_store *store, int64_t id, struct hf_store_object *out)
 {
-    struct list_read l = {.id = ST_OBJECT_GET, .what = "read object", .fn = object_row,
-                          .elem = sizeof(*out)};
+    struct list_read l = {
+        .id = ST_OBJECT_GET, .what = "read object", .fn = object_row, .elem = sizeof(*out)};
     CK_RV rv;
 
     p_int(&l.p, id);
     rv = tx_run((struct pg_store *)store, TX_NONE, NULL, list_tx, &l);
     if (rv == CKR_OK && l.n == 0) rv = CKR_KEY_HANDLE_INVALID;
-    if (rv == CKR_OK) *out = *(struct hf_store_object *)l.arr;
-    else if (l.n) hf_store_object_clear(l.arr);
+    if (rv == CKR_OK)
+        *out = *(struct hf_store_object *)l.arr;
+    else if (l.n)
+        hf_store_object_clear(l.arr);
     free(l.arr);
     return rv;
 }
@@ -1847,8 +1884,8 @@ static CK_RV pg_object_delete(struct hf_store *store, int64_t id)
 
 static CK_RV pg_object_list(struct hf_store *store, struct hf_store_object **objs, size_t *n)
 {
-    struct list_read l = {.id = ST_OBJECTS_ALL, .what = "list objects", .fn = object_row,
-                          .elem = sizeof(**objs)};
+    struct list_read l = {
+        .id = ST_OBJECTS_ALL, .what = "list objects", .fn = object_row, .elem = sizeof(**objs)};
     CK_RV rv = tx_run((struct pg_store *)store, TX_NONE, NULL, list_tx, &l);
 
     if (rv != CKR_OK) {
@@ -2219,10 +2256,14 @@ static CK_RV locator_check(const char *locator, char *where, size_t len)
     }
     for (PQconninfoOption *o = opts; o->keyword; o++) {
         if (!o->val) continue;
-        if (strcmp(o->keyword, "password") == 0) rv = CKR_ARGUMENTS_BAD;
-        else if (strcmp(o->keyword, "host") == 0) host = o->val;
-        else if (strcmp(o->keyword, "port") == 0) port = o->val;
-        else if (strcmp(o->keyword, "dbname") == 0) db = o->val;
+        if (strcmp(o->keyword, "password") == 0)
+            rv = CKR_ARGUMENTS_BAD;
+        else if (strcmp(o->keyword, "host") == 0)
+            host = o->val;
+        else if (strcmp(o->keyword, "port") == 0)
+            port = o->val;
+        else if (strcmp(o->keyword, "dbname") == 0)
+            db = o->val;
     }
     snprintf(where, len, "%s:%s/%s", host ? host : "(default host)", port ? port : "5432",
              db ? db : "(default db)");
@@ -2298,8 +2339,7 @@ CK_RV hf_store_pg_open(const char *locator, struct hf_store **out)
         free(s);
         return CKR_HOST_MEMORY;
     }
-    if (!(s->conninfo = strdup(locator)) || pipe2(s->wake, O_CLOEXEC) != 0)
-        rv = CKR_HOST_MEMORY;
+    if (!(s->conninfo = strdup(locator)) || pipe2(s->wake, O_CLOEXEC) != 0) rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK) rv = pg_start(s);
     if (rv != CKR_OK) {
         hf_log_error("store: cannot open PostgreSQL at %s", s->where);

@@ -5,7 +5,7 @@
 #
 #   hf_pg_start      initdb + pg_ctl in a temp dir: 127.0.0.1 on a free port (and a unix socket
 #                    in that dir), SCRAM password auth; stopped and removed on exit, also when the
-#                    test fails. Sets HF_PG_URI (postgresql://holdfast@127.0.0.1:PORT/holdfast,
+#                    test fails. Sets HF_PG_URI (postgresql://holdfast@127.0.0.1:PORT/holdfast?...,
 #                    no password in it), exports PGPASSFILE (the password, mode 0600: libpq reads
 #                    it there), HF_PG_STOP_CMD / HF_PG_START_CMD (shell commands that stop and
 #                    start the server again). Skips (77) when the server is not installed.
@@ -67,7 +67,9 @@ EOF
     export PGPASSFILE
     psql -q -h 127.0.0.1 -p "$HF_PG_PORT" -U holdfast -d postgres -c 'CREATE DATABASE holdfast' \
         >/dev/null || hf_fail "CREATE DATABASE failed"
-    HF_PG_URI="postgresql://holdfast@127.0.0.1:$HF_PG_PORT/holdfast"
+    # connect_timeout: under valgrind a SCRAM login (4096 PBKDF2 rounds on the client) takes
+    # seconds when several threads log in at once; the store's default of 5 s is for servers.
+    HF_PG_URI="postgresql://holdfast@127.0.0.1:$HF_PG_PORT/holdfast?connect_timeout=60"
     export HF_PG_URI
 }
 

@@ -64,8 +64,10 @@ static int pg_run(const char *conninfo, const char *sql, long long *value)
     ExecStatusType st = PQresultStatus(res);
     int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : -1;
 
-    if (rc != 0) fprintf(stderr, "pg_run: %s", res ? PQresultErrorMessage(res) : PQerrorMessage(pg));
-    if (value) *value = rc == 0 && PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1;
+    if (rc != 0)
+        fprintf(stderr, "pg_run: %s", res ? PQresultErrorMessage(res) : PQerrorMessage(pg));
+    if (value)
+        *value = rc == 0 && PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1;
     PQclear(res);
     PQfinish(pg);
     return rc;
@@ -1421,13 +1423,41 @@ static void test_meta_counts_add_atomically_across_handles(void)
     free(v);
 }
 
-/* The kill switch across nodes: a block made through another handle reaches this one's link
- * cache. PostgreSQL's listener hears it at once (the issue's target: 100 ms p99; 250 ms here,
- * valgrind included); SQLite has only the cache's age bound. */
+/* How long until st's link_state answers want for switch-1 after other changed it; 0: never
+ * within bound_ms. The change's own commit counts (t0 is taken before it). */
+static uint64_t switch_latency_us(struct hf_store *other, bool want, uint64_t bound_ms)
+{
+    char got[HF_UUID_LEN + 1];
+    uint64_t t0 = hf_monotonic_us(), waited;
+    bool blocked = !want;
+
+    if (hf_store_link_set_blocked(other, "aws-xks", "switch-1", want, 1) != CKR_OK) return 0;
+    for (;;) {
+        if (hf_store_link_state(store, "aws-xks", "switch-1", got, &blocked) != CKR_OK) return 0;
+        waited = hf_monotonic_us() - t0;
+        if (blocked == want) return waited ? waited : 1;
+        if (waited >= bound_ms * 1000) return 0;
+        usleep(500);
+    }
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The kill switch across nodes: a block (and an unblock) made through another handle reaches
+ * this one's link cache. PostgreSQL's listener hears it at once (the issue's target: 100 ms p99,
+ * asserted over 100 switches; 250 ms for each, valgrind included); SQLite has only the cache's
+ * age bound, so one switch is enough there. */
 static void test_a_block_through_another_handle_stops_the_link(void)
 {
+    enum { ROUNDS = 100 };
     char uuid[HF_UUID_LEN + 1], got[HF_UUID_LEN + 1];
-    uint64_t bound_ms = pg_base ? 250 : HF_LINK_CACHE_MS + 250, t0, waited_us;
+    uint64_t bound_ms = pg_base ? 250 : HF_LINK_CACHE_MS + 250, lat[ROUNDS];
+    int rounds = pg_base ? ROUNDS : 1;
     struct hf_store *other = NULL;
     struct hf_link l;
     bool blocked = true;
@@ -1439,15 +1469,15 @@ static void test_a_block_through_another_handle_stops_the_link(void)
     CU_ASSERT_EQUAL_FATAL(hf_store_open(locator, &other), CKR_OK);
     CU_ASSERT_EQUAL(hf_store_link_state(store, "aws-xks", "switch-1", got, &blocked), CKR_OK);
     CU_ASSERT_FALSE(blocked); /* cached now */
-    t0 = hf_monotonic_us();
-    CU_ASSERT_EQUAL(hf_store_link_set_blocked(other, "aws-xks", "switch-1", true, 1), CKR_OK);
-    do {
-        CU_ASSERT_EQUAL(hf_store_link_state(store, "aws-xks", "switch-1", got, &blocked), CKR_OK);
-        waited_us = hf_monotonic_us() - t0;
-        if (!blocked) usleep(1000);
-    } while (!blocked && waited_us < bound_ms * 1000);
-    CU_ASSERT_TRUE(blocked);
-    printf("(blocked after %.1f ms) ", waited_us / 1000.0);
+    for (int r = 0; r < rounds; r++) {
+        lat[r] = switch_latency_us(other, r % 2 == 0, bound_ms);
+        CU_ASSERT_NOT_EQUAL(lat[r], 0);
+    }
+    qsort(lat, (size_t)rounds, sizeof(lat[0]), u64_cmp);
+    printf("(%d switches seen after p50 %.1f ms, p99 %.1f ms, max %.1f ms) ", rounds,
+           lat[rounds / 2] / 1000.0, lat[(rounds * 99 + 99) / 100 - 1] / 1000.0,
+           lat[rounds - 1] / 1000.0);
+    if (pg_base) CU_ASSERT_TRUE(lat[(rounds * 99 + 99) / 100 - 1] < 100000);
     hf_store_close(other);
 }
 
@@ -1458,7 +1488,8 @@ static CU_TestInfo link_meta_tests[] = {
     T("link types seeded, added idempotently, listed sorted", test_link_types_seeded_added_listed),
     T("meta set, get, overwrite", test_meta_set_get_overwrite),
     T("meta counts add atomically across handles", test_meta_counts_add_atomically_across_handles),
-    T("a block through another handle stops the link", test_a_block_through_another_handle_stops_the_link),
+    T("a block through another handle stops the link",
+      test_a_block_through_another_handle_stops_the_link),
     T("objects insert, get, list, update label and id, delete, ids never reused",
       test_objects_insert_get_update_delete),
     CU_TEST_INFO_NULL,
@@ -1799,7 +1830,7 @@ int main(void)
     for (size_t i = 0; suites[i].pName; i++)
         tests_for_backend(suites[i].pTests);
     if (pg_base)
-        suites[n_suites - 2] = (CU_SuiteInfo){"store postgresql", suite_init, suite_cleanup,
-                                              test_setup, test_teardown, pg_tests};
+        suites[n_suites - 2] = (CU_SuiteInfo){"store postgresql", suite_init,    suite_cleanup,
+                                              test_setup,         test_teardown, pg_tests};
     return hf_test_run(suites);
 }
