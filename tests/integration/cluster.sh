@@ -1,15 +1,14 @@
 #!/bin/sh
-# Issue 15, must-show 2 without PostgreSQL (the nodes share one SQLite store and one SoftHSMv2
-# token made by `holdfast init`, as the CLI and holdfastd already do across processes): the
-# two-node sample of conf/cluster/ (its files, ports and paths made this test's) behind its
-# HAProxy, TLS passed through and client certificates required by the nodes, under hf-load XKS
-# encrypt for D seconds:
+# Issue 15, must-show 2: a loopback cluster, the two-node sample of conf/cluster/ (its files,
+# ports and paths made this test's) on a PostgreSQL store of the test's own (pg-lib.sh) and one
+# SoftHSMv2 token made by `holdfast init`, behind its HAProxy, TLS passed through and client
+# certificates required by the nodes, under hf-load XKS encrypt for D seconds:
 #   D/4  node 1 SIGKILLed;  D/2  node 1 started again;  3D/4  node 2 sent SIGTERM (it drains).
 # Asserts:
-#   - no failed request at the client, which resends (hf-load --retries 1, as AWS SDKs resend on
-#     a reset) a request whose connection ended before any byte of its reply; at most one
-#     resend per VU, all in the slice [D/4 - 2 s, D/4 + 2 s) of node 1's kill (hf-load's clock
-#     starts a little after the script's);
+#   - no failed request at the client, which sends a request again when its connection failed
+#     or ended before any byte of its reply, up to twice (hf-load --retries 2: three attempts,
+#     as the AWS SDKs' standard retry mode); at most two resends per VU: a connection HAProxy
+#     passed to node 1 in the instant it died can fail too, before HAProxy's checks mark it down;
 #   - every kmsRequestId the client saw answered (hf-load --ids) is in node 1's or node 2's
 #     audit log, and `holdfast audit verify` passes on each node's log, each against its own
 #     node's checkpoint in the shared store (node 1's with --allow-torn-tail: its kill may tear
@@ -26,17 +25,23 @@
 # but it cannot send again what it already passed to node 1: that would need HTTP mode's L7
 # retries, which would end TLS at HAProxy, where the nodes no longer see the client's
 # certificate. So each VU whose connection was on node 1 at the kill sees that connection end
-# under its request, and sends it again once (KMS and the SDKs do the same); the drain (SIGTERM)
+# under its request, and sends it again (KMS and the SDKs do the same); the drain (SIGTERM)
 # ends no connection under a request. A request node 1 had answered but whose reply the kill
 # cut is audited in node 1's log and again, resent, in node 2's: an id may be in both.
 #
-# HF_CLUSTER_SECONDS (24), HF_CLUSTER_VUS (8).
+# Then the kill switch across nodes (must-show 3): ROUNDS blocks and unblocks through node 2's
+# CLI, each timed at node 1 (killswitch.py), p99 of the blocks within the design's 1 s bar.
+#
+# HF_CLUSTER_SECONDS (24), HF_CLUSTER_VUS (8), HF_CLUSTER_KILLSWITCH_ROUNDS (100).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
+. "${top_srcdir:-.}/tests/integration/pg-lib.sh"
 
 hf_xks_need
 command -v haproxy >/dev/null || hf_skip "haproxy not installed (deps.sh installs it)"
 HF_LOAD="$top_builddir/tests/load/hf-load"
 [ -x "$HF_LOAD" ] || hf_skip "$HF_LOAD not built"
+hf_pg_start
+HF_STORE_LOCATOR=$HF_PG_URI
 hf_store_setup
 T=$HF_TMP
 D=${HF_CLUSTER_SECONDS:-24}
@@ -75,7 +80,10 @@ PH=$(hf_free_port)
 ports() { sed -e "s/127.0.0.1:8441/127.0.0.1:$P1/; s/127.0.0.1:8442/127.0.0.1:$P2/" \
     -e "s/127.0.0.1:8443/127.0.0.1:$PH/" "$@"; }
 for n in 1 2; do
-    cp "$SAMPLE/holdfast-node$n.conf" "$T/" || hf_fail "no conf/cluster/holdfast-node$n.conf"
+    sed "s|^path = postgresql://.*|path = $HF_PG_URI|" "$SAMPLE/holdfast-node$n.conf" \
+        >"$T/holdfast-node$n.conf" || hf_fail "no conf/cluster/holdfast-node$n.conf"
+    grep -q "^path = $HF_PG_URI\$" "$T/holdfast-node$n.conf" ||
+        hf_fail "conf/cluster/holdfast-node$n.conf names no PostgreSQL store"
     ports -e "s|^module = .*|module = $HF_MODULE|" "$SAMPLE/node$n.conf" >"$T/node$n.conf" ||
         hf_fail "no conf/cluster/node$n.conf"
     printf '\n[plugin:aws-xks]\npath = %s\n' "$XKS_PLUGIN" >>"$T/node$n.conf"
@@ -138,7 +146,7 @@ echo "cluster: $D s of xks-encrypt through HAProxy, $VUS VUs; node 1 killed at $
     "back at $BACK s, node 2 drained at $DRAIN s"
 t0=$(hf_now_ms)
 "$HF_LOAD" --url "https://127.0.0.1:$PH" --api xks-encrypt --key-id k --vus "$VUS" \
-    --ramp-up 0 --steady "${D}s" --ramp-down 0 --timeout 5s --retries 1 --no-progress --quiet $TLS \
+    --ramp-up 0 --steady "${D}s" --ramp-down 0 --timeout 5s --retries 2 --no-progress --quiet $TLS \
     --intervals "$((KILL - 2)),$((KILL + 2)),$BACK,$DRAIN" --csv "$T/load.csv" --ids "$T/ids" \
     >"$T/load.out" 2>"$T/load.err" &
 LOAD_PID=$!
@@ -185,7 +193,7 @@ retries=$(sed -n 's/^ *retries at [0-9]* VUs: \([0-9]*\).*/\1/p' "$T/load.out")
 retries=${retries:-0}
 echo "cluster: $ops requests answered, $errors failed, $retries sent again after node 1's kill"
 check "$errors" 0 "failed requests at the client"
-[ "$retries" -le "$VUS" ] || hf_fail "$retries requests sent again: more than one per VU"
+[ "$retries" -le $((2 * VUS)) ] || hf_fail "$retries requests sent again: more than two per VU"
 [ "$(wc -l <"$T/ids")" -ge "$ops" ] || hf_fail "hf-load --ids wrote fewer ids than answers"
 awk '$1 == "interval" && $5 == 0 { exit 1 }' "$T/load.out" || hf_fail "a slice served nothing"
 [ "$load_rc" -eq 0 ] || [ "$errors" -gt 0 ] || hf_fail "hf-load exited $load_rc"
@@ -208,6 +216,20 @@ echo "cluster: $(wc -l <"$T/ids.client") ids answered; node 1 audited $in1 of th
 [ "$missing" -eq 0 ] && [ -s "$T/ids.client" ] ||
     hf_fail "not every answered kmsRequestId is in a node's audit log"
 [ "$both" -le "$retries" ] || hf_fail "$both ids in both logs, more than the $retries resent"
+# ---- the kill switch across nodes (must-show 3) ----
+# Blocks and unblocks through node 2's CLI (its config: the store every node shares), timed at
+# node 1 by a client calling it back to back: NOTIFY brings the change, the cache bound
+# (HF_LINK_CACHE_MS, 500 ms) is only the fallback. The design's bar is 1 s; the issue's
+# target, 100 ms at p99, is reported.
+ROUNDS=${HF_CLUSTER_KILLSWITCH_ROUNDS:-100}
+python3 "$top_srcdir/tests/integration/killswitch.py" --rounds "$ROUNDS" --port "$P1" \
+    --cacert "$T/pki/ca.pem" --client-cert "$T/pki/client.pem" --client-key "$T/pki/client.key" \
+    --akid "$AKID" --secret "$SEC" --key k -- env HOLDFAST_CONF="$T/holdfast-node2.conf" "$HF_CLI" \
+    >"$T/killswitch.out" || hf_fail "the kill switch across nodes: $(cat "$T/killswitch.out")"
+echo "kill switch, node 2's CLI to node 1: $(cat "$T/killswitch.out")"
+p99=$(sed -n 's/.* block_p99_ms=\([0-9.]*\).*/\1/p' "$T/killswitch.out")
+awk -v v="$p99" 'BEGIN { exit !(v <= 1000) }' || hf_fail "a block took $p99 ms at p99 to reach node 1 (bar: 1 s)"
+
 # A second SIGTERM cuts the drain short.
 t_term=$(hf_now_ms)
 kill -TERM "$PID1"

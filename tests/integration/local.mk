@@ -38,6 +38,8 @@ INTEGRATION_TESTS += tests/integration/exit-safety.sh
 # under hf-load (pool-xks-failover.sh; about 50 s).
 INTEGRATION_TESTS += tests/integration/pool-xks-failover.sh
 
-# Issue 15: two holdfastd nodes on one store behind HAProxy (conf/cluster/), one killed and one
-# drained under hf-load (cluster.sh; about 35 s).
+# Issue 15, must-shows 2 and 3: two holdfastd nodes on a PostgreSQL store behind HAProxy
+# (conf/cluster/), one killed and one drained under hf-load, then 100 blocks and unblocks through
+# node 2's CLI timed at node 1 (cluster.sh, killswitch.py; about 50 s).
 INTEGRATION_TESTS += tests/integration/cluster.sh
+EXTRA_DIST += tests/integration/killswitch.py
