@@ -314,22 +314,27 @@ const char *hf_gw_p11_module(void)
     return p11.module;
 }
 
-bool hf_gw_p11_is_healthy(void)
+enum hf_gw_p11_health hf_gw_p11_health(void)
 {
     CK_TOKEN_INFO ti;
     CK_SESSION_HANDLE s;
     HF_LINK_INFO info;
     CK_RV rv;
 
-    if (!atomic_load(&p11.open)) return false;
-    if (p11.fn->C_GetTokenInfo(p11.slot, &ti) != CKR_OK) return false;
-    if (!p11.vendor) return true;
+    if (!atomic_load(&p11.open)) return HF_GW_P11_DOWN;
+    if (p11.fn->C_GetTokenInfo(p11.slot, &ti) != CKR_OK) return HF_GW_P11_DOWN;
+    if (!p11.vendor) return HF_GW_P11_UP;
     /* Token info is answered from memory; a link lookup reaches the key store, so it shows a
      * store that stopped answering. No such link is the healthy answer. */
-    if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return false;
+    if ((rv = hf_gw_p11_lookup_session(&s)) != CKR_OK) return HF_GW_P11_DOWN;
     rv = p11.vendor->HF_GetLinkInfo(s, "holdfastd", "health-probe", &info);
     if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
-    return rv == CKR_OK || rv == CKR_KEY_HANDLE_INVALID;
+    return rv == CKR_OK || rv == CKR_KEY_HANDLE_INVALID ? HF_GW_P11_UP : HF_GW_P11_STORE_DOWN;
+}
+
+bool hf_gw_p11_is_healthy(void)
+{
+    return hf_gw_p11_health() == HF_GW_P11_UP;
 }
 
 /* With fields, through this thread's operation session: fields are set on a session and spent

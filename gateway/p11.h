@@ -15,7 +15,15 @@ void hf_gw_p11_close(void);
 bool hf_gw_p11_is_open(void);
 const char *hf_gw_p11_module(void);
 
-/* Whether the module answers (C_GetTokenInfo on our slot). */
+/* What answers: the module (C_GetTokenInfo on our slot), and its key store (a link lookup,
+ * through the module's link cache). */
+enum hf_gw_p11_health {
+    HF_GW_P11_UP,
+    HF_GW_P11_STORE_DOWN, /* the module answers, its key store does not */
+    HF_GW_P11_DOWN,       /* the module does not answer (or is not open) */
+};
+enum hf_gw_p11_health hf_gw_p11_health(void);
+/* hf_gw_p11_health() == HF_GW_P11_UP. */
 bool hf_gw_p11_is_healthy(void);
 
 /* This thread's lookup session. */

@@ -628,16 +628,20 @@ static bool path_is_builtin(const char *path)
 
 /* The /healthz body: 200 "ok"; 200 "degraded" while the audit log's free space is under its
  * alarm threshold or its reserve (key operations still work: a balancer keeps the node, an
- * operator is warned); 503 when the module does not answer or key operations cannot be recorded
- * (a full disk, a failed log); 503 "draining" after SIGTERM, whatever the module says, so the
- * balancer stops sending before the node exits. */
+ * operator is warned); 503 when the module does not answer, its key store does not ("store":
+ * "unavailable"), or key operations cannot be recorded (a full disk, a failed log); 503
+ * "draining" after SIGTERM, whatever the module says, so the balancer stops sending before the
+ * node exits. A store that does not answer is down even though every node of a cluster shares
+ * it: a node cut off from it alone must lose its traffic to the others, and when the store
+ * itself is down no node could serve past the caches' bound anyway (gateway/README.md). */
 static void healthz_answer(struct hf_request *req)
 {
     static const char *const spaces[] = {"ok", "alarm", "reserve", "full"};
     static const char draining[] = "{\"status\":\"draining\"}";
     HF_AUDIT_STATUS st;
+    enum hf_gw_p11_health health;
     bool audit_known, up, stopped;
-    char body[128];
+    char body[160], audit[32] = "", store[32] = "";
     int n;
 
     if (atomic_load(&srv.draining)) {
@@ -646,18 +650,23 @@ static void healthz_answer(struct hf_request *req)
         return;
     }
     audit_known = hf_gw_p11_audit_status(&st) && st.space <= HF_AUDIT_SPACE_FULL;
-    up = hf_gw_p11_is_healthy();
+    health = hf_gw_p11_health();
+    up = health == HF_GW_P11_UP;
     stopped = audit_known && (st.failed || st.space == HF_AUDIT_SPACE_FULL);
     req->http_status = up && !stopped ? 200 : 503;
-    if (!audit_known)
-        n = snprintf(body, sizeof(body), "{\"status\":\"%s\"}", up ? "ok" : "unavailable");
-    else
-        n = snprintf(body, sizeof(body), "{\"status\":\"%s\",\"audit\":\"%s\"}",
-                     !up || stopped                  ? "unavailable"
-                     : st.space != HF_AUDIT_SPACE_OK ? "degraded"
-                                                     : "ok",
-                     st.failed ? "failed" : spaces[st.space]);
-    if (n < 0 || !reply_set(req, body, (size_t)n)) req->http_status = 500;
+    if (audit_known)
+        snprintf(audit, sizeof(audit), ",\"audit\":\"%s\"",
+                 st.failed ? "failed" : spaces[st.space]);
+    /* A module that does not answer says nothing of its store. */
+    if (health != HF_GW_P11_DOWN)
+        snprintf(store, sizeof(store), ",\"store\":\"%s\"", up ? "ok" : "unavailable");
+    n = snprintf(body, sizeof(body), "{\"status\":\"%s\"%s%s}",
+                 !up || stopped                                 ? "unavailable"
+                 : audit_known && st.space != HF_AUDIT_SPACE_OK ? "degraded"
+                                                                : "ok",
+                 audit, store);
+    if (n < 0 || (size_t)n >= sizeof(body) || !reply_set(req, body, (size_t)n))
+        req->http_status = 500;
 }
 
 /* The gateway's series, then the HSM pools' (read from the module here, on a scrape only). */
