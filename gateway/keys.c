@@ -179,7 +179,16 @@ static enum hf_status current_find(CK_SESSION_HANDLE s, const char *uuid, struct
     for (CK_ULONG i = 0; i < n; i++) {
         CK_OBJECT_CLASS cls;
         CK_ATTRIBUTE a = {CKA_CLASS, &cls, sizeof(cls)};
-        if (f->C_GetAttributeValue(s, found[i], &a, 1) != CKR_OK) continue;
+        /* An object gone since the search is no face of the key; any other failure (the
+         * module reloads an object from its store, which may have stopped answering since the
+         * search) must not read as a key without a secret face: that is "not found", which a
+         * cloud acts on. */
+        rv = f->C_GetAttributeValue(s, found[i], &a, 1);
+        if (rv == CKR_OBJECT_HANDLE_INVALID) continue;
+        if (rv != CKR_OK) {
+            if (hf_gw_p11_rv_is_session_lost(rv)) hf_gw_p11_sessions_drop();
+            return HF_STATUS_UNAVAILABLE;
+        }
         if (cls == CKO_PUBLIC_KEY)
             ref->current_pub = found[i];
         else if (cls == CKO_SECRET_KEY || cls == CKO_PRIVATE_KEY)
