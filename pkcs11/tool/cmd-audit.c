@@ -52,6 +52,62 @@ static int verify_report(struct hf_cli *cli, const char *path, CK_RV rv,
     return HF_EXIT_AUDIT;
 }
 
+/* At most this many --file options in one run (a cluster's nodes). */
+#define VERIFY_FILES_MAX 64
+
+/* One log to verify: "[NODE=]PATH", NODE the writer's node name (default: the config's), whose
+ * checkpoint in the shared store anchors the log. A path holding '=' is named with "./" or an
+ * absolute path, whose part before '=' has a '/'. */
+struct verify_file {
+    const char *path;
+    char node[128];
+    bool has_node;
+};
+
+static bool verify_file_parse(const char *arg, struct verify_file *f)
+{
+    const char *eq = strchr(arg, '=');
+    size_t n;
+
+    memset(f, 0, sizeof(*f));
+    if (!eq || memchr(arg, '/', (size_t)(eq - arg))) {
+        f->path = arg;
+        return *arg != '\0';
+    }
+    n = (size_t)(eq - arg);
+    if (n == 0 || n >= sizeof(f->node) || eq[1] == '\0') return false;
+    memcpy(f->node, arg, n);
+    f->has_node = true;
+    f->path = eq + 1;
+    return true;
+}
+
+static int verify_one(struct hf_cli *cli, const struct verify_file *f, bool allow_torn,
+                      bool strict)
+{
+    struct hf_audit_verify_result result = {0};
+    struct hf_config cfg = cli->cfg; /* shallow: only node differs, and it is never freed */
+    struct stat st;
+    CK_RV rv;
+
+    if (f->has_node) cfg.node = (char *)f->node;
+    if (stat(f->path, &st) != 0) {
+        int err = errno;
+
+        if (err == ENOENT)
+            hf_cli_error("audit log '%s' not found", f->path);
+        else
+            hf_cli_error("audit log '%s': %s", f->path, strerror(err));
+        return err == ENOENT ? HF_EXIT_NOT_FOUND : HF_EXIT_AUDIT;
+    }
+    rv = hf_core_audit_verify(&cfg, f->path, allow_torn, strict, &result);
+    /* The token or the store could not be opened: nothing was verified, say why as any command
+     * does (not initialised: exit 4). */
+    if (rv != CKR_OK && rv != CKR_FUNCTION_FAILED && !result.reason[0])
+        return hf_cli_fail(cli, rv, "opening the token and the store");
+    return verify_report(cli, f->path, rv, &result);
+}
+
 static int cmd_verify(struct hf_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -61,50 +117,47 @@ static int cmd_verify(struct hf_cli *cli, int argc, char **argv)
         HF_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    struct hf_audit_verify_result result = {0};
-    const char *path = NULL;
+    struct verify_file files[VERIFY_FILES_MAX];
+    size_t nfiles = 0;
     bool allow_torn = false, strict = false;
-    struct stat st;
-    CK_RV rv;
-    int c, rc;
+    int c, rc, worst = HF_EXIT_OK;
 
     while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
-        if (c == 'f')
-            path = optarg;
-        else if (c == 'T')
+        if (c == 'f') {
+            if (nfiles == VERIFY_FILES_MAX)
+                return hf_cli_usage_error(cli, "at most %d --file options", VERIFY_FILES_MAX);
+            if (!verify_file_parse(optarg, &files[nfiles++]))
+                return hf_cli_usage_error(cli, "--file '%s': expected PATH or NODE=PATH", optarg);
+        } else if (c == 'T') {
             allow_torn = true;
-        else if (c == 'S')
+        } else if (c == 'S') {
             strict = true;
-        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
+        } else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE) {
             return rc;
+        }
     }
     if ((rc = hf_cli_args(cli, argc, argv, 0, 0)) != HF_CLI_CONTINUE) return rc;
     /* The token (the chain's keys) and the store (the latest checkpoint) are opened, but not the
      * core, whose audit log would append a stream to what is being verified. */
     if ((rc = hf_cli_config(cli)) != HF_CLI_CONTINUE) return rc;
-    if (!path) path = cli->cfg.audit_path;
-    if (stat(path, &st) != 0) {
-        int err = errno;
-
-        if (err == ENOENT)
-            hf_cli_error("audit log '%s' not found", path);
-        else
-            hf_cli_error("audit log '%s': %s", path, strerror(err));
-        return err == ENOENT ? HF_EXIT_NOT_FOUND : HF_EXIT_AUDIT;
+    if (nfiles == 0) files[nfiles++] = (struct verify_file){.path = cli->cfg.audit_path};
+    /* Every log is reported, a failing one does not hide the next; the exit is the first
+     * failure's. */
+    for (size_t i = 0; i < nfiles; i++) {
+        rc = verify_one(cli, &files[i], allow_torn, strict);
+        if (worst == HF_EXIT_OK) worst = rc;
     }
-    rv = hf_core_audit_verify(&cli->cfg, path, allow_torn, strict, &result);
-    /* The token or the store could not be opened: nothing was verified, say why as any command
-     * does (not initialised: exit 4). */
-    if (rv != CKR_OK && rv != CKR_FUNCTION_FAILED && !result.reason[0])
-        return hf_cli_fail(cli, rv, "opening the token and the store");
-    return verify_report(cli, path, rv, &result);
+    return worst;
 }
 
 static const struct hf_cli_command audit_commands[] = {
-    {"verify", cmd_verify, "[--file PATH] [--allow-torn-tail] [--strict]",
+    {"verify", cmd_verify, "[--file [NODE=]PATH]... [--allow-torn-tail] [--strict]",
      "replay every stream's keyed chain and the signed checkpoints, with the token; print the "
      "counts, or the first bad line and why",
-     "  --file PATH        the log to check (default: [audit] path of the config)\n"
+     "  --file [NODE=]PATH a log to check (default: [audit] path of the config), written\n"
+     "                     by cluster node NODE (default: [holdfast] node), whose checkpoint\n"
+     "                     in the shared store anchors it; repeat it for each node's log:\n"
+     "                     each is reported, the exit is the first failure's\n"
      "  --allow-torn-tail  accept a torn record (a writer killed mid-write) with a note\n"
      "  --strict           fail on records after the last checkpoint (unanchored)\n"
      "Exit 0 when every chain holds, 5 when a record was removed, altered, reordered or forged,\n"
