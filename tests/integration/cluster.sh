@@ -35,107 +35,18 @@
 #
 # HF_CLUSTER_SECONDS (24), HF_CLUSTER_VUS (8), HF_CLUSTER_KILLSWITCH_ROUNDS (100).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
-. "${top_srcdir:-.}/tests/integration/pg-lib.sh"
+. "${top_srcdir:-.}/tests/integration/cluster-lib.sh"
 
-hf_xks_need
-command -v haproxy >/dev/null || hf_skip "haproxy not installed (deps.sh installs it)"
-HF_LOAD="$top_builddir/tests/load/hf-load"
-[ -x "$HF_LOAD" ] || hf_skip "$HF_LOAD not built"
-hf_pg_start
-HF_STORE_LOCATOR=$HF_PG_URI
-hf_store_setup
-T=$HF_TMP
+cluster_setup
 D=${HF_CLUSTER_SECONDS:-24}
 [ "$D" -ge 16 ] || D=16
 VUS=${HF_CLUSTER_VUS:-8}
 KILL=$((D / 4))
 BACK=$((D / 2))
 DRAIN=$((3 * D / 4))
-SAMPLE=$top_srcdir/conf/cluster
-
-"$HF_CLI" key create xks-health >/dev/null || hf_fail "holdfast key create xks-health"
-"$HF_CLI" key create k >/dev/null || hf_fail "holdfast key create k"
-for k in xks-health k; do
-    "$HF_CLI" link add aws-xks "$k" "$k" >/dev/null || hf_fail "holdfast link add aws-xks $k"
-done
-
-# The nodes' certificate, and one client certificate for hf-load, curl and HAProxy's checks,
-# where the sample's paths look for them.
-HF_PKI=$T/pki
-hf_pki_ca ca
-hf_pki_cert node 127.0.0.1 ca "subjectAltName=IP:127.0.0.1"
-hf_pki_cert client hf-load ca "extendedKeyUsage=clientAuth"
-cat "$HF_PKI/client.pem" "$HF_PKI/client.key" >"$HF_PKI/check.pem"
-
-AKID=AKIAIOSFODNN7EXAMPLE
-SEC=FYtE5EFA5FT0mCc3DrGUe2sti527BitkQ0Zr9MO9fvE
-HF_LOAD_CREDENTIALS="$AKID:$SEC"
-export HF_LOAD_CREDENTIALS
-echo "$AKID:$SEC" >"$T/xks.creds"
-
-# The sample, in $T beside the store it names (state_dir = state): ports, module and plugin
-# made this test's.
-P1=$(hf_free_port)
-P2=$(hf_free_port)
-PH=$(hf_free_port)
-ports() { sed -e "s/127.0.0.1:8441/127.0.0.1:$P1/; s/127.0.0.1:8442/127.0.0.1:$P2/" \
-    -e "s/127.0.0.1:8443/127.0.0.1:$PH/" "$@"; }
-for n in 1 2; do
-    sed "s|^path = postgresql://.*|path = $HF_PG_URI|" "$SAMPLE/holdfast-node$n.conf" \
-        >"$T/holdfast-node$n.conf" || hf_fail "no conf/cluster/holdfast-node$n.conf"
-    grep -q "^path = $HF_PG_URI\$" "$T/holdfast-node$n.conf" ||
-        hf_fail "conf/cluster/holdfast-node$n.conf names no PostgreSQL store"
-    ports -e "s|^module = .*|module = $HF_MODULE|" "$SAMPLE/node$n.conf" >"$T/node$n.conf" ||
-        hf_fail "no conf/cluster/node$n.conf"
-    printf '\n[plugin:aws-xks]\npath = %s\n' "$XKS_PLUGIN" >>"$T/node$n.conf"
-done
-ports "$SAMPLE/haproxy.cfg" >"$T/haproxy.cfg" || hf_fail "no conf/cluster/haproxy.cfg"
-(cd "$T" && haproxy -c -q -f haproxy.cfg) || hf_fail "haproxy -c refuses the sample"
-
-TLS="--cacert $T/pki/ca.pem --cert $T/pki/client.pem --key $T/pki/client.key"
-port_of() { [ "$1" = 1 ] && echo "$P1" || echo "$P2"; }
-healthz() { # N: node N's /healthz, "CODE BODY"
-    curl -s $TLS -w ' %{http_code}' "https://127.0.0.1:$(port_of "$1")/healthz" 2>/dev/null
-}
-node_start() { # N
-    HOLDFAST_CONF=$T/holdfast-node$1.conf "$HOLDFASTD" -f -c "$T/node$1.conf" \
-        >>"$T/node$1.out" 2>&1 &
-    eval "PID$1=$!"
-    _i=0
-    until healthz "$1" | grep -q ' 200$'; do
-        _i=$((_i + 1))
-        [ "$_i" -lt 300 ] || { cat "$T/node$1.out"; hf_fail "node $1 did not answer /healthz in 30 s"; }
-        sleep 0.1
-    done
-}
-node_stop() { # N: stops it at once if it still runs
-    eval "_p=\$PID$1"
-    [ -z "$_p" ] || { kill -INT "$_p" 2>/dev/null; wait "$_p" 2>/dev/null; }
-}
-# node_reap N: waits for node N, signalled at t_term: its exit status in node_rc, the time since
-# t_term in node_ms.
-node_reap() {
-    eval "_p=\$PID$1"
-    node_rc=0
-    wait "$_p" || node_rc=$?
-    node_ms=$(($(hf_now_ms) - t_term))
-    eval "PID$1="
-}
-hf_on_exit "node_stop 1"
-hf_on_exit "node_stop 2"
 node_start 1
 node_start 2
-(cd "$T" && exec haproxy -db -f haproxy.cfg) >"$T/haproxy.out" 2>&1 &
-HAPROXY_PID=$!
-hf_on_exit "kill $HAPROXY_PID"
-# Both nodes up in HAProxy's eyes (rise 2 at 500 ms) before the load starts.
-_i=0
-until curl -s $TLS -o /dev/null "https://127.0.0.1:$PH/healthz"; do
-    _i=$((_i + 1))
-    [ "$_i" -lt 100 ] || { cat "$T/haproxy.out"; hf_fail "HAProxy did not pass /healthz in 10 s"; }
-    sleep 0.1
-done
-sleep 1.2
+haproxy_start
 
 at() { # SECONDS: sleeps until that many seconds after the load started
     _w=$(($1 * 1000 - ($(hf_now_ms) - t0)))

@@ -42,7 +42,7 @@ INTEGRATION_TESTS += tests/integration/pool-xks-failover.sh
 # (conf/cluster/), one killed and one drained under hf-load, then 100 blocks and unblocks through
 # node 2's CLI timed at node 1 (cluster.sh, killswitch.py; about 50 s).
 INTEGRATION_TESTS += tests/integration/cluster.sh
-EXTRA_DIST += tests/integration/killswitch.py
+EXTRA_DIST += tests/integration/killswitch.py tests/integration/cluster-lib.sh
 
 # Issue 15, must-show 4: the PostgreSQL store stopped for 5 s under hf-load XKS encrypt; the
 # unavailable answer, no restart, the audit log's account (store-outage.sh; about 30 s).

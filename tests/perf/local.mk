@@ -81,3 +81,14 @@ bench-hsm: tests/perf/hsm-ref$(EXEEXT) tests/load/hf-load$(EXEEXT) tests/shim/hf
 	  $(SHELL) $(top_srcdir)/tests/perf/bench-hsm.sh
 
 .PHONY: bench-hsm
+
+# The two-node sample of conf/cluster/ on its PostgreSQL store (tests/perf/bench-cluster.sh):
+# node 1 direct, one node behind HAProxy, two nodes behind HAProxy, with each part's CPU per
+# request, and the 2-node row predicted from the others' costs.
+EXTRA_DIST += tests/perf/bench-cluster.sh
+bench-cluster: tests/load/hf-load$(EXEEXT) gateway/holdfastd$(EXEEXT) gateway/plugins/aws-xks/aws-xks.la \
+		pkcs11/module/holdfast-pkcs11.la pkcs11/tool/holdfast$(EXEEXT)
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' SOFTHSM_MODULE='$(SOFTHSM_MODULE)' \
+	  $(SHELL) $(top_srcdir)/tests/perf/bench-cluster.sh
+
+.PHONY: bench-cluster
