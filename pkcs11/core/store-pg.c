@@ -771,8 +771,13 @@ static void col_uuid(const PGresult *r, int row, int col, char out[HF_UUID_LEN +
     uuid_lower(PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col), out);
 }
 
-static CK_RV key_from_row(const PGresult *r, int i, struct hf_key *k)
+/* Row i of a result into *elem (its type's struct, zeroed first; freed again on failure). */
+typedef CK_RV (*row_fn)(const PGresult *r, int i, void *elem);
+
+static CK_RV key_from_row(const PGresult *r, int i, void *elem)
 {
+    struct hf_key *k = elem;
+
     memset(k, 0, sizeof(*k));
     col_uuid(r, i, 0, k->uuid);
     k->alg = (enum hf_alg)col_int(r, i, 2);
@@ -790,8 +795,10 @@ static CK_RV key_from_row(const PGresult *r, int i, struct hf_key *k)
     return CKR_HOST_MEMORY;
 }
 
-static CK_RV version_from_row(const PGresult *r, int i, struct hf_key_version *v)
+static CK_RV version_from_row(const PGresult *r, int i, void *elem)
 {
+    struct hf_key_version *v = elem;
+
     memset(v, 0, sizeof(*v));
     v->id = col_int(r, i, 0);
     col_uuid(r, i, 1, v->uuid);
@@ -807,8 +814,10 @@ static CK_RV version_from_row(const PGresult *r, int i, struct hf_key_version *v
     return CKR_HOST_MEMORY;
 }
 
-static CK_RV link_from_row(const PGresult *r, int i, struct hf_link *l)
+static CK_RV link_from_row(const PGresult *r, int i, void *elem)
 {
+    struct hf_link *l = elem;
+
     memset(l, 0, sizeof(*l));
     l->id = col_int(r, i, 0);
     col_uuid(r, i, 3, l->key_uuid);
@@ -821,8 +830,10 @@ static CK_RV link_from_row(const PGresult *r, int i, struct hf_link *l)
     return CKR_HOST_MEMORY;
 }
 
-static CK_RV object_from_row(const PGresult *r, int i, struct hf_store_object *o)
+static CK_RV object_from_row(const PGresult *r, int i, void *elem)
 {
+    struct hf_store_object *o = elem;
+
     memset(o, 0, sizeof(*o));
     o->id = col_int(r, i, 0);
     o->cls = (unsigned long)col_int(r, i, 1);
@@ -836,8 +847,10 @@ static CK_RV object_from_row(const PGresult *r, int i, struct hf_store_object *o
     return CKR_HOST_MEMORY;
 }
 
-static CK_RV pool_from_row(const PGresult *r, int i, struct hf_store_pool *p)
+static CK_RV pool_from_row(const PGresult *r, int i, void *elem)
 {
+    struct hf_store_pool *p = elem;
+
     memset(p, 0, sizeof(*p));
     /* An unknown word reads as mode 0: the MAC check (or hf_store_pool_is_valid) refuses it. */
     if (PQgetisnull(r, i, 1) || !hf_pool_mode_parse(PQgetvalue(r, i, 1), &p->mode)) p->mode = 0;
@@ -847,8 +860,10 @@ static CK_RV pool_from_row(const PGresult *r, int i, struct hf_store_pool *p)
     return col_dup(r, i, 0, &p->name) && p->name ? CKR_OK : CKR_HOST_MEMORY;
 }
 
-static CK_RV member_from_row(const PGresult *r, int i, struct hf_store_pool_member *m)
+static CK_RV member_from_row(const PGresult *r, int i, void *elem)
 {
+    struct hf_store_pool_member *m = elem;
+
     memset(m, 0, sizeof(*m));
     m->concurrency = (unsigned)col_int(r, i, 6);
     if (col_dup(r, i, 0, &m->name) && col_dup(r, i, 1, &m->module_path) &&
@@ -859,44 +874,15 @@ static CK_RV member_from_row(const PGresult *r, int i, struct hf_store_pool_memb
     return CKR_HOST_MEMORY;
 }
 
-static CK_RV name_from_row(const PGresult *r, int i, char **out)
+static CK_RV name_from_row(const PGresult *r, int i, void *elem)
 {
+    char **out = elem;
+
     return col_dup(r, i, 0, out) && *out ? CKR_OK : CKR_HOST_MEMORY;
 }
 
-/* Every row of a result into a calloc'd array through fn (elem bytes each). On failure the
+/* Every row of res (cleared) into a calloc'd array through fn (elem bytes each). On failure the
  * array holds the *n rows read, for the caller to free. */
-typedef CK_RV (*row_fn)(const PGresult *r, int i, void *elem);
-
-static CK_RV key_row(const PGresult *r, int i, void *e)
-{
-    return key_from_row(r, i, e);
-}
-static CK_RV version_row(const PGresult *r, int i, void *e)
-{
-    return version_from_row(r, i, e);
-}
-static CK_RV link_row(const PGresult *r, int i, void *e)
-{
-    return link_from_row(r, i, e);
-}
-static CK_RV object_row(const PGresult *r, int i, void *e)
-{
-    return object_from_row(r, i, e);
-}
-static CK_RV pool_row(const PGresult *r, int i, void *e)
-{
-    return pool_from_row(r, i, e);
-}
-static CK_RV member_row(const PGresult *r, int i, void *e)
-{
-    return member_from_row(r, i, e);
-}
-static CK_RV name_row(const PGresult *r, int i, void *e)
-{
-    return name_from_row(r, i, e);
-}
-
 static CK_RV rows_read(PGresult *res, row_fn fn, size_t elem, void **arr, size_t *n)
 {
     size_t rows = (size_t)PQntuples(res);
@@ -1005,8 +991,8 @@ static CK_RV key_read(struct pg_store *s, struct pg_conn *c, const char *ref, st
 
 static CK_RV keys_read(struct pg_store *s, struct pg_conn *c, struct hf_key **keys, size_t *n)
 {
-    CK_RV rv =
-        run_rows(s, c, ST_KEY_ALL, NULL, "list keys", key_row, sizeof(**keys), (void **)keys, n);
+    CK_RV rv = run_rows(s, c, ST_KEY_ALL, NULL, "list keys", key_from_row, sizeof(**keys),
+                        (void **)keys, n);
 
     for (size_t i = 0; rv == CKR_OK && i < *n; i++)
         rv = labels_load(s, c, &(*keys)[i]);
@@ -1376,7 +1362,7 @@ static CK_RV pg_version_list(struct hf_store *store, const char *key_uuid,
 {
     struct list_read l = {.id = ST_VERSIONS_OF,
                           .what = "list versions",
-                          .fn = version_row,
+                          .fn = version_from_row,
                           .elem = sizeof(**versions)};
     char uuid[HF_UUID_LEN + 1];
     CK_RV rv;
@@ -1410,8 +1396,8 @@ static CK_RV each_tx(struct pg_store *s, struct pg_conn *c, void *arg)
     CK_RV rv = keys_read(s, c, &e->keys, &e->nk);
 
     if (rv != CKR_OK) return rv;
-    return run_rows(s, c, ST_VERSIONS_ALL, NULL, "list versions", version_row, sizeof(*e->versions),
-                    (void **)&e->versions, &e->nv);
+    return run_rows(s, c, ST_VERSIONS_ALL, NULL, "list versions", version_from_row,
+                    sizeof(*e->versions), (void **)&e->versions, &e->nv);
 }
 
 static CK_RV pg_version_each(struct hf_store *store, hf_store_version_fn fn, void *arg)
@@ -1570,7 +1556,7 @@ static CK_RV pg_link_list(struct hf_store *store, const char *key_uuid, struct h
 {
     struct list_read l = {.id = key_uuid ? ST_LINKS_OF : ST_LINKS_ALL,
                           .what = "list links",
-                          .fn = link_row,
+                          .fn = link_from_row,
                           .elem = sizeof(**links)};
     char uuid[HF_UUID_LEN + 1];
     CK_RV rv;
@@ -1619,8 +1605,10 @@ static CK_RV pg_link_type_add(struct hf_store *store, const char *name, int64_t 
 
 static CK_RV pg_link_type_get(struct hf_store *store, const char *name)
 {
-    struct list_read l = {
-        .id = ST_LINK_TYPE_GET, .what = "read link type", .fn = name_row, .elem = sizeof(char *)};
+    struct list_read l = {.id = ST_LINK_TYPE_GET,
+                          .what = "read link type",
+                          .fn = name_from_row,
+                          .elem = sizeof(char *)};
     CK_RV rv;
 
     p_text(&l.p, name);
@@ -1634,8 +1622,10 @@ static CK_RV pg_link_type_get(struct hf_store *store, const char *name)
 
 static CK_RV pg_link_type_list(struct hf_store *store, char ***names, size_t *n)
 {
-    struct list_read l = {
-        .id = ST_LINK_TYPES_ALL, .what = "list link types", .fn = name_row, .elem = sizeof(char *)};
+    struct list_read l = {.id = ST_LINK_TYPES_ALL,
+                          .what = "list link types",
+                          .fn = name_from_row,
+                          .elem = sizeof(char *)};
     CK_RV rv = tx_run((struct pg_store *)store, TX_NONE, NULL, list_tx, &l);
 
     if (rv != CKR_OK) {
@@ -1654,7 +1644,7 @@ static CK_RV pg_link_type_list(struct hf_store *store, char ***names, size_t *n)
 static CK_RV pg_meta_get(struct hf_store *store, const char *name, char **value)
 {
     struct list_read l = {
-        .id = ST_META_GET, .what = "read meta", .fn = name_row, .elem = sizeof(char *)};
+        .id = ST_META_GET, .what = "read meta", .fn = name_from_row, .elem = sizeof(char *)};
     CK_RV rv;
 
     p_text(&l.p, name);
@@ -1716,7 +1706,7 @@ static CK_RV keys_mac(struct pg_store *s, struct pg_conn *c, struct migrate *mg)
 {
     struct hf_key *keys = NULL;
     size_t count = 0;
-    CK_RV rv = run_rows(s, c, ST_KEYS_UNMACED, NULL, "migrate keys", key_row, sizeof(*keys),
+    CK_RV rv = run_rows(s, c, ST_KEYS_UNMACED, NULL, "migrate keys", key_from_row, sizeof(*keys),
                         (void **)&keys, &count);
 
     for (size_t i = 0; rv == CKR_OK && i < count; i++) {
@@ -1736,7 +1726,7 @@ static CK_RV versions_mac(struct pg_store *s, struct pg_conn *c, struct migrate 
 {
     struct hf_key_version *v = NULL;
     size_t count = 0;
-    CK_RV rv = run_rows(s, c, ST_VERSIONS_UNMACED, NULL, "migrate versions", version_row,
+    CK_RV rv = run_rows(s, c, ST_VERSIONS_UNMACED, NULL, "migrate versions", version_from_row,
                         sizeof(*v), (void **)&v, &count);
 
     for (size_t i = 0; rv == CKR_OK && i < count; i++) {
@@ -1756,7 +1746,7 @@ static CK_RV links_mac(struct pg_store *s, struct pg_conn *c, struct migrate *mg
 {
     struct hf_link *l = NULL;
     size_t count = 0;
-    CK_RV rv = run_rows(s, c, ST_LINKS_UNMACED, NULL, "migrate links", link_row, sizeof(*l),
+    CK_RV rv = run_rows(s, c, ST_LINKS_UNMACED, NULL, "migrate links", link_from_row, sizeof(*l),
                         (void **)&l, &count);
 
     for (size_t i = 0; rv == CKR_OK && i < count; i++) {
@@ -1842,7 +1832,7 @@ static CK_RV pg_object_insert(struct hf_store *store, struct hf_store_object *ob
 static CK_RV pg_object_get(struct hf_store *store, int64_t id, struct hf_store_object *out)
 {
     struct list_read l = {
-        .id = ST_OBJECT_GET, .what = "read object", .fn = object_row, .elem = sizeof(*out)};
+        .id = ST_OBJECT_GET, .what = "read object", .fn = object_from_row, .elem = sizeof(*out)};
     CK_RV rv;
 
     p_int(&l.p, id);
@@ -1884,8 +1874,10 @@ static CK_RV pg_object_delete(struct hf_store *store, int64_t id)
 
 static CK_RV pg_object_list(struct hf_store *store, struct hf_store_object **objs, size_t *n)
 {
-    struct list_read l = {
-        .id = ST_OBJECTS_ALL, .what = "list objects", .fn = object_row, .elem = sizeof(**objs)};
+    struct list_read l = {.id = ST_OBJECTS_ALL,
+                          .what = "list objects",
+                          .fn = object_from_row,
+                          .elem = sizeof(**objs)};
     CK_RV rv = tx_run((struct pg_store *)store, TX_NONE, NULL, list_tx, &l);
 
     if (rv != CKR_OK) {
@@ -1906,7 +1898,7 @@ static CK_RV members_load(struct pg_store *s, struct pg_conn *c, struct hf_store
     struct params p = {0};
 
     p_text(&p, pool->name);
-    return run_rows(s, c, ST_POOL_MEMBERS_OF, &p, "read pool members", member_row,
+    return run_rows(s, c, ST_POOL_MEMBERS_OF, &p, "read pool members", member_from_row,
                     sizeof(*pool->members), (void **)&pool->members, &pool->n_members);
 }
 
@@ -1969,7 +1961,7 @@ static CK_RV pool_read_tx(struct pg_store *s, struct pg_conn *c, void *arg)
     r->pools = NULL;
     r->n = 0;
     if (r->name) p_text(&p, r->name);
-    rv = run_rows(s, c, r->name ? ST_POOL_GET : ST_POOLS_ALL, &p, "read pool", pool_row,
+    rv = run_rows(s, c, r->name ? ST_POOL_GET : ST_POOLS_ALL, &p, "read pool", pool_from_row,
                   sizeof(*r->pools), (void **)&r->pools, &r->n);
     for (size_t i = 0; rv == CKR_OK && i < r->n; i++)
         rv = members_load(s, c, &r->pools[i]);
@@ -2298,12 +2290,30 @@ static void pg_close(struct hf_store *store)
 
 /* The first connection, the schema migrated on it, then the listener (LISTENing before open
  * returns: a commit made after open is never missed). */
+/* A current schema needs no migration transaction: no lock, no DDL, so the nodes' database
+ * user needs no CREATE privilege once an administrator's first open has migrated it. */
+static CK_RV schema_is_current(struct pg_store *s, struct pg_conn *c, bool *current)
+{
+    PGresult *res = PQexec(c->pg, "SELECT to_regclass('schema_version') IS NOT NULL");
+    bool exists = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+                  strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    CK_RV rv = PQresultStatus(res) == PGRES_TUPLES_OK ? CKR_OK : result_fail(s, c, res, "open");
+    int version = 0;
+
+    PQclear(res);
+    *current = false;
+    if (rv == CKR_OK && exists && (rv = schema_read(s, c, &version)) == CKR_OK)
+        *current = version == HF_STORE_SCHEMA_VERSION;
+    return rv == CKR_KEY_HANDLE_INVALID ? CKR_OK : rv; /* no row yet: migrate */
+}
+
 static CK_RV pg_start(struct pg_store *s)
 {
     struct pg_conn *c = NULL;
     bool done = false;
     CK_RV rv = conn_get(s, &c);
 
+    if (rv == CKR_OK) rv = schema_is_current(s, c, &done);
     while (rv == CKR_OK && !done)
         rv = migrate_step(s, c, &done);
     if (c) conn_put(s, c);

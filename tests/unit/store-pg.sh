@@ -1,7 +1,8 @@
 #!/bin/sh
 # The store's CUnit suite (tests/unit/test-store) again, on PostgreSQL: a server of its own,
 # the same cases on a fresh schema each (the SQLite file cases left out), and the outage case
-# that stops and restarts the server under a live handle.
+# that stops and restarts the server under a live handle. HF_TEST_WRAPPER runs the suite under
+# a tool: HF_TEST_WRAPPER='valgrind -q --leak-check=full --error-exitcode=9' make check TESTS=...
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/pg-lib.sh"
 
