@@ -554,7 +554,7 @@ static CK_RV result_fail(struct pg_store *s, struct pg_conn *c, PGresult *res, c
         return CKR_ATTRIBUTE_VALUE_INVALID;
     }
     if (conn_is_broken(c)) {
-        hf_log_error("store: %s: lost the connection to PostgreSQL at %s", what, s->where);
+        hf_log_warn("store: %s: lost the connection to PostgreSQL at %s", what, s->where);
         return CKR_DEVICE_ERROR;
     }
     char buf[512];
@@ -707,6 +707,7 @@ static CK_RV tx_run(struct pg_store *s, enum tx_kind kind, const char *notify_wh
             pthread_mutex_lock(&s->lock);
             store_down_locked(s);
             pthread_mutex_unlock(&s->lock);
+            hf_log_error("store: PostgreSQL at %s does not answer", s->where);
         }
         conn_put(s, c);
         if (!retry) return rv;

@@ -1787,7 +1787,71 @@ static void test_an_outage_answers_device_error_at_once_and_recovers(void)
     CU_ASSERT_NOT_EQUAL(v1, v0);
 }
 
+/* The server drops every connection of the store (a failover, an idle timeout, an
+ * administrator): the next call answers as if nothing happened, on a fresh connection, and the
+ * listener comes back and says that what it missed is stale. */
+static void test_connections_the_server_dropped_are_replaced_unnoticed(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct hf_key key = {0};
+    uint64_t v0 = 0, v1 = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("steady", uuid), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_data_version(store, &v0), CKR_OK);
+    CU_ASSERT_TRUE(raw_int("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                           "WHERE application_name = 'holdfast'") >= 2);
+    usleep(100000); /* the server has closed them */
+    CU_ASSERT_EQUAL(hf_store_key_get(store, uuid, &key), CKR_OK);
+    hf_key_clear(&key);
+    CU_ASSERT_EQUAL(key_add("after", NULL), CKR_OK);
+    CU_ASSERT_TRUE(data_version_moves(store, v0, &v1));
+}
+
+static void *get_many(void *arg)
+{
+    char *uuid = arg;
+
+    for (int i = 0; i < 50; i++) {
+        struct hf_key key = {0};
+        if (hf_store_key_get(store, uuid, &key) != CKR_OK) uuid[0] = '!';
+        hf_key_clear(&key);
+    }
+    return NULL;
+}
+
+/* The pool is bounded: callers beyond its connections wait for one, the server sees no more. */
+static void test_a_handle_opens_at_most_four_connections_plus_its_listener(void)
+{
+    enum { THREADS = 12 };
+    char uuid[THREADS][HF_UUID_LEN + 1];
+    pthread_t t[THREADS];
+    long long most = 0, now;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL_FATAL(key_add("busy", uuid[0]), CKR_OK);
+    for (int i = 1; i < THREADS; i++)
+        memcpy(uuid[i], uuid[0], sizeof(uuid[0]));
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, get_many, uuid[i]);
+    for (int i = 0; i < 20; i++) {
+        now = raw_int("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'holdfast'");
+        most = now > most ? now : most;
+        usleep(5000);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_NOT_EQUAL(uuid[i][0], '!');
+    }
+    printf("(at most %lld connections seen) ", most);
+    CU_ASSERT_TRUE(most >= 2 && most <= 5);
+}
+
 static CU_TestInfo pg_tests[] = {
+    T("connections the server dropped are replaced unnoticed",
+      test_connections_the_server_dropped_are_replaced_unnoticed),
+    T("a handle opens at most 4 connections, plus its listener",
+      test_a_handle_opens_at_most_four_connections_plus_its_listener),
     T("an outage answers CKR_DEVICE_ERROR at once and recovers by itself",
       test_an_outage_answers_device_error_at_once_and_recovers),
     CU_TEST_INFO_NULL,
