@@ -4,11 +4,11 @@
 
 #include "pkcs11/core/core.h"
 #include "pkcs11/core/log.h"
+#include "pkcs11/core/pq-api.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libpq-fe.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -689,8 +689,7 @@ static CK_RV tx_run_on(struct pg_store *s, struct pg_conn *c, enum tx_kind kind,
 /* One call of the store: a connection checked out, fn run in its transaction, the connection
  * put back. A pooled connection the server dropped (a restart, an idle timeout) fails on its
  * first statement: then, and only then (nothing reached the database), the call is run once
- * more on a fresh connection. notify_what: what a write announces (NULL for a write whose
- * effect stays local to the database, none here). */
+ * more on a fresh connection. notify_what: what a TX_WRITE announces (WHAT_LINK, WHAT_OTHER). */
 static CK_RV tx_run(struct pg_store *s, enum tx_kind kind, const char *notify_what, tx_fn fn,
                     void *arg)
 {
@@ -2334,6 +2333,7 @@ CK_RV hf_store_pg_open(const char *locator, struct hf_store **out)
     char where[160];
     CK_RV rv;
 
+    if ((rv = hf_pq_load()) != CKR_OK) return rv;
     if ((rv = locator_check(locator, where, sizeof(where))) != CKR_OK) return rv;
     if (!(s = calloc(1, sizeof(*s)))) return CKR_HOST_MEMORY;
     s->base.ops = &pg_ops;
