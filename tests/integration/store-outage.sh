@@ -20,7 +20,13 @@
 #     CLI_MAX_S with a message and a non-zero status (no crash, no hang), and the link is not
 #     blocked afterwards.
 #
-# HF_OUTAGE_SECONDS (20), HF_OUTAGE_VUS (8).
+# HF_OUTAGE_MODE=freeze stops the server's processes with SIGSTOP instead (and SIGCONT for the
+# start): what a client sees of a hung server or a network that drops packets, where connections
+# stay open and nothing answers, as opposed to a stopped server's refused connections. Not in
+# `make check`: store-pg.c waits on such a server without a bound (the test's own waits are
+# bounded, so it fails instead of hanging).
+#
+# HF_OUTAGE_SECONDS (20), HF_OUTAGE_VUS (8), HF_OUTAGE_MODE (stop).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/pg-lib.sh"
 
@@ -39,7 +45,9 @@ OUTAGE=5
 # The store reconnects with a backoff that doubles to 5 s while the server is down
 # (pkcs11/core/store-pg.c), so the first try after the server is back may be that far away.
 RECOVER_MAX=6
-CLI_MAX_S=5
+# A frozen server is only given up after libpq's connect_timeout (5 s, store-pg.c).
+MODE=${HF_OUTAGE_MODE:-stop}
+case $MODE in stop) CLI_MAX_S=5 ;; freeze) CLI_MAX_S=8 ;; *) hf_fail "HF_OUTAGE_MODE: stop or freeze" ;; esac
 
 psql_q() { psql -qtA -h 127.0.0.1 -p "$HF_PG_PORT" -U holdfast -d holdfast -c "$1"; }
 
@@ -80,7 +88,8 @@ EOF
 CURL_CA_BUNDLE=$HF_PKI/ca.pem hf_gateway_start "$URL" "$HOLDFASTD" -f -c "$T/holdfastd.conf"
 GW_PID=$HF_GW_PID
 
-healthz() { curl -s $TLS -w ' %{http_code}' "$URL/healthz" 2>/dev/null; }
+# Each call bounded: a gateway that hangs fails the test rather than stalls it.
+healthz() { curl -s --max-time 10 $TLS -w ' %{http_code}' "$URL/healthz" 2>/dev/null; }
 at() { # SECONDS: sleeps until that many seconds after the load started
     _w=$(($1 * 1000 - ($(hf_now_ms) - t0)))
     [ "$_w" -le 0 ] || sleep "$(awk -v ms="$_w" 'BEGIN { printf "%.3f", ms / 1000 }')"
@@ -104,7 +113,8 @@ $PY encrypt --pt SGVsbG8gV29ybGQh >"$T/encrypt.json" || hf_fail "xks-body encryp
 $PY metadata >"$T/metadata.json" || hf_fail "xks-body metadata"
 $PY health >"$T/health.json" || hf_fail "xks-body health"
 xks() { # PATH BODY OUT: the HTTP status of one XKS call (curl's SigV4)
-    curl -s $TLS -o "$3" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" \
+    rm -f "$3"
+    curl -s --max-time 10 $TLS -o "$3" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" \
         --user "$AKID:$SEC" -H 'Content-Type: application/json' --data-binary "@$2" \
         "$URL/kms/xks/v1$1" || echo "curl-exit-$?"
 }
@@ -123,7 +133,28 @@ probes() { # WANT: the status every probe must answer
 }
 probes 200
 
-echo "store-outage: $D s of xks-encrypt over TLS, $VUS VUs; PostgreSQL stopped at $STOP s" \
+# pg_down / pg_up: the server stopped and started (pg-lib.sh's commands), or frozen and thawed.
+pg_frozen=
+pg_down() {
+    if [ "$MODE" = stop ]; then
+        sh -c "$HF_PG_STOP_CMD" || hf_fail "pg_ctl stop failed"
+        return
+    fi
+    _pm=$(head -n 1 "$HF_PG_DIR/data/postmaster.pid") || hf_fail "no postmaster.pid"
+    pg_frozen="$_pm $(ps -o pid= --ppid "$_pm" | tr '\n' ' ')"
+    # Before holdfastd's stop (run first): it waits for threads blocked on the server.
+    hf_on_exit "kill -CONT $pg_frozen"
+    kill -STOP $pg_frozen || hf_fail "kill -STOP the server's processes"
+}
+pg_up() {
+    if [ "$MODE" = stop ]; then
+        sh -c "$HF_PG_START_CMD" || hf_fail "pg_ctl start failed"
+    else
+        kill -CONT $pg_frozen || hf_fail "kill -CONT the server's processes"
+    fi
+}
+
+echo "store-outage ($MODE): $D s of xks-encrypt over TLS, $VUS VUs; PostgreSQL stopped at $STOP s" \
     "for $OUTAGE s"
 t0=$(hf_now_ms)
 "$HF_LOAD" --url "$URL" --api xks-encrypt --key-id k --vus "$VUS" --ramp-up 0 \
@@ -134,7 +165,7 @@ LOAD_PID=$!
 
 at "$STOP"
 t_stop=$(hf_now_ms)
-sh -c "$HF_PG_STOP_CMD" || hf_fail "pg_ctl stop failed"
+pg_down
 t_down=$(hf_now_ms)
 # Past the link cache's 500 ms: nothing that needs the store can be answered from memory.
 sleep 1
@@ -147,7 +178,7 @@ block_rc=$cli_rc block_ms=$cli_ms
 at $((STOP + OUTAGE))
 health_late=$(healthz)
 t_start=$(hf_now_ms)
-sh -c "$HF_PG_START_CMD" || hf_fail "pg_ctl start failed"
+pg_up
 t_up=$(hf_now_ms)
 echo "store-outage: the server stopped in $((t_down - t_stop)) ms, was down" \
     "$((t_start - t_down)) ms, answered again $((t_up - t_start)) ms after pg_ctl start"
