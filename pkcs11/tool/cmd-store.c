@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pkcs11/core/store-migrate.h"
 #include "pkcs11/tool/cli.h"
 
 /* What `store check` found; the first few problems are printed as they are found. */
@@ -227,6 +228,119 @@ static int cmd_adopt(struct hf_cli *cli, int argc, char **argv)
     return HF_EXIT_OK;
 }
 
+/* ---- migrate ---- */
+
+/* The move is recorded in the audit log of the config's token (the node's), like every admin
+ * command, and durable before anything is printed. */
+static CK_RV migrate_audit(struct hf_cli *cli, const char *from,
+                           const struct hf_store_migrate_result *res, CK_RV result, uint64_t t0)
+{
+    struct hf_audit *audit = hf_core_audit(cli->core);
+    char detail[320];
+    uint64_t rows = 0, seq = 0;
+    struct hf_audit_record rec = {
+        .api = "cli",
+        .operation = "store.migrate",
+        .caller = cli->caller,
+        .detail = detail,
+        .result = result,
+        .latency_us = hf_monotonic_us() - t0,
+        .authenticated = true, /* the caller opened the store's files */
+    };
+    CK_RV rv;
+
+    for (size_t i = 0; i < res->n_tables; i++)
+        rows += res->tables[i].rows;
+    snprintf(detail, sizeof(detail), "from=%.120s to=%.100s rows=%llu", from,
+             res->where[0] ? res->where : "-", (unsigned long long)(result == CKR_OK ? rows : 0));
+    rv = hf_audit_append(audit, &rec, &seq);
+    if (rv == CKR_OK) rv = hf_audit_wait_durable(audit, seq);
+    return rv;
+}
+
+static int migrate_report(struct hf_cli *cli, const struct hf_store_migrate_result *res)
+{
+    static const char *const headers[] = {"TABLE", "ROWS"};
+    struct hf_table *t;
+    json_object *o, *tables;
+    char n[24];
+
+    if (cli->json) {
+        if ((o = json_object_new_object()) && (tables = json_object_new_object())) {
+            for (size_t i = 0; i < res->n_tables; i++)
+                json_object_object_add(tables, res->tables[i].table,
+                                       json_object_new_int64((int64_t)res->tables[i].rows));
+            json_object_object_add(o, "ok", json_object_new_boolean(1));
+            json_object_object_add(o, "to", json_object_new_string(res->where));
+            json_object_object_add(o, "tables", tables);
+            json_object_object_add(o, "meta_replaced",
+                                   json_object_new_int64((int64_t)res->meta_replaced));
+        }
+        hf_cli_json_print(o);
+        return HF_EXIT_OK;
+    }
+    if (!(t = hf_table_new(2, headers))) return hf_cli_fail(cli, CKR_HOST_MEMORY, "the summary");
+    for (size_t i = 0; i < res->n_tables; i++) {
+        const char *cells[2] = {res->tables[i].table, n};
+        snprintf(n, sizeof(n), "%llu", (unsigned long long)res->tables[i].rows);
+        hf_table_add(t, cells);
+    }
+    printf("store migrate: copied into %s in one transaction, row counts checked:\n", res->where);
+    hf_table_print(t, stdout, "  ");
+    hf_table_free(t);
+    if (res->meta_replaced)
+        printf("the destination's own %llu meta rows (from an init there) were replaced\n",
+               (unsigned long long)res->meta_replaced);
+    printf("Point [store] path at the server now; the SQLite store is left as it was.\n");
+    return HF_EXIT_OK;
+}
+
+static int cmd_migrate(struct hf_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"from", required_argument, NULL, 'f'},
+        {"to", required_argument, NULL, 't'},
+        HF_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    const char *from = NULL, *to = NULL;
+    struct hf_store_migrate_result res;
+    uint64_t t0;
+    CK_RV rv, arv;
+    int c, rc;
+
+    while ((c = hf_cli_getopt(argc, argv, opts)) != -1) {
+        if (c == 'f')
+            from = optarg;
+        else if (c == 't')
+            to = optarg;
+        else if ((rc = hf_cli_opt_other(cli, c, argv)) != HF_CLI_CONTINUE)
+            return rc;
+    }
+    if ((rc = hf_cli_args(cli, argc, argv, 0, 0)) != HF_CLI_CONTINUE) return rc;
+    if (!from || !to) return hf_cli_usage_error(cli, "--from and --to are both needed");
+    if ((rc = hf_cli_config(cli)) != HF_CLI_CONTINUE) return rc;
+    if (cli->cfg.store_path && strcmp(cli->cfg.store_path, to) == 0)
+        return hf_cli_usage_error(cli, "the config already names the destination: run the "
+                                       "migration with the config that names the source (its "
+                                       "token keeps the audit log), then point [store] path at "
+                                       "the server");
+    if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
+    if (hf_audit_is_failed(hf_core_audit(cli->core)))
+        return hf_cli_fail(cli, CKR_HF_AUDIT_FAILED, "migrating the store");
+    t0 = hf_monotonic_us();
+    rv = hf_store_migrate(from, to, &res);
+    if ((arv = migrate_audit(cli, from, &res, rv, t0)) != CKR_OK) {
+        hf_cli_error("%s: the audit log cannot be written (%s)%s", cli->command,
+                     hf_cli_strerror(arv),
+                     rv == CKR_OK ? ": the store WAS copied, unrecorded" : "");
+        return HF_EXIT_AUDIT;
+    }
+    if (rv == CKR_OK) return migrate_report(cli, &res);
+    hf_cli_error("%s: %s (CKR 0x%lx)", cli->command, res.reason, rv);
+    return rv == CKR_ARGUMENTS_BAD ? HF_EXIT_USAGE : hf_cli_exit_code(rv);
+}
+
 static const struct hf_cli_command store_commands[] = {
     {"check", cmd_check, "",
      "check that the store holds only whole keys: every live version unwraps under the root "
@@ -237,6 +351,16 @@ static const struct hf_cli_command store_commands[] = {
      "policy MACs, or a first migration cut short): the rows are trusted as they are",
      "Until then such rows are refused. Check what they say first (sqlite3, key show of a\n"
      "backup): an edit made to them is adopted too. Rows whose MAC is wrong stay refused.\n"},
+    {"migrate", cmd_migrate, "--from sqlite:PATH --to postgresql://USER@HOST:PORT/DB",
+     "move an embedded (SQLite) store into a cluster (PostgreSQL) store: every row, as it is",
+     "Stop every writer of the source first (holdfastd, PKCS#11 programs): the copy reads one\n"
+     "snapshot, and what is written after it is not copied. Every row of every table moves with\n"
+     "its ids, wrapped material and policy MACs, in one transaction; the keys keep working\n"
+     "under the same token (the config's, whose audit log records the move). The destination\n"
+     "must hold no keys, links, objects or pools: it is never merged into (exit 1, nothing\n"
+     "written). The password comes from PGPASSFILE or PGPASSWORD, never the URI. The SQLite\n"
+     "file is left as it was (its schema brought to this build's). Then point [store] path at\n"
+     "the server and run `holdfast store check`. Exit 3 when the source file does not exist.\n"},
 };
 
 int hf_cmd_store(struct hf_cli *cli, int argc, char **argv)

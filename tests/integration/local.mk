@@ -19,6 +19,7 @@ INTEGRATION_TESTS = \
 	tests/integration/concurrency.sh \
 	tests/integration/crash-safety.sh \
 	tests/integration/crash-safety-pg.sh \
+	tests/integration/store-migrate.sh \
 	tests/integration/pin-lockout.sh \
 	tests/integration/curves.sh \
 	tests/integration/pool-cli.sh \
