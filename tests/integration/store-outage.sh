@@ -43,7 +43,8 @@ VUS=${HF_OUTAGE_VUS:-8}
 STOP=5
 OUTAGE=5
 # The store reconnects with a backoff that doubles to 5 s while the server is down
-# (pkcs11/core/store-pg.c), so the first try after the server is back may be that far away.
+# (pkcs11/core/store-pg.c), so the first try after the server is back may be that far away
+# (measured: 0.3 to 4.7 s); a second more for a loaded machine.
 RECOVER_MAX=6
 # A frozen server is only given up after libpq's connect_timeout (5 s, store-pg.c).
 MODE=${HF_OUTAGE_MODE:-stop}
