@@ -131,6 +131,7 @@ PW_URI=$(echo "$HF_PG_URI" | sed 's|://holdfast@|://holdfast:not-the-password@|'
 hf_expect_exit 2 hf store migrate --from "sqlite:$DB" --to "$PW_URI"
 ! grep -q "not-the-password" "$HF_ERR" "$HF_OUT" || { cat "$HF_ERR"; hf_fail "the password was printed"; }
 expect_err "password"
+cat "$HF_ERR"
 
 # ---- the move ----------------------------------------------------------------------------------
 # The rows as they are before it: the source must be left so.
@@ -147,13 +148,15 @@ cmp -s "$T/a" "$T/b" || { diff "$T/a" "$T/b"; hf_fail "the source changed"; }
 dump pg "$T/dest.dump"
 cmp -s "$T/source.dump" "$T/dest.dump" ||
     { diff "$T/source.dump" "$T/dest.dump"; hf_fail "the rows in PostgreSQL differ from the source's"; }
-echo "rows: $(wc -l <"$T/dest.dump") rows of 10 tables identical (ids, material, MACs)"
+ROWS=$(wc -l <"$T/dest.dump")
+echo "rows: $ROWS rows of 10 tables identical (ids, material, MACs)"
 psql_q "SELECT count(*) FROM key_versions" >/dev/null || hf_fail "psql"
 
 # The same once more with --json: refused, the server's rows unchanged.
 hf_expect_exit 1 hf --json store migrate --from "sqlite:$DB" --to "$HF_PG_URI"
 expect_err "is not empty"
 expect_err "never merged"
+cat "$HF_ERR"
 dump pg "$T/dest2.dump"
 cmp -s "$T/dest.dump" "$T/dest2.dump" || hf_fail "a refused migration changed the server's rows"
 
@@ -205,6 +208,10 @@ if [ -n "$OBJECTS" ]; then
 fi
 hf_expect_exit 0 hf store check
 hf_expect_exit 0 hf audit verify
-grep -c '"op":"store.migrate"' "$HOLDFAST_STATE_DIR/audit.log" >"$T/n" 2>/dev/null || true
-echo "audit: $(cat "$T/n") store.migrate records"
+# Audited: the move (result 0x0) and the refusals (each with its CKR), in the token's log.
+LOG="$HOLDFAST_STATE_DIR/audit.log"
+grep -a -q "\"op\":\"store.migrate\".*\"detail\":\"from=sqlite:$DB to=127.0.0.1:$HF_PG_PORT/holdfast rows=$ROWS\",\"result\":\"0x0\"" "$LOG" ||
+    hf_fail "no store.migrate record of the move"
+grep -a -q '"op":"store.migrate".*"result":"0x1b"' "$LOG" || hf_fail "no store.migrate record of the refusal"
+echo "audit: $(grep -a -c '"op":"store.migrate"' "$LOG") store.migrate records"
 echo "store-migrate: ok"
