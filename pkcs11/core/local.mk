@@ -26,9 +26,9 @@ libholdfast_core_la_SOURCES = \
 	pkcs11/core/source-local.c pkcs11/core/source-local.h \
 	pkcs11/core/source-pool.c pkcs11/core/source-pool.h \
 	pkcs11/core/store.c pkcs11/core/store.h pkcs11/core/store-internal.h \
-	pkcs11/core/store-sqlite.c pkcs11/core/store-pg.c \
+	pkcs11/core/store-sqlite.c pkcs11/core/store-pg.c pkcs11/core/pq-api.c pkcs11/core/pq-api.h \
 	pkcs11/core/store-migrate.c pkcs11/core/store-migrate.h
 libholdfast_core_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS) $(INIH_CFLAGS) \
 	$(JSONC_CFLAGS) $(UUID_CFLAGS)
-libholdfast_core_la_LIBADD = $(CRYPTO_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) $(INIH_LIBS) \
+libholdfast_core_la_LIBADD = $(CRYPTO_LIBS) $(SQLITE_LIBS) $(INIH_LIBS) \
 	$(JSONC_LIBS) $(UUID_LIBS) $(PTHREAD_LIBS) $(LIBS)

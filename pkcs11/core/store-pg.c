@@ -352,6 +352,7 @@ static const char *const conn_keys[] = {"connect_timeout",
                                         "keepalives_idle",
                                         "keepalives_interval",
                                         "keepalives_count",
+                                        "tcp_user_timeout",
                                         "dbname",
                                         NULL};
 
@@ -364,10 +365,12 @@ static void notice_log(void *arg, const char *message)
 }
 
 /* Defaults first, the locator last: libpq lets the later value win, so the locator's own
- * parameters override these. Keepalives: a node cut off without a reset notices in ~10 s. */
+ * parameters override these. Keepalives (an idle connection) and tcp_user_timeout (a request
+ * sent and never acknowledged): a node cut off from the server without a reset notices within
+ * ~10 s, rather than the kernel's minutes, and answers CKR_DEVICE_ERROR from then on. */
 static PGconn *pg_connect(const struct pg_store *s)
 {
-    const char *values[] = {"5", "holdfast", "5", "2", "2", s->conninfo, NULL};
+    const char *values[] = {"5", "holdfast", "5", "2", "2", "10000", s->conninfo, NULL};
     PGconn *pg = PQconnectdbParams(conn_keys, values, 1);
 
     if (pg) PQsetNoticeProcessor(pg, notice_log, NULL);
