@@ -313,13 +313,13 @@ static CK_RV dst_make_room(struct migrate *m)
     for (size_t i = 0; rv == CKR_OK && i < N_TABLES; i++) {
         if (tables[i].replaced) continue;
         if ((rv = dst_count(m, &tables[i], &n)) == CKR_OK && n > 0 && len < sizeof(held))
-            len += (size_t)snprintf(held + len, sizeof(held) - len, "%s%llu %s rows",
-                                    len ? ", " : "", (unsigned long long)n, tables[i].name);
+            len += (size_t)snprintf(held + len, sizeof(held) - len, "%s%s %llu", len ? ", " : "",
+                                    tables[i].name, (unsigned long long)n);
     }
     if (rv == CKR_OK && held[0])
         return fail(m, CKR_ACTION_PROHIBITED,
-                    "the destination %s is not empty (%s): a store is moved into an empty one "
-                    "only, never merged; nothing was written",
+                    "the destination %s is not empty (rows: %s): a store moves into an empty "
+                    "one only, never merged; nothing was written",
                     m->res->where, held);
     for (size_t i = 0; rv == CKR_OK && i < N_TABLES; i++) {
         if (!tables[i].replaced) continue;

@@ -23,7 +23,7 @@ struct hf_store_migrate_result {
     size_t n_tables;
     uint64_t meta_replaced; /* the destination's own meta rows (an init's), replaced */
     char where[160];        /* the destination as host:port/db, for messages: never the locator */
-    char reason[256];       /* why it failed, for people (never a secret); empty on success */
+    char reason[384];       /* why it failed, for people (never a secret); empty on success */
 };
 
 /* Copies the SQLite store at from (a path or "sqlite:PATH"; it must exist: it is not created)
