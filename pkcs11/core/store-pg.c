@@ -347,14 +347,9 @@ static const struct hf_store_ops pg_ops;
 
 /* ---- connections ---- */
 
-static const char *const conn_keys[] = {"connect_timeout",
-                                        "application_name",
-                                        "keepalives_idle",
-                                        "keepalives_interval",
-                                        "keepalives_count",
-                                        "tcp_user_timeout",
-                                        "dbname",
-                                        NULL};
+static const char *const conn_keys[] = {
+    "connect_timeout",  "application_name", "keepalives_idle", "keepalives_interval",
+    "keepalives_count", "tcp_user_timeout", "dbname",          NULL};
 
 /* The server's notices ("relation already exists, skipping" of an idempotent migration) would
  * go to stderr, which is a PKCS#11 host's: to the debug log instead. */
