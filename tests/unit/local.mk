@@ -43,6 +43,13 @@ tests_unit_test_store_LDADD = $(UNIT_LDADD) $(LIBPQ_LIBS)
 # The same suite on PostgreSQL, a server of its own (tests/integration/pg-lib.sh).
 TESTS += tests/unit/store-pg.sh
 EXTRA_DIST += tests/unit/store-pg.sh tests/integration/pg-lib.sh
+# hf_store_migrate (holdfast store migrate), SQLite into a PostgreSQL server of its own.
+check_PROGRAMS += tests/unit/test-store-migrate
+tests_unit_test_store_migrate_SOURCES = tests/unit/test-store-migrate.c
+tests_unit_test_store_migrate_CPPFLAGS = $(UNIT_CPPFLAGS) $(LIBPQ_CFLAGS)
+tests_unit_test_store_migrate_LDADD = $(UNIT_LDADD) $(LIBPQ_LIBS)
+TESTS += tests/unit/store-migrate-pg.sh
+EXTRA_DIST += tests/unit/store-migrate-pg.sh
 tests_unit_test_config_SOURCES = tests/unit/test-config.c
 tests_unit_test_config_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_config_LDADD = $(UNIT_LDADD)
