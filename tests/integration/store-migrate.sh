@@ -136,9 +136,18 @@ cat "$HF_ERR"
 # ---- the move ----------------------------------------------------------------------------------
 # The rows as they are before it: the source must be left so.
 dump sqlite "$T/source.dump"
-hf_expect_exit 0 hf store migrate --from "sqlite:$DB" --to "$HF_PG_URI"
+hf_expect_exit 0 hf --json store migrate --from "sqlite:$DB" --to "$HF_PG_URI"
 cat "$HF_OUT"
-expect_out "store migrate: copied into 127.0.0.1:$HF_PG_PORT/holdfast"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] is True and d["to"] == "127.0.0.1:%s/holdfast" % sys.argv[2], d
+t = d["tables"]
+assert list(t) == ["keys", "key_labels", "key_versions", "links", "link_types", "meta", "objects",
+                   "pools", "pool_members", "pool_backups"], t
+assert t["keys"] == 5 and t["key_versions"] == 7 and t["links"] == 3 and t["pools"] == 1, t
+assert t["link_types"] == 7 and t["pool_backups"] == 2 and d["meta_replaced"] == 0, d
+' "$HF_OUT" "$HF_PG_PORT" || hf_fail "the --json summary"
 dump sqlite "$T/source-after.dump"
 # The CLI's own core wrote its audit checkpoint into the source meanwhile: rows of meta aside,
 # the source is unchanged.
@@ -152,13 +161,22 @@ ROWS=$(wc -l <"$T/dest.dump")
 echo "rows: $ROWS rows of 10 tables identical (ids, material, MACs)"
 psql_q "SELECT count(*) FROM key_versions" >/dev/null || hf_fail "psql"
 
-# The same once more with --json: refused, the server's rows unchanged.
-hf_expect_exit 1 hf --json store migrate --from "sqlite:$DB" --to "$HF_PG_URI"
+# The same once more: refused, the server's rows unchanged.
+hf_expect_exit 1 hf store migrate --from "sqlite:$DB" --to "$HF_PG_URI"
 expect_err "is not empty"
 expect_err "never merged"
 cat "$HF_ERR"
 dump pg "$T/dest2.dump"
 cmp -s "$T/dest.dump" "$T/dest2.dump" || hf_fail "a refused migration changed the server's rows"
+
+# The same source into a second, fresh database: the summary for people.
+psql -q -h 127.0.0.1 -p "$HF_PG_PORT" -U holdfast -d postgres -c 'CREATE DATABASE copy2' ||
+    hf_fail "CREATE DATABASE copy2"
+hf_expect_exit 0 hf store migrate --from "$DB" --to "$(echo "$HF_PG_URI" | sed 's|/holdfast?|/copy2?|')"
+cat "$HF_OUT"
+expect_out "store migrate: copied into 127.0.0.1:$HF_PG_PORT/copy2 in one transaction"
+grep -q '^  key_versions  *7$' "$HF_OUT" || hf_fail "the summary lacks key_versions 7"
+expect_out "Point [store] path at the server now"
 
 # ---- the store on PostgreSQL -------------------------------------------------------------------
 printf '[store]\npath = %s\n' "$HF_PG_URI" >>"$HOLDFAST_CONF"
