@@ -79,6 +79,9 @@ const char *hf_cli_strerror(CK_RV rv)
                "bad label, or a state change KMIP forbids)";
     case CKR_ENCRYPTED_DATA_INVALID:
         return "the ciphertext is damaged or was not made by this key version";
+    case CKR_DEVICE_ERROR:
+        /* The store's database or the HSM: the core's log line just above names which. */
+        return "the key store's database or the HSM did not answer (the line above says which)";
     default:
         return p11_kit_strerror(rv);
     }
