@@ -348,8 +348,9 @@ static const struct hf_store_ops pg_ops;
 /* ---- connections ---- */
 
 static const char *const conn_keys[] = {
-    "connect_timeout",  "application_name", "keepalives_idle", "keepalives_interval",
-    "keepalives_count", "tcp_user_timeout", "dbname",          NULL};
+    "connect_timeout",     "application_name", "keepalives_idle",
+    "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+    "gssencmode",          "dbname",           NULL};
 
 /* The server's notices ("relation already exists, skipping" of an idempotent migration) would
  * go to stderr, which is a PKCS#11 host's: to the debug log instead. */
@@ -362,10 +363,13 @@ static void notice_log(void *arg, const char *message)
 /* Defaults first, the locator last: libpq lets the later value win, so the locator's own
  * parameters override these. Keepalives (an idle connection) and tcp_user_timeout (a request
  * sent and never acknowledged): a node cut off from the server without a reset notices within
- * ~10 s, rather than the kernel's minutes, and answers CKR_DEVICE_ERROR from then on. */
+ * ~10 s, rather than the kernel's minutes, and answers CKR_DEVICE_ERROR from then on.
+ * gssencmode=disable: libpq's default "prefer" looks for Kerberos credentials before every
+ * connect (krb5.conf and the credential cache read inside the host process, strace shows);
+ * a locator that wants GSS encryption says so. */
 static PGconn *pg_connect(const struct pg_store *s)
 {
-    const char *values[] = {"5", "holdfast", "5", "2", "2", "10000", s->conninfo, NULL};
+    const char *values[] = {"5", "holdfast", "5", "2", "2", "10000", "disable", s->conninfo, NULL};
     PGconn *pg = PQconnectdbParams(conn_keys, values, 1);
 
     if (pg) PQsetNoticeProcessor(pg, notice_log, NULL);
