@@ -315,17 +315,10 @@ done:
 
 /* ---- open and close ---- */
 
-/* The store's file, or NULL when the locator is not a local file. */
-static const char *store_file(const char *locator)
-{
-    if (strstr(locator, "://") != NULL) return NULL;
-    return strncmp(locator, "sqlite:", 7) == 0 ? locator + 7 : locator;
-}
-
 /* init has run: the store file and the pin file exist. */
 static bool core_is_initialised(const struct hf_config *cfg)
 {
-    const char *file = store_file(cfg->store_path);
+    const char *file = hf_store_locator_file(cfg->store_path);
 
     if (file != NULL && !file_exists(file)) return false;
     return cfg->hsm_pin != NULL || cfg->hsm_pin_file == NULL || file_exists(cfg->hsm_pin_file);

@@ -97,21 +97,6 @@ static size_t cols_of(const struct table *t)
     return strlen(t->types);
 }
 
-/* ---- locators (hf_store_open's grammar) ---- */
-
-static bool is_pg(const char *locator)
-{
-    return strncmp(locator, "postgresql://", 13) == 0 || strncmp(locator, "postgres://", 11) == 0;
-}
-
-/* The file of an SQLite locator, or NULL for another kind. */
-static const char *sqlite_path(const char *locator)
-{
-    if (strstr(locator, "://") != NULL) return NULL;
-    if (strncmp(locator, "sqlite:", 7) == 0) locator += 7;
-    return *locator ? locator : NULL;
-}
-
 /* ---- the source: one read transaction ---- */
 
 static CK_RV src_fail(struct migrate *m, const char *what)
@@ -504,11 +489,11 @@ static CK_RV schemas_ready(struct migrate *m, const char *from, const char *to)
 
 static CK_RV locators_check(struct migrate *m, const char *from, const char *to)
 {
-    const char *path = sqlite_path(from);
+    const char *path = hf_store_locator_file(from);
 
     if (!path)
         return fail(m, CKR_ARGUMENTS_BAD, "--from must name an SQLite store (PATH or sqlite:PATH)");
-    if (!is_pg(to))
+    if (!hf_store_locator_is_pg(to))
         return fail(m, CKR_ARGUMENTS_BAD,
                     "--to must name a PostgreSQL store (postgresql://USER@HOST:PORT/DB)");
     /* hf_store_open would create a missing file, and copy an empty store. */
@@ -533,7 +518,7 @@ CK_RV hf_store_migrate(const char *from, const char *to, struct hf_store_migrate
     if ((rv = hf_pq_load()) != CKR_OK) return fail(&m, rv, "libpq could not be loaded");
     rv = locators_check(&m, from, to);
     if (rv == CKR_OK) rv = schemas_ready(&m, from, to);
-    if (rv == CKR_OK) rv = src_open(&m, sqlite_path(from));
+    if (rv == CKR_OK) rv = src_open(&m, hf_store_locator_file(from));
     if (rv == CKR_OK) rv = src_check(&m);
     if (rv == CKR_OK) rv = dst_open(&m, to);
     if (rv == CKR_OK) rv = copy_all(&m);

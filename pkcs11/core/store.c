@@ -201,20 +201,36 @@ CK_RV hf_store_policy_migrate(struct hf_store *store, const struct hf_store_migr
     return store->ops->policy_migrate(store, m, n);
 }
 
+bool hf_store_locator_is_pg(const char *locator)
+{
+    return locator && (strncmp(locator, "postgresql://", 13) == 0 ||
+                       strncmp(locator, "postgres://", 11) == 0);
+}
+
+const char *hf_store_locator_file(const char *locator)
+{
+    if (locator == NULL || strstr(locator, "://") != NULL) return NULL;
+    if (strncmp(locator, SQLITE_PREFIX, strlen(SQLITE_PREFIX)) == 0)
+        locator += strlen(SQLITE_PREFIX);
+    return *locator ? locator : NULL;
+}
+
 CK_RV hf_store_open(const char *locator, struct hf_store **out)
 {
+    const char *file = hf_store_locator_file(locator);
     CK_RV rv;
 
     return_val_if_fail(locator && *locator, CKR_ARGUMENTS_BAD);
     return_val_if_fail(out, CKR_ARGUMENTS_BAD);
 
-    if (strncmp(locator, "postgresql://", 13) == 0 || strncmp(locator, "postgres://", 11) == 0) {
+    if (hf_store_locator_is_pg(locator)) {
         rv = hf_store_pg_open(locator, out);
+    } else if (file != NULL) {
+        rv = hf_store_sqlite_open(file, out);
     } else {
-        if (strncmp(locator, SQLITE_PREFIX, strlen(SQLITE_PREFIX)) == 0)
-            locator += strlen(SQLITE_PREFIX);
-        return_val_if_fail(*locator, CKR_ARGUMENTS_BAD);
-        rv = hf_store_sqlite_open(locator, out);
+        hf_log_error("store: '%.*s' names no store: a path, sqlite:PATH or postgresql://...",
+                     (int)strcspn(locator, "@"), locator);
+        return CKR_ARGUMENTS_BAD;
     }
     if (rv == CKR_OK && !((*out)->links = link_cache_new())) {
         hf_store_close(*out);

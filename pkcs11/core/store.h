@@ -32,6 +32,11 @@ struct hf_store;
  * passfile (PGPASSFILE, passfile=, ~/.pgpass). A server that cannot be reached is
  * CKR_DEVICE_ERROR. */
 CK_RV hf_store_open(const char *locator, struct hf_store **out);
+/* The locator grammar, for callers that must tell the kinds apart before opening: a PostgreSQL
+ * server ("postgresql://..." or "postgres://..."), and the file an SQLite locator names (a path,
+ * or "sqlite:PATH"; NULL for any "scheme://" locator or an empty path). */
+bool hf_store_locator_is_pg(const char *locator);
+const char *hf_store_locator_file(const char *locator);
 void hf_store_close(struct hf_store *store);
 
 /* The schema version this build writes, and the one the open database has. */

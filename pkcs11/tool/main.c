@@ -229,10 +229,9 @@ int hf_cli_config(struct hf_cli *cli)
 
 bool hf_cli_store_is_missing(const struct hf_config *cfg)
 {
-    const char *file = cfg->store_path;
+    const char *file = hf_store_locator_file(cfg->store_path);
 
-    if (!file || strstr(file, "://")) return false; /* a server: only opening tells */
-    if (strncmp(file, "sqlite:", 7) == 0) file += 7;
+    if (!file) return false; /* a server: only opening tells */
     return access(file, F_OK) != 0 && errno == ENOENT;
 }
 
