@@ -10,6 +10,10 @@
 /* Migration steps of the schema: both backends number them alike (hf_store_schema_version). */
 #define HF_STORE_SCHEMA_VERSION 6
 
+/* The PostgreSQL channel every write NOTIFYs and every handle's listener LISTENs on (store-pg.c);
+ * store-migrate.c's copy announces itself there too, so nodes already running drop their caches. */
+#define HF_STORE_PG_CHANNEL "holdfast_changes"
+
 /* clang-format 14 breaks "CK_RV (*name)(...)" members over two lines: hand-formatted. */
 /* clang-format off */
 struct hf_store_ops {

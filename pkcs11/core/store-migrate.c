@@ -66,10 +66,6 @@ static const struct table tables[] = {
 #define MAX_COLS 13
 _Static_assert(N_TABLES == HF_STORE_MIGRATE_TABLES, "store-migrate.h counts the tables");
 
-/* The channel store-pg.c's handles LISTEN on (its CHANNEL): a node already running on the
- * destination drops its caches when the copy commits. */
-#define PG_CHANNEL "holdfast_changes"
-
 struct migrate {
     sqlite3 *src;
     PGconn *dst;
@@ -443,7 +439,7 @@ static CK_RV dst_commit(struct migrate *m)
 
     hf_uuid_generate(payload);
     strcat(payload, " link");
-    rv = dst_run(m, "SELECT pg_notify('" PG_CHANNEL "', $1)", 1, values, "notify", NULL);
+    rv = dst_run(m, "SELECT pg_notify('" HF_STORE_PG_CHANNEL "', $1)", 1, values, "notify", NULL);
     if (rv != CKR_OK) return rv;
     res = PQexec(m->dst, "COMMIT");
     /* A COMMIT of a failed transaction answers ROLLBACK: that is no commit. */

@@ -126,8 +126,6 @@ static const char *const migrations[] = {
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == HF_STORE_SCHEMA_VERSION,
                "the PostgreSQL schema steps are numbered as SQLite's");
 
-/* Every node's writes NOTIFY this channel; every handle's listener LISTENs on it. */
-#define CHANNEL "holdfast_changes"
 /* One lock id for schema migration and the policy migration, across nodes. */
 #define MIGRATE_LOCK "7213901"
 
@@ -208,7 +206,7 @@ enum stmt_id {
 };
 
 static const char *const stmt_sql[N_STMTS] = {
-    [ST_NOTIFY] = "SELECT pg_notify('" CHANNEL "', $1)",
+    [ST_NOTIFY] = "SELECT pg_notify('" HF_STORE_PG_CHANNEL "', $1)",
     [ST_SCHEMA_VERSION] = "SELECT version FROM schema_version WHERE id = 1",
     [ST_KEY_INSERT] = "INSERT INTO keys (" KEY_COLS ") "
                       "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,1,$12)",
@@ -2138,7 +2136,7 @@ static PGconn *listen_connect(struct pg_store *s)
     PGconn *pg = pg_connect(s);
     PGresult *res = NULL;
 
-    if (pg && PQstatus(pg) == CONNECTION_OK) res = PQexec(pg, "LISTEN " CHANNEL);
+    if (pg && PQstatus(pg) == CONNECTION_OK) res = PQexec(pg, "LISTEN " HF_STORE_PG_CHANNEL);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
         return pg;
