@@ -310,7 +310,9 @@ awk '{ n[$1]++; t[$1] += $2; if ($2 > m[$1]) m[$1] = $2 }
 # ---- the audit records, and no secret in any log ----
 python3 - "$HOLDFAST_STATE_DIR/audit.log" "$DEK" "$K/rsa.p8" "$HF_TMP/holdfastd.log" \
     "$HF_TMP/holdfastd.out" <<'PY' || hf_fail "audit records"
-import base64, json, sys
+import base64, json, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 log, dek, p8 = sys.argv[1:4]
 der = open(p8, "rb").read()
 for f in [log] + sys.argv[4:]:
@@ -318,15 +320,7 @@ for f in [log] + sys.argv[4:]:
     for secret in (dek.encode(), base64.b64encode(der)[-40:], der[-40:]):
         if secret in data:
             sys.exit("%s holds a DEK or the private key" % f)
-recs = []
-for raw in open(log, "rb"):
-    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-        start = piece.find(b'{"seq":')
-        if start >= 0:
-            try:
-                recs.append(json.loads(piece[start:]))
-            except ValueError:
-                pass
+recs = list(auditlog.records(log))
 by_reason = {}
 for r in recs:
     reason = (r.get("fields") or {}).get("reason")

@@ -203,21 +203,11 @@ audit_none() { printf '%s -\n' "$1" >>"$AUDIT_EXPECT"; }
 # what the spec wants (and whether a DEK reached the log).
 cse_audit() {
     python3 - "$1" "$HOLDFAST_STATE_DIR/audit.log" "$AUDIT_EXPECT" "$DEK" <<'PY'
-import json, re, sys
+import json, os, re, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 mode, log, expect, dek = sys.argv[1:5]
-recs = []
-for raw in open(log, "rb"):
-    # Claimed space not yet used is zeros; a record glued to a torn one starts later.
-    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-        start = piece.find(b'{"seq":')
-        if start < 0:
-            continue
-        try:
-            r = json.loads(piece[start:])
-        except ValueError:
-            continue
-        if r.get("api") == "gws-cse":
-            recs.append(r)
+recs = [r for r in auditlog.records(log) if r.get("api") == "gws-cse"]
 if mode == "total":
     n = 0
     for r in recs:

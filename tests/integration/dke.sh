@@ -444,18 +444,10 @@ dke_expect 429 TooManyRequests
 # ---- audit ----
 sleep 0.5 # the 401s' summary record: one interval (200 ms)
 python3 - "$HOLDFAST_STATE_DIR/audit.log" <<'PY' || hf_fail "audit records"
-import json, re, sys
-recs = []
-for line in open(sys.argv[1], "rb"):
-    start = line.find(b'{"seq":')
-    if start < 0:
-        continue
-    try:
-        r = json.loads(line[start:])
-    except ValueError:
-        continue
-    if r.get("api") == "ms-dke":
-        recs.append(r)
+import json, os, re, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
+recs = [r for r in auditlog.records(sys.argv[1]) if r.get("api") == "ms-dke"]
 def find(what, ok, **fields):
     for r in recs:
         f = r.get("fields") or {}

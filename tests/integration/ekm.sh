@@ -349,19 +349,11 @@ grep -q '^holdfast_requests_total{api="gcp-ekm",operation="unwrap",status="200"}
 
 # ---- the audit record of each call carries the API's fields ----
 python3 - "$HOLDFAST_STATE_DIR/audit.log" "$AGENT" <<'PY' || hf_fail "audit fields"
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 log, agent = sys.argv[1:3]
-recs = []
-for line in open(log, "rb"):
-    start = line.find(b'{"seq":')
-    if start < 0:
-        continue
-    try:
-        r = json.loads(line[start:])
-    except ValueError:
-        continue
-    if r.get("api") == "gcp-ekm":
-        recs.append(r)
+recs = [r for r in auditlog.records(log) if r.get("api") == "gcp-ekm"]
 def find(op, **fields):
     for r in recs:
         f = r.get("fields") or {}

@@ -27,6 +27,8 @@ import json
 import struct
 import sys
 
+import auditlog
+
 PLAINTEXT = base64.b64encode(bytes(range(32))).decode()
 
 
@@ -113,21 +115,6 @@ def same_rsa(pem_path, dke_path):
         fail("SAP's public key and DKE's are not one key")
 
 
-def audit_records(path):
-    recs = []
-    for raw in open(path, "rb"):
-        # Claimed space not yet used is zeros; a record glued to a torn one starts later.
-        for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-            start = piece.rfind(b'{"seq":')
-            if start < 0:
-                continue
-            try:
-                recs.append(json.loads(piece[start:]))
-            except ValueError:
-                pass
-    return recs
-
-
 def audit(log, gwlog, reqs):
     audit_id = {}
     for line in open(gwlog, "rb"):
@@ -138,7 +125,7 @@ def audit(log, gwlog, reqs):
         if isinstance(e, dict) and e.get("request_id"):
             audit_id[e["request_id"]] = e.get("cloud_request_id") or e["request_id"]
     by_id = {}
-    for r in audit_records(log):
+    for r in auditlog.records(log):
         if r.get("request_id"):
             by_id.setdefault(r["request_id"], []).append(r)
     per_api = {}

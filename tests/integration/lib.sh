@@ -188,29 +188,21 @@ hf_store_setup() {
 # any), and how many such records there are: "COUNT RECORDS".
 hf_preauth_count() {
     python3 - "$@" <<'PY'
-import json, re, sys
+import os, re, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 log, api, reason = sys.argv[1:4]
 source = sys.argv[4] if len(sys.argv) > 4 else None
 count = records = 0
-for raw in open(log, "rb"):
-    # Claimed space not yet used is zeros or blanks; a record glued to a torn one starts later.
-    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-        piece = piece.strip()
-        start = piece.rfind(b'{"seq":')
-        if start < 0:
-            continue
-        try:
-            rec = json.loads(piece[start:])
-        except ValueError:
-            continue
-        if rec.get("op") != "preauth.summary" or rec.get("api") != api:
-            continue
-        if source is not None and rec.get("caller") != source:
-            continue
-        m = re.match(r"(.*?): (\d+) requests refused before authentication", rec.get("detail", ""))
-        if m and m.group(1) == reason:
-            count += int(m.group(2))
-            records += 1
+for rec in auditlog.records(log):
+    if rec.get("op") != "preauth.summary" or rec.get("api") != api:
+        continue
+    if source is not None and rec.get("caller") != source:
+        continue
+    m = re.match(r"(.*?): (\d+) requests refused before authentication", rec.get("detail", ""))
+    if m and m.group(1) == reason:
+        count += int(m.group(2))
+        records += 1
 print(count, records)
 PY
 }

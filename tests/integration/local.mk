@@ -25,7 +25,8 @@ INTEGRATION_TESTS = \
 	tests/integration/pool-cli.sh \
 	tests/integration/pool-keys.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/helgrind.supp \
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/auditlog.py \
+	tests/helgrind.supp \
 	tests/integration/no-ptrace.py tests/integration/pty-init.py tests/integration/secure-heap.py \
 	tests/integration/jwt-token.py
 

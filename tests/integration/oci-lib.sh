@@ -64,19 +64,11 @@ for v in json.load(sys.stdin)["versions"]:
 
 oci_audit_find() {
     python3 - "$HOLDFAST_STATE_DIR/audit.log" "$1" <<'PY'
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 log, expr = sys.argv[1:3]
-recs = []
-for line in open(log, "rb"):
-    start = line.find(b'{"seq":')
-    if start < 0:
-        continue
-    try:
-        r = json.loads(line[start:])
-    except ValueError:
-        continue
-    if r.get("api") == "oci-ekms":
-        recs.append(r)
+recs = [r for r in auditlog.records(log) if r.get("api") == "oci-ekms"]
 for r in recs:
     f = r.get("fields") or {}
     if eval(expr):

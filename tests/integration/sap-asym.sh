@@ -483,20 +483,14 @@ cmp -s "$HF_TMP/rdeact.pem" "$HF_TMP/rdeact2.pem" || hf_fail "a deactivated key'
 # ---- the audit records: one per call, with SAP's ids; no plaintext in the log ----
 hf_gateway_stop || hf_fail "holdfastd did not stop cleanly"
 python3 - "$HOLDFAST_STATE_DIR/audit.log" "$AUDIT_EXPECT" "$SAP_TENANT" "$PIN" "$(b64 "$HF_TMP/pt")" <<'PY' || hf_fail "the audit records are not what the calls did"
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 log, expect, tenant, pin, pt = sys.argv[1:6]
-raw = open(log, "rb").read()
-if pt.encode() in raw:
+if pt.encode() in open(log, "rb").read():
     sys.exit("a plaintext reached the audit log")
 by_rid = {}
-for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-    start = piece.find(b'{"seq":')
-    if start < 0:
-        continue
-    try:
-        r = json.loads(piece[start:])
-    except ValueError:
-        continue
+for r in auditlog.records(log):
     if r.get("api") != "sap-hyok":
         continue
     rid = (r.get("fields") or {}).get("sap_request_id")

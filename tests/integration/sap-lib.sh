@@ -139,17 +139,12 @@ PY
 
 _sap_audit() {
     python3 - "$HOLDFAST_STATE_DIR/audit.log" "$1" "$2" <<'PY'
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 log, expr, mode = sys.argv[1:4]
 n = 0
-for line in open(log, "rb"):
-    start = line.find(b'{"seq":')
-    if start < 0:
-        continue
-    try:
-        r = json.loads(line[start:])
-    except ValueError:
-        continue
+for r in auditlog.records(log):
     if r.get("api") != "sap-hyok":
         continue
     f = r.get("fields") or {}

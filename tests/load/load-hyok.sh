@@ -29,21 +29,11 @@ hf_load_gateway_start $plugins
 # Success records of API in the audit log.
 successes() {
     python3 - "$HOLDFAST_STATE_DIR/audit.log" "$1" <<'PY'
-import json, sys
+import os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import auditlog
 log, api = sys.argv[1:3]
-n = 0
-for raw in open(log, "rb"):
-    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-        start = piece.find(b'{"seq":')
-        if start < 0:
-            continue
-        try:
-            r = json.loads(piece[start:])
-        except ValueError:
-            continue
-        if r.get("api") == api and r.get("ok") is True:
-            n += 1
-print(n)
+print(sum(1 for r in auditlog.records(log) if r.get("api") == api and r.get("ok") is True))
 PY
 }
 
