@@ -26,16 +26,21 @@
     X(PQexecPrepared)                                                                              \
     X(PQfinish)                                                                                    \
     X(PQfreemem)                                                                                   \
+    X(PQgetResult)                                                                                 \
     X(PQgetisnull)                                                                                 \
     X(PQgetlength)                                                                                 \
     X(PQgetvalue)                                                                                  \
     X(PQhost)                                                                                      \
+    X(PQisBusy)                                                                                    \
     X(PQnotifies)                                                                                  \
     X(PQntuples)                                                                                   \
     X(PQport)                                                                                      \
     X(PQprepare)                                                                                   \
     X(PQresultErrorField)                                                                          \
     X(PQresultStatus)                                                                              \
+    X(PQsendPrepare)                                                                               \
+    X(PQsendQuery)                                                                                 \
+    X(PQsendQueryPrepared)                                                                         \
     X(PQsetNoticeProcessor)                                                                        \
     X(PQsocket)                                                                                    \
     X(PQstatus)                                                                                    \
@@ -68,16 +73,21 @@ CK_RV hf_pq_load(void);
 #define PQexecPrepared (hf_pq.PQexecPrepared)
 #define PQfinish (hf_pq.PQfinish)
 #define PQfreemem (hf_pq.PQfreemem)
+#define PQgetResult (hf_pq.PQgetResult)
 #define PQgetisnull (hf_pq.PQgetisnull)
 #define PQgetlength (hf_pq.PQgetlength)
 #define PQgetvalue (hf_pq.PQgetvalue)
 #define PQhost (hf_pq.PQhost)
+#define PQisBusy (hf_pq.PQisBusy)
 #define PQnotifies (hf_pq.PQnotifies)
 #define PQntuples (hf_pq.PQntuples)
 #define PQport (hf_pq.PQport)
 #define PQprepare (hf_pq.PQprepare)
 #define PQresultErrorField (hf_pq.PQresultErrorField)
 #define PQresultStatus (hf_pq.PQresultStatus)
+#define PQsendPrepare (hf_pq.PQsendPrepare)
+#define PQsendQuery (hf_pq.PQsendQuery)
+#define PQsendQueryPrepared (hf_pq.PQsendQueryPrepared)
 #define PQsetNoticeProcessor (hf_pq.PQsetNoticeProcessor)
 #define PQsocket (hf_pq.PQsocket)
 #define PQstatus (hf_pq.PQstatus)

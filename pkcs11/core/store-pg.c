@@ -307,15 +307,28 @@ static const char *const stmt_sql[N_STMTS] = {
 /* Connections per handle: enough for a gateway's few concurrent cache misses and writes; a
  * caller beyond it waits for one to come back, so a burst never opens more. */
 #define POOL_MAX 4
-/* While the database is unreachable, calls answer CKR_DEVICE_ERROR at once; a reconnect is
- * tried after BACKOFF_MIN_MS, doubling to BACKOFF_MAX_MS while it keeps failing. */
+/* While the database is unreachable, calls answer CKR_DEVICE_ERROR at once; one caller tries a
+ * reconnect after BACKOFF_MIN_MS, doubling to BACKOFF_MAX_MS while it keeps failing. The cap is
+ * what a recovered server waits for its first success: a refused connect is cheap, a hung one
+ * costs its one caller the connect timeout, so a second is no load and keeps recovery near it. */
 #define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS 1000
+/* The client-side bound on one statement (and on a wait for a pooled connection while none comes
+ * back, conn_wait_locked): a server that accepted the connection and does not answer (stopped
+ * processes, dropped packets, a lock) costs a caller this, then CKR_DEVICE_ERROR, where libpq
+ * alone would wait for ever (tcp_user_timeout does not fire while the peer's kernel still
+ * acknowledges). Far above any healthy statement (one-row reads and writes take milliseconds),
+ * below the seconds a cloud waits for its proxy, so the gateway answers its unavailable error
+ * before the cloud times out, and no longer than the gateway's drain (drain_ms, 2 s by
+ * default), so a request in flight at SIGTERM is still answered. */
+#define STATEMENT_MS 2000
 
 struct pg_conn {
     PGconn *pg;
     bool prepared[N_STMTS]; /* PQprepare'd on this connection (names are per session) */
     bool used;              /* a statement succeeded since check-out: no blind retry */
+    bool timed_out;         /* a statement passed STATEMENT_MS: mid-command, never reused */
+    bool probe;             /* the one call trying the database while it is down */
 };
 
 struct pg_store {
@@ -324,11 +337,17 @@ struct pg_store {
     char where[160];             /* host:port/dbname, for logs: never the locator itself */
     char token[HF_UUID_LEN + 1]; /* this handle's tag in its notifications */
 
-    pthread_mutex_t lock; /* guards idle, n_idle, n_open, down_until_us, backoff_ms */
-    pthread_cond_t returned;
+    /* guards idle, n_idle, n_open, n_opening, down, probing, down_until_us, backoff_ms */
+    pthread_mutex_t lock;
+    pthread_cond_t returned; /* monotonic: a connection came back, or the store went down */
     struct pg_conn *idle[POOL_MAX];
     size_t n_idle, n_open;
-    uint64_t down_until_us; /* the database failed: no connect before this */
+    size_t n_opening;          /* of n_open: connects in progress */
+    _Atomic uint64_t moved_us; /* the database last answered, a connection came back or a
+                                * connect ended: the pool moves (conn_wait_locked) */
+    bool down;                 /* the database failed and no call has reached it since */
+    bool probing;              /* while down: a call is trying it; the others fail at once */
+    uint64_t down_until_us;    /* while down: no try before this */
     unsigned backoff_ms;
 
     _Atomic uint64_t commits; /* this handle's own write commits */
@@ -359,15 +378,18 @@ static void notice_log(void *arg, const char *message)
 }
 
 /* Defaults first, the locator last: libpq lets the later value win, so the locator's own
- * parameters override these. Keepalives (an idle connection) and tcp_user_timeout (a request
- * sent and never acknowledged): a node cut off from the server without a reset notices within
- * ~10 s, rather than the kernel's minutes, and answers CKR_DEVICE_ERROR from then on.
- * gssencmode=disable: libpq's default "prefer" looks for Kerberos credentials before every
- * connect (krb5.conf and the credential cache read inside the host process, strace shows);
- * a locator that wants GSS encryption says so. */
+ * parameters override these. connect_timeout=2, libpq's least: the connect is the one wait not
+ * under STATEMENT_MS, and the caller that tries a down store (conn_get) pays it, so it is kept
+ * near that bound; libpq 15 counts it in whole seconds of time(), so a connect gets 1 to 2 s,
+ * still far above a healthy one's few milliseconds (SCRAM included). Keepalives (an idle
+ * connection) and tcp_user_timeout (a request sent and never acknowledged): a node cut off from the
+ * server without a reset notices within ~10 s, rather than the kernel's minutes, and answers
+ * CKR_DEVICE_ERROR from then on. gssencmode=disable: libpq's default "prefer" looks for Kerberos
+ * credentials before every connect (krb5.conf and the credential cache read inside the host
+ * process, strace shows); a locator that wants GSS encryption says so. */
 static PGconn *pg_connect(const struct pg_store *s)
 {
-    const char *values[] = {"5", "holdfast", "5", "2", "2", "10000", "disable", s->conninfo, NULL};
+    const char *values[] = {"2", "holdfast", "5", "2", "2", "10000", "disable", s->conninfo, NULL};
     PGconn *pg = PQconnectdbParams(conn_keys, values, 1);
 
     if (pg) PQsetNoticeProcessor(pg, notice_log, NULL);
@@ -423,11 +445,57 @@ static bool conn_is_broken(const struct pg_conn *c)
     return PQstatus(c->pg) == CONNECTION_BAD;
 }
 
-/* The database failed to answer: calls fail at once until the backoff has passed (lock held). */
+/* The database failed to answer: calls fail at once until the backoff has passed, and the ones
+ * waiting for a connection stop waiting (lock held). */
 static void store_down_locked(struct pg_store *s)
 {
+    s->down = true;
     s->down_until_us = now_us() + s->backoff_ms * 1000ULL;
     s->backoff_ms = s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
+    pthread_cond_broadcast(&s->returned);
+}
+
+/* A time of hf_monotonic_us as a deadline on s->returned's clock (CLOCK_MONOTONIC). */
+static struct timespec monotonic_ts(uint64_t us)
+{
+    struct timespec ts = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
+
+    return ts;
+}
+
+/* Waits (lock held) until this caller may take a connection: CKR_DEVICE_ERROR while the store is
+ * down and its backoff runs or another call is trying it (one connect at a time to a server
+ * that may hang each one for the connect timeout), or when for STATEMENT_MS no connection came
+ * back (every one is stuck on a server that does not answer). A pool that moves is no hung
+ * server: the bound counts from the last answer or return, and not while a connect is in
+ * progress (each ends within its own timeout, a failed one marks the store down); a burst on 4
+ * connections that waits its turn, or on a slow login (SCRAM under valgrind: seconds), must not
+ * fail.
+ * *probe: this call tries a down store. */
+static CK_RV conn_wait_locked(struct pg_store *s, bool *probe)
+{
+    uint64_t since = now_us();
+
+    for (;;) {
+        uint64_t moved = atomic_load(&s->moved_us);
+        uint64_t until = (moved > since ? moved : since) + STATEMENT_MS * 1000ULL;
+
+        if (s->down && (s->probing || now_us() < s->down_until_us)) return CKR_DEVICE_ERROR;
+        if (s->n_idle > 0 || s->n_open < POOL_MAX) break;
+        if (s->n_opening > 0) {
+            pthread_cond_wait(&s->returned, &s->lock);
+        } else if (now_us() < until) {
+            struct timespec ts = monotonic_ts(until);
+            pthread_cond_timedwait(&s->returned, &s->lock, &ts);
+        } else {
+            hf_log_warn("store: no connection to PostgreSQL at %s came free within %d ms", s->where,
+                        STATEMENT_MS);
+            return CKR_DEVICE_ERROR;
+        }
+    }
+    *probe = s->down;
+    s->probing = s->down;
+    return CKR_OK;
 }
 
 /* Checks a connection out: an idle one, a new one while fewer than POOL_MAX are open, else
@@ -435,38 +503,52 @@ static void store_down_locked(struct pg_store *s)
 static CK_RV conn_get(struct pg_store *s, struct pg_conn **out)
 {
     struct pg_conn *c = NULL;
+    bool probe = false;
+    CK_RV rv;
 
     pthread_mutex_lock(&s->lock);
-    while (s->n_idle == 0 && s->n_open >= POOL_MAX)
-        pthread_cond_wait(&s->returned, &s->lock);
-    if (now_us() < s->down_until_us) {
-        pthread_mutex_unlock(&s->lock);
-        return CKR_DEVICE_ERROR;
+    if ((rv = conn_wait_locked(s, &probe)) == CKR_OK) {
+        if (s->n_idle > 0) {
+            c = s->idle[--s->n_idle];
+        } else {
+            s->n_open++;
+            s->n_opening++;
+        }
     }
-    if (s->n_idle > 0)
-        c = s->idle[--s->n_idle];
-    else
-        s->n_open++;
     pthread_mutex_unlock(&s->lock);
-    if (!c && !(c = conn_open(s))) {
+    if (rv != CKR_OK) return rv;
+    if (!c) {
+        c = conn_open(s);
         pthread_mutex_lock(&s->lock);
-        s->n_open--;
-        store_down_locked(s);
-        pthread_cond_signal(&s->returned);
+        s->n_opening--;
+        if (!c) {
+            s->n_open--;
+            s->probing = false;
+            store_down_locked(s);
+        }
+        s->moved_us = now_us();
+        pthread_cond_broadcast(&s->returned); /* waiters on a connect in progress: it ended */
         pthread_mutex_unlock(&s->lock);
-        return CKR_DEVICE_ERROR;
+        if (!c) return CKR_DEVICE_ERROR;
     }
     c->used = false;
+    c->probe = probe;
     *out = c;
     return CKR_OK;
 }
 
-/* Returns a connection; a broken one is dropped, and its slot freed for a new one. */
+/* Returns a connection; a broken one (or one left mid-command by a deadline) is dropped, and its
+ * slot freed for a new one. A probe that reached the database ends the outage. */
 static void conn_put(struct pg_store *s, struct pg_conn *c)
 {
-    bool broken = conn_is_broken(c) || PQtransactionStatus(c->pg) != PQTRANS_IDLE;
+    bool broken = c->timed_out || conn_is_broken(c) || PQtransactionStatus(c->pg) != PQTRANS_IDLE;
 
     pthread_mutex_lock(&s->lock);
+    if (c->probe) {
+        s->probing = false;
+        s->down = s->down && broken;
+    }
+    s->moved_us = now_us();
     if (broken) {
         s->n_open--;
     } else {
@@ -541,6 +623,68 @@ static const unsigned char *mac_of(const unsigned char mac[HF_POLICY_MAC_LEN], b
     return has_mac ? mac : NULL;
 }
 
+/* ---- commands under a deadline ---- */
+
+/* Waits until pg's pending result can be read without blocking (PQgetResult would otherwise wait
+ * on the server for ever); false when deadline_us passed first. */
+static bool pq_wait(PGconn *pg, uint64_t deadline_us)
+{
+    while (PQisBusy(pg) && PQstatus(pg) != CONNECTION_BAD) {
+        struct pollfd fd = {.fd = PQsocket(pg), .events = POLLIN};
+        uint64_t now = now_us();
+        int n;
+
+        if (now >= deadline_us) return false;
+        n = poll(&fd, 1, (int)((deadline_us - now + 999) / 1000));
+        if (n < 0 && errno != EINTR) return false;
+        if (n > 0) PQconsumeInput(pg); /* a failure leaves the connection bad: the loop ends */
+    }
+    return true;
+}
+
+/* The result of the command sent on pg, gathered as PQexec does (the last one; a multi-statement
+ * string stops at its first error). NULL with *timed_out when the server did not answer by
+ * deadline_us: the connection is then mid-command, and only fit for PQfinish. */
+static PGresult *pq_results(PGconn *pg, uint64_t deadline_us, bool *timed_out)
+{
+    PGresult *last = NULL, *res;
+
+    *timed_out = false;
+    for (;;) {
+        if (!pq_wait(pg, deadline_us)) {
+            PQclear(last);
+            *timed_out = true;
+            return NULL;
+        }
+        if (!(res = PQgetResult(pg))) return last;
+        PQclear(last);
+        last = res;
+        if (PQstatus(pg) == CONNECTION_BAD) return last;
+    }
+}
+
+/* The result of the command a PQsend* call (its answer: sent) just sent on c, within
+ * STATEMENT_MS; NULL when it was not sent (PQerrorMessage says why) or timed out
+ * (c->timed_out). The send itself stays blocking: a statement is far smaller than the socket's
+ * buffer, so only the wait for the answer can hang. */
+static PGresult *conn_result(struct pg_store *s, struct pg_conn *c, int sent, const char *what)
+{
+    PGresult *res;
+
+    if (!sent) return NULL;
+    res = pq_results(c->pg, now_us() + STATEMENT_MS * 1000ULL, &c->timed_out);
+    if (!c->timed_out) atomic_store(&s->moved_us, now_us());
+    if (c->timed_out)
+        hf_log_error("store: %s: PostgreSQL at %s did not answer within %d ms", what, s->where,
+                     STATEMENT_MS);
+    return res;
+}
+
+static PGresult *conn_exec(struct pg_store *s, struct pg_conn *c, const char *sql, const char *what)
+{
+    return conn_result(s, c, PQsendQuery(c->pg, sql), what);
+}
+
 /* Maps a failed result to the store's codes (store.h). PostgreSQL's primary messages name
  * constraints and columns; the values are in DETAIL, which is never logged. */
 static CK_RV result_fail(struct pg_store *s, struct pg_conn *c, PGresult *res, const char *what)
@@ -548,6 +692,7 @@ static CK_RV result_fail(struct pg_store *s, struct pg_conn *c, PGresult *res, c
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 
+    if (c->timed_out) return CKR_DEVICE_ERROR; /* logged by conn_result */
     if (state && strcmp(state, "23503") == 0) return CKR_KEY_HANDLE_INVALID; /* foreign key */
     if (state && strncmp(state, "23", 2) == 0) {
         hf_log_debug("store: %s: %s", what, msg ? msg : state);
@@ -575,7 +720,7 @@ static CK_RV run(struct pg_store *s, struct pg_conn *c, enum stmt_id id, const s
     *out = NULL;
     snprintf(name, sizeof(name), "hf%d", (int)id);
     if (!c->prepared[id]) {
-        res = PQprepare(c->pg, name, stmt_sql[id], 0, NULL);
+        res = conn_result(s, c, PQsendPrepare(c->pg, name, stmt_sql[id], 0, NULL), what);
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
             CK_RV rv = result_fail(s, c, res, what);
             PQclear(res);
@@ -584,8 +729,10 @@ static CK_RV run(struct pg_store *s, struct pg_conn *c, enum stmt_id id, const s
         PQclear(res);
         c->prepared[id] = true;
     }
-    res = PQexecPrepared(c->pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
-                         p ? p->fmt : NULL, 0);
+    res = conn_result(s, c,
+                      PQsendQueryPrepared(c->pg, name, p ? p->n : 0, p ? p->v : NULL,
+                                          p ? p->len : NULL, p ? p->fmt : NULL, 0),
+                      what);
     st = PQresultStatus(res);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         CK_RV rv = result_fail(s, c, res, what);
@@ -625,7 +772,7 @@ static CK_RV run_row(struct pg_store *s, struct pg_conn *c, enum stmt_id id, con
 
 static CK_RV exec_simple(struct pg_store *s, struct pg_conn *c, const char *sql, const char *what)
 {
-    PGresult *res = PQexec(c->pg, sql);
+    PGresult *res = conn_exec(s, c, sql, what);
     ExecStatusType st = PQresultStatus(res);
     CK_RV rv = CKR_OK;
 
@@ -638,6 +785,12 @@ static CK_RV exec_simple(struct pg_store *s, struct pg_conn *c, const char *sql,
 }
 
 /* ---- transactions ---- */
+
+/* A connection mid-command (a deadline) or gone takes its transaction with it when closed. */
+static void rollback(struct pg_store *s, struct pg_conn *c)
+{
+    if (!c->timed_out && !conn_is_broken(c)) PQclear(conn_exec(s, c, "ROLLBACK", "rollback"));
+}
 
 enum tx_kind {
     TX_NONE,  /* one statement, autocommit */
@@ -674,7 +827,7 @@ static CK_RV tx_run_on(struct pg_store *s, struct pg_conn *c, enum tx_kind kind,
     if (kind == TX_NONE) return rv;
     if (rv == CKR_OK && kind == TX_WRITE && what) rv = notify(s, c, what);
     if (rv == CKR_OK) {
-        PGresult *res = PQexec(c->pg, "COMMIT");
+        PGresult *res = conn_exec(s, c, "COMMIT", "commit");
         /* A COMMIT of a failed transaction answers ROLLBACK: that is no commit. */
         if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
             rv = result_fail(s, c, res, "commit");
@@ -682,7 +835,7 @@ static CK_RV tx_run_on(struct pg_store *s, struct pg_conn *c, enum tx_kind kind,
         if (rv == CKR_OK && kind == TX_WRITE) atomic_fetch_add(&s->commits, 1);
         return rv;
     }
-    if (!conn_is_broken(c)) PQclear(PQexec(c->pg, "ROLLBACK"));
+    rollback(s, c);
     return rv;
 }
 
@@ -699,8 +852,9 @@ static CK_RV tx_run(struct pg_store *s, enum tx_kind kind, const char *notify_wh
     for (int attempt = 0;; attempt++) {
         if ((rv = conn_get(s, &c)) != CKR_OK) return rv;
         rv = tx_run_on(s, c, kind, notify_what, fn, arg);
-        bool lost = rv == CKR_DEVICE_ERROR && conn_is_broken(c);
-        bool retry = lost && !c->used && attempt == 0;
+        bool lost = rv == CKR_DEVICE_ERROR && (c->timed_out || conn_is_broken(c));
+        /* A server that does not answer would only cost the retry another deadline. */
+        bool retry = lost && !c->timed_out && !c->used && attempt == 0;
         if (lost) idle_flush(s);
         if (lost && !retry) {
             pthread_mutex_lock(&s->lock);
@@ -2131,12 +2285,16 @@ static void heard_everything(struct pg_store *s)
     atomic_fetch_add(&s->base.generation, 1);
 }
 
+/* Bounded as a call's statements are: a server that hangs here must not keep the listener (and
+ * the close that joins it) for ever. */
 static PGconn *listen_connect(struct pg_store *s)
 {
     PGconn *pg = pg_connect(s);
     PGresult *res = NULL;
+    bool timed_out;
 
-    if (pg && PQstatus(pg) == CONNECTION_OK) res = PQexec(pg, "LISTEN " HF_STORE_PG_CHANNEL);
+    if (pg && PQstatus(pg) == CONNECTION_OK && PQsendQuery(pg, "LISTEN " HF_STORE_PG_CHANNEL))
+        res = pq_results(pg, now_us() + STATEMENT_MS * 1000ULL, &timed_out);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
         return pg;
@@ -2227,7 +2385,7 @@ static CK_RV migrate_step(struct pg_store *s, struct pg_conn *c, bool *done)
         if (rv == CKR_OK) hf_log_info("store: schema migrated to v%d", version + 1);
     }
     if (rv == CKR_OK) return exec_simple(s, c, "COMMIT", "migrate");
-    PQclear(PQexec(c->pg, "ROLLBACK"));
+    rollback(s, c);
     return rv;
 }
 
@@ -2294,7 +2452,7 @@ static void pg_close(struct hf_store *store)
  * user needs no CREATE privilege once an administrator's first open has migrated it. */
 static CK_RV schema_is_current(struct pg_store *s, struct pg_conn *c, bool *current)
 {
-    PGresult *res = PQexec(c->pg, "SELECT to_regclass('schema_version') IS NOT NULL");
+    PGresult *res = conn_exec(s, c, "SELECT to_regclass('schema_version') IS NOT NULL", "open");
     bool exists = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
                   strcmp(PQgetvalue(res, 0, 0), "t") == 0;
     CK_RV rv = PQresultStatus(res) == PGRES_TUPLES_OK ? CKR_OK : result_fail(s, c, res, "open");
@@ -2327,6 +2485,20 @@ static CK_RV pg_start(struct pg_store *s)
     return CKR_OK;
 }
 
+/* The pool's condition waits on the monotonic clock (conn_wait_locked): a wall clock stepped back
+ * must not stretch a caller's bounded wait. */
+static bool returned_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    bool ok;
+
+    if (pthread_condattr_init(&attr) != 0) return false;
+    ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+         pthread_cond_init(cond, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    return ok;
+}
+
 CK_RV hf_store_pg_open(const char *locator, struct hf_store **out)
 {
     struct pg_store *s;
@@ -2345,7 +2517,7 @@ CK_RV hf_store_pg_open(const char *locator, struct hf_store **out)
         free(s);
         return CKR_HOST_MEMORY;
     }
-    if (pthread_cond_init(&s->returned, NULL) != 0) {
+    if (!returned_init(&s->returned)) {
         pthread_mutex_destroy(&s->lock);
         free(s);
         return CKR_HOST_MEMORY;

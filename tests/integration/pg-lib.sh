@@ -8,7 +8,10 @@
 #                    test fails. Sets HF_PG_URI (postgresql://holdfast@127.0.0.1:PORT/holdfast?...,
 #                    no password in it), exports PGPASSFILE (the password, mode 0600: libpq reads
 #                    it there), HF_PG_STOP_CMD / HF_PG_START_CMD (shell commands that stop and
-#                    start the server again). Skips (77) when the server is not installed.
+#                    start the server again), HF_PG_FREEZE_CMD / HF_PG_THAW_CMD (SIGSTOP and
+#                    SIGCONT to this server's postmaster and its children only, found through
+#                    its postmaster.pid: a hung server). Skips (77) when the server is not
+#                    installed.
 #   hf_pg_stop       stops it now (idempotent)
 #
 # initdb refuses to run as root: as root the server runs as HF_PG_USER (nobody), in a dir of its
@@ -60,7 +63,11 @@ max_connections = 200
 EOF
     HF_PG_START_CMD="$(_hf_pg_cmd) -D '$HF_PG_DIR/data' -l '$HF_PG_DIR/server.log' -w -t 30 start >/dev/null"
     HF_PG_STOP_CMD="$(_hf_pg_cmd) -D '$HF_PG_DIR/data' -m fast -w -t 30 stop >/dev/null"
-    export HF_PG_START_CMD HF_PG_STOP_CMD
+    # The postmaster first: stopped, it forks no child that the second kill would miss.
+    _hf_pm="\$(head -n 1 '$HF_PG_DIR/data/postmaster.pid')"
+    HF_PG_FREEZE_CMD="pm=$_hf_pm && kill -STOP \$pm && kill -STOP \$(ps -o pid= --ppid \$pm)"
+    HF_PG_THAW_CMD="pm=$_hf_pm && kill -CONT \$(ps -o pid= --ppid \$pm) \$pm"
+    export HF_PG_START_CMD HF_PG_STOP_CMD HF_PG_FREEZE_CMD HF_PG_THAW_CMD
     sh -c "$HF_PG_START_CMD" || { cat "$HF_PG_DIR/server.log"; hf_fail "pg_ctl start failed"; }
     PGPASSFILE="$HF_TMP/pgpass"
     (umask 077; printf '127.0.0.1:%s:*:holdfast:%s\n' "$HF_PG_PORT" "$_hf_pw" >"$PGPASSFILE")
@@ -83,6 +90,8 @@ _hf_pg_cmd() {
 
 hf_pg_stop() {
     [ -n "$HF_PG_DIR" ] || return 0
+    # A test that failed with the server frozen: stopped processes would not take pg_ctl's signal.
+    [ ! -f "$HF_PG_DIR/data/postmaster.pid" ] || sh -c "$HF_PG_THAW_CMD" >/dev/null 2>&1
     [ ! -f "$HF_PG_DIR/data/postmaster.pid" ] ||
         _hf_pg "$HF_PG_BIN/pg_ctl" -D "$HF_PG_DIR/data" -m immediate -w -t 30 stop >/dev/null 2>&1
     [ "${HF_KEEP_TMP:-0}" = 1 ] && echo "PostgreSQL dir kept: $HF_PG_DIR" || rm -rf "$HF_PG_DIR"

@@ -1731,7 +1731,8 @@ static CU_TestInfo pool_tests[] = {
 
 /* ---- PostgreSQL only ---- */
 
-/* HF_TEST_PG_STOP / HF_TEST_PG_START: shell commands that stop and start the test's server. */
+/* HF_TEST_PG_STOP / HF_TEST_PG_START (and _FREEZE / _THAW): shell commands that stop and start
+ * the test's server (or stop and continue its processes). */
 static int pg_ctl_run(const char *which)
 {
     const char *cmd = getenv(which);
@@ -1785,6 +1786,42 @@ static void test_an_outage_answers_device_error_at_once_and_recovers(void)
         hf_store_data_version(store, &v1);
     }
     CU_ASSERT_NOT_EQUAL(v1, v0);
+}
+
+/* A server that keeps its connections open and answers nothing (its processes stopped; a
+ * network that drops packets looks the same): a call gives up after the store's statement
+ * deadline (2 s) with CKR_DEVICE_ERROR instead of waiting for the server, and the handle serves
+ * again soon after the server does. HF_TEST_PG_FREEZE / HF_TEST_PG_THAW: shell commands that
+ * stop and continue the test server's processes. One call only while frozen: the next one, once
+ * the backoff has passed, would try a connect, which the test's locator lets wait 60 s. */
+static void test_a_frozen_server_answers_device_error_within_3_s_and_recovers(void)
+{
+    char uuid[HF_UUID_LEN + 1];
+    struct hf_key key = {0};
+    uint64_t t0, waited;
+    CK_RV rv = CKR_DEVICE_ERROR;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    if (!getenv("HF_TEST_PG_FREEZE") || !getenv("HF_TEST_PG_THAW")) {
+        printf("(no HF_TEST_PG_FREEZE/THAW: not run) ");
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(key_add("frozen", uuid), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(pg_ctl_run("HF_TEST_PG_FREEZE"), 0);
+    t0 = hf_monotonic_us();
+    CU_ASSERT_EQUAL(hf_store_key_get(store, uuid, &key), CKR_DEVICE_ERROR);
+    waited = hf_monotonic_us() - t0;
+    CU_ASSERT_TRUE(waited < 3000000);
+    CU_ASSERT_EQUAL_FATAL(pg_ctl_run("HF_TEST_PG_THAW"), 0);
+    t0 = hf_monotonic_us();
+    while (hf_monotonic_us() - t0 < 15000000 &&
+           (rv = hf_store_key_get(store, uuid, &key)) != CKR_OK)
+        usleep(20000);
+    CU_ASSERT_EQUAL(rv, CKR_OK);
+    CU_ASSERT_TRUE(hf_monotonic_us() - t0 < 2000000);
+    printf("(CKR_DEVICE_ERROR after %.2f s frozen; served %.2f s after the thaw) ", waited / 1e6,
+           (hf_monotonic_us() - t0) / 1e6);
+    hf_key_clear(&key);
 }
 
 /* The server drops every connection of the store (a failover, an idle timeout, an
@@ -1854,6 +1891,8 @@ static CU_TestInfo pg_tests[] = {
       test_a_handle_opens_at_most_four_connections_plus_its_listener),
     T("an outage answers CKR_DEVICE_ERROR at once and recovers by itself",
       test_an_outage_answers_device_error_at_once_and_recovers),
+    T("a frozen server answers CKR_DEVICE_ERROR within 3 s and the handle recovers",
+      test_a_frozen_server_answers_device_error_within_3_s_and_recovers),
     CU_TEST_INFO_NULL,
 };
 
