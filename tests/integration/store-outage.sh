@@ -244,26 +244,20 @@ AUDIT=$HOLDFAST_STATE_DIR/audit.log
 [ -f "$AUDIT" ] || AUDIT=$(ls "$HOLDFAST_STATE_DIR"/audit*.log | head -n 1)
 python3 - "$AUDIT" "$t_stop" "$t_down" "$t_up" "$errors" "$RECOVER_MAX" "$FAIL_MAX_MS" \
     >"$T/audit.out" <<'PY' ||
-import datetime, json, sys
+import datetime, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+from auditlog import records
 log, t_stop, t_down, t_up, errors, recover_max, fail_max_ms = sys.argv[1], *map(int, sys.argv[2:])
 # Results that would tell a cloud the key is gone or unusable (pkcs11 t.h, holdfast.h).
 bad = {0x60: "key handle invalid", 0x82: "object handle invalid", 0x68: "not permitted",
        0x80000000 | 0x48460001: "blocked"}
 recs = []
-for raw in open(log, "rb"):
-    for piece in raw.replace(b"\0", b"\n").split(b"\n"):
-        start = piece.find(b'{"seq":')
-        if start < 0:
-            continue
-        try:
-            r = json.loads(piece[start:])
-        except ValueError:
-            continue
-        if r.get("api") != "aws-xks" or r.get("op") != "encrypt":
-            continue
-        t = datetime.datetime.strptime(r["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        ms = int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
-        recs.append((ms, r.get("ok"), int(r.get("result", "0x0"), 16), r.get("latency_us", 0)))
+for r in records(log):
+    if r.get("api") != "aws-xks" or r.get("op") != "encrypt":
+        continue
+    t = datetime.datetime.strptime(r["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    ms = int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+    recs.append((ms, r.get("ok"), int(r.get("result", "0x0"), 16), r.get("latency_us", 0)))
 recs.sort()
 fails = [r for r in recs if not r[1]]
 wrong = [r for r in fails if r[2] in bad]
