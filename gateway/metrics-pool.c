@@ -13,14 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Pool and member names are [a-z0-9-] (store.h); anything else is dropped rather than escaped,
- * so a label can never break a line however the module filled it. */
+/* Pool and member names are [a-z0-9-] (store.h), and the root's pool is "(root)" (holdfast.h);
+ * anything else is dropped rather than escaped, so a label can never break a line however the
+ * module filled it. */
 static const char *label_clean(const char *in, size_t max, char *out)
 {
     size_t o = 0;
 
     for (size_t i = 0; i < max && in[i] && o + 1 < HF_POOL_NAME_BUF; i++)
-        if ((in[i] >= 'a' && in[i] <= 'z') || (in[i] >= '0' && in[i] <= '9') || in[i] == '-')
+        if ((in[i] >= 'a' && in[i] <= 'z') || (in[i] >= '0' && in[i] <= '9') ||
+            strchr("-()", in[i]) != NULL)
             out[o++] = in[i];
     out[o] = '\0';
     return out;

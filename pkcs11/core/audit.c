@@ -45,7 +45,7 @@
 #include "pkcs11/core/audit.h"
 #include "pkcs11/core/audit-key.h"
 #include "pkcs11/core/crypto.h"
-#include "pkcs11/core/hsm.h"
+#include "pkcs11/core/root.h"
 #include "pkcs11/core/log.h"
 #include "pkcs11/core/secmem.h"
 #include "pkcs11/core/store.h"
@@ -184,7 +184,7 @@ struct hf_audit {
     char *path; /* owned; for messages */
     char *node; /* owned; NULL: not written */
     EVP_MD *sha256;
-    struct hf_hsm *hsm;     /* borrowed; NULL: unkeyed */
+    struct hf_root *root;   /* borrowed; NULL: unkeyed */
     struct hf_store *store; /* borrowed; NULL: checkpoints are not recorded */
     unsigned ckpt_interval_ms;
     atomic_bool ckpt_dirty; /* a record (not a checkpoint) stored since the last checkpoint */
@@ -933,7 +933,7 @@ static bool chain_mac(EVP_MAC_CTX *mc, const unsigned char *key, const unsigned 
 }
 
 /* k0 of a stream, computed in the HSM under the master key, which never leaves it. */
-static CK_RV stream_key_derive(struct hf_hsm *hsm, const char *stream, const unsigned char *nonce,
+static CK_RV stream_key_derive(struct hf_root *root, const char *stream, const unsigned char *nonce,
                                unsigned char key[HASH_LEN])
 {
     unsigned char in[sizeof(STREAM_KDF_PREFIX) - 1 + STREAM_ID_LEN + NONCE_LEN];
@@ -942,11 +942,11 @@ static CK_RV stream_key_derive(struct hf_hsm *hsm, const char *stream, const uns
     memcpy(in, STREAM_KDF_PREFIX, n);
     memcpy(in + n, stream, STREAM_ID_LEN);
     memcpy(in + n + STREAM_ID_LEN, nonce, NONCE_LEN);
-    return hf_hsm_hmac(hsm, HF_AUDIT_MAC_LABEL, in, sizeof(in), key);
+    return hf_root_hmac(root, HF_AUDIT_MAC_LABEL, in, sizeof(in), key);
 }
 
 /* A checkpoint's sig: binds the list to the stream that carries it. */
-static CK_RV ckpt_sign(struct hf_hsm *hsm, const char *stream, const char *list, size_t len,
+static CK_RV ckpt_sign(struct hf_root *root, const char *stream, const char *list, size_t len,
                        unsigned char sig[HASH_LEN])
 {
     unsigned char in[sizeof(CKPT_PREFIX) - 1 + STREAM_ID_LEN + CKPT_LIST_MAX];
@@ -956,7 +956,7 @@ static CK_RV ckpt_sign(struct hf_hsm *hsm, const char *stream, const char *list,
     memcpy(in, CKPT_PREFIX, n);
     memcpy(in + n, stream, STREAM_ID_LEN);
     memcpy(in + n + STREAM_ID_LEN, list, len);
-    return hf_hsm_hmac(hsm, HF_AUDIT_CHECKPOINT_LABEL, in, n + STREAM_ID_LEN + len, sig);
+    return hf_root_hmac(root, HF_AUDIT_CHECKPOINT_LABEL, in, n + STREAM_ID_LEN + len, sig);
 }
 
 static EVP_MAC_CTX *hmac_ctx_new(EVP_MAC *hmac)
@@ -1130,7 +1130,7 @@ static CK_RV lane_key_start(struct hf_audit *a, struct lane *l, char *extra)
     CK_RV rv;
 
     if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) return CKR_FUNCTION_FAILED;
-    if ((rv = stream_key_derive(a->hsm, l->stream, nonce, k0)) != CKR_OK) {
+    if ((rv = stream_key_derive(a->root, l->stream, nonce, k0)) != CKR_OK) {
         hf_log_error("audit: cannot derive a stream key in the HSM: 0x%lx", (unsigned long)rv);
         return CKR_HF_AUDIT_FAILED;
     }
@@ -1154,7 +1154,7 @@ static CK_RV lane_open(struct hf_audit *a, struct lane *l, const unsigned char *
 
     if (!l->mdctx && !(l->mdctx = EVP_MD_CTX_new())) return CKR_HOST_MEMORY;
     if ((rv = stream_id_make(l->stream)) != CKR_OK) return rv;
-    if (a->hsm && (rv = lane_key_start(a, l, extra)) != CKR_OK) return rv;
+    if (a->root && (rv = lane_key_start(a, l, extra)) != CKR_OK) return rv;
     rv = record_store(a, l, &open_rec, prev, extra, NULL);
     /* stream is read without the lock once open shows (ckpt_list). */
     ANNOTATE_HAPPENS_BEFORE(&l->open);
@@ -1326,7 +1326,7 @@ static CK_RV ckpt_write(struct hf_audit *a, const char *op, uint64_t *seqp)
     if (rv != CKR_OK) goto done;
     char *list = put_raw(extra, ",\"streams\":\"");
     char *p = ckpt_list(a, list);
-    if ((rv = ckpt_sign(a->hsm, l->stream, list, (size_t)(p - list), sig)) != CKR_OK) {
+    if ((rv = ckpt_sign(a->root, l->stream, list, (size_t)(p - list), sig)) != CKR_OK) {
         hf_log_error("audit: cannot sign a checkpoint in the HSM: 0x%lx", (unsigned long)rv);
         goto done;
     }
@@ -1395,7 +1395,7 @@ static CK_RV ckpt_start(struct hf_audit *a)
     sigset_t all, old;
     int err;
 
-    if (!a->hsm) return CKR_OK;
+    if (!a->root) return CKR_OK;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     err = pthread_create(&a->ckpt_thread, NULL, ckpt_main, a);
@@ -1819,8 +1819,8 @@ CK_RV hf_audit_open(const struct hf_audit_config *cfg, struct hf_audit **out)
     a->alarm = cfg->alarm_bytes ? cfg->alarm_bytes
                                 : (a->reserve > UINT64_MAX / 2 ? UINT64_MAX : 2 * a->reserve);
     if (a->alarm < a->reserve) a->alarm = a->reserve;
-    a->hsm = cfg->hsm;
-    a->store = cfg->hsm ? cfg->store : NULL;
+    a->root = cfg->root;
+    a->store = cfg->root ? cfg->store : NULL;
     a->ckpt_interval_ms =
         cfg->checkpoint_interval_ms ? cfg->checkpoint_interval_ms : HF_AUDIT_CHECKPOINT_INTERVAL_MS;
     if ((rv = audit_sync_init(a)) != CKR_OK) goto done;
@@ -1919,11 +1919,11 @@ void hf_audit_close(struct hf_audit *audit)
             pthread_mutex_unlock(&l->lock);
         }
         /* The last checkpoint names every stream-close, so a stream cut short after it shows. */
-        if (rv == CKR_OK && audit->hsm) ckpt_write(audit, "stream-close", NULL);
+        if (rv == CKR_OK && audit->root) ckpt_write(audit, "stream-close", NULL);
         hf_audit_wait_durable(audit, atomic_load(&audit->seq));
     }
     writer_stop(audit);
-    if (audit->hsm) ckpt_publish(audit); /* both threads have stopped: no lock needed */
+    if (audit->root) ckpt_publish(audit); /* both threads have stopped: no lock needed */
     file_finish(audit);
     audit_free(audit); /* runs callbacks still queued: nobody else will */
 }
@@ -2214,7 +2214,7 @@ static CK_RV verify_checkpoint(struct verify_state *vs, struct stream_slot *s, j
     if (!s->keyed) FAIL("checkpoint in an unkeyed stream (forged)");
     if (!list || !sighex || hex_decode(sighex, HEX_HASH_LEN, sig) != 0)
         FAIL("checkpoint lacks streams or sig");
-    if (ckpt_sign(vs->vc->hsm, stream, list, strlen(list), want) != CKR_OK)
+    if (ckpt_sign(vs->vc->root, stream, list, strlen(list), want) != CKR_OK)
         FAIL("the HSM cannot check a checkpoint's signature (key %s missing?)",
              HF_AUDIT_CHECKPOINT_LABEL);
     if (CRYPTO_memcmp(sig, want, HASH_LEN) != 0)
@@ -2250,8 +2250,8 @@ static CK_RV open_key(struct verify_state *vs, json_object *obj, const char *str
             FAIL("bad ratchet_every");
         *every = (unsigned)n;
     }
-    if (!vs->vc->hsm) FAIL("keyed stream: verifying it needs the token");
-    if (stream_key_derive(vs->vc->hsm, stream, nonce, key) != CKR_OK)
+    if (!vs->vc->root) FAIL("keyed stream: verifying it needs the token");
+    if (stream_key_derive(vs->vc->root, stream, nonce, key) != CKR_OK)
         FAIL("the HSM cannot derive a stream key (key %s missing?)", HF_AUDIT_MAC_LABEL);
     vs->keyed_seen = true;
     return CKR_OK;

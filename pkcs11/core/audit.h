@@ -63,10 +63,10 @@
 #include "pkcs11/module/holdfast.h"
 
 struct hf_audit;
-struct hf_hsm;
+struct hf_root;
 struct hf_store;
 
-/* The HSM keys of the keyed chain (hf_hsm_mac_key_ensure makes them), and the store's record of
+/* The HSM keys of the keyed chain (hf_root_mac_key_ensure makes them), and the store's record of
  * the latest durable checkpoint: "<seq> <hash hex>". */
 #define HF_AUDIT_MAC_LABEL "holdfast-audit-chain"
 #define HF_AUDIT_CHECKPOINT_LABEL "holdfast-audit-checkpoint"
@@ -85,7 +85,7 @@ struct hf_audit_config {
     uint64_t reserve_bytes; /* free space kept for authenticated records; 0: none */
     uint64_t alarm_bytes;   /* free space under which the alarm is raised; 0: 2 x reserve */
     /* Borrowed, and must outlive the log. NULL: the legacy unkeyed chain, no checkpoints. */
-    struct hf_hsm *hsm;
+    struct hf_root *root;
     struct hf_store *store;          /* borrowed; NULL: checkpoints are not recorded in a store */
     unsigned checkpoint_interval_ms; /* 0: HF_AUDIT_CHECKPOINT_INTERVAL_MS */
 };
@@ -156,7 +156,7 @@ struct hf_audit_verify_result {
 
 struct hf_audit_verify_config {
     const char *path;
-    struct hf_hsm *hsm;     /* borrowed; NULL: a keyed stream fails (it cannot be checked) */
+    struct hf_root *root;   /* borrowed; NULL: a keyed stream fails (it cannot be checked) */
     struct hf_store *store; /* borrowed; NULL: the store's checkpoint is not compared */
     const char *node;       /* the writers' node, whose checkpoint in the store is compared */
     bool allow_torn_tail;   /* false: a torn record (a writer killed mid-write) fails */

@@ -59,6 +59,7 @@ static const struct config_key config_keys[] = {
     {"hsm", "so_pin_file", V_PATH, FIELD(hsm_so_pin_file), 0, 0},
     {"hsm", "softhsm2_conf", V_SOFTHSM2_CONF, FIELD(softhsm2_conf), 0, 0},
     {"hsm", "root_kek_label", V_STR, FIELD(kek_label), 0, 0},
+    {"hsm", "concurrency", V_UINT, FIELD(hsm_concurrency), 1, 1024},
     {"audit", "path", V_PATH, FIELD(audit_path), 0, 0},
     /* An hour bounds how much a crash of the machine (not the process) may lose. */
     {"audit", "sync_interval_ms", V_UINT, FIELD(audit_sync_interval_ms), 0, 3600000},
@@ -242,11 +243,99 @@ static void key_value_set(struct parse_ctx *ctx, const struct config_key *k, con
     if (*str == NULL) ctx_fail(ctx, "out of memory");
 }
 
+/* ---- [hsm.NAME]: more members of the root ---- */
+
+static bool root_name_is_valid(const char *name)
+{
+    size_t len = strlen(name);
+
+    if (len == 0 || len > HF_CONFIG_ROOT_NAME_MAX || strcmp(name, "hsm") == 0) return false;
+    return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
+}
+
+/* The member named name, added when new. */
+static struct hf_config_root_member *root_member_get(struct parse_ctx *ctx, const char *name)
+{
+    struct hf_config *cfg = ctx->cfg;
+    struct hf_config_root_member *m;
+
+    for (size_t i = 0; i < cfg->n_root_members; i++)
+        if (strcmp(cfg->root_members[i].name, name) == 0) return &cfg->root_members[i];
+    if (!root_name_is_valid(name)) {
+        ctx_fail(ctx, "[hsm.%s]: a member's name is 1 to %d of a-z 0-9 -, and not \"hsm\"", name,
+                 HF_CONFIG_ROOT_NAME_MAX);
+        return NULL;
+    }
+    if (cfg->n_root_members == HF_CONFIG_ROOT_MEMBERS_MAX) {
+        ctx_fail(ctx, "[hsm.%s]: at most %d members beside [hsm]", name,
+                 HF_CONFIG_ROOT_MEMBERS_MAX);
+        return NULL;
+    }
+    m = &cfg->root_members[cfg->n_root_members];
+    if ((m->name = strdup(name)) == NULL) {
+        ctx_fail(ctx, "out of memory");
+        return NULL;
+    }
+    cfg->n_root_members++;
+    m->concurrency = 4;
+    m->line = ctx->line;
+    return m;
+}
+
+/* The field of m that key names; a second PIN source, or an unknown key, fails. */
+static char **root_member_field(struct parse_ctx *ctx, struct hf_config_root_member *m,
+                                const char *key)
+{
+    char **pins[] = {&m->pin, &m->pin_file, &m->pin_env};
+    const char *pin_keys[] = {"pin", "pin_file", "pin_env"};
+
+    if (strcmp(key, "module") == 0) return &m->module;
+    if (strcmp(key, "token") == 0) return &m->token;
+    for (size_t i = 0; i < 3; i++) {
+        if (strcmp(key, pin_keys[i]) != 0) continue;
+        for (size_t j = 0; j < 3; j++)
+            if (j != i && *pins[j] != NULL)
+                ctx_fail(ctx, "[hsm.%s] %s and %s are exclusive: give one PIN source", m->name,
+                         pin_keys[j], key);
+        return ctx->err_line == 0 ? pins[i] : NULL;
+    }
+    ctx_fail(ctx, "unknown key '%s' in [hsm.%s]", key, m->name);
+    return NULL;
+}
+
+static int root_member_key(struct parse_ctx *ctx, const char *member, const char *key,
+                           const char *value)
+{
+    struct hf_config_root_member *m = root_member_get(ctx, member);
+    char **field;
+
+    if (m == NULL) return 0;
+    if (strcmp(key, "concurrency") == 0) {
+        if (!parse_uint(value, 1, 1024, &m->concurrency))
+            ctx_fail(ctx, "[hsm.%s] concurrency: '%s' is not a number from 1 to 1024", member,
+                     value);
+        return ctx->err_line == 0;
+    }
+    if ((field = root_member_field(ctx, m, key)) == NULL) return 0;
+    if (*value == '\0') {
+        ctx_fail(ctx, "[hsm.%s] %s: empty value", member, key);
+        return 0;
+    }
+    field_set(field, value, field == &m->pin);
+    if (*field == NULL) ctx_fail(ctx, "out of memory");
+    if (field == &m->pin)
+        hf_log_warn("%s:%u: [hsm.%s] pin puts an HSM PIN in the config file; prefer pin_file or "
+                    "pin_env",
+                    ctx->cfg->path, ctx->line, member);
+    return ctx->err_line == 0;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
     struct parse_ctx *ctx = user;
     bool section_known = false;
 
+    if (strncmp(section, "hsm.", 4) == 0) return root_member_key(ctx, section + 4, name, value);
     for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++) {
         const struct config_key *k = &config_keys[i];
 
@@ -386,6 +475,7 @@ static void scalars_default(struct hf_config *cfg)
     cfg->pool_queue_max = HF_POOL_QUEUE_MAX_DEFAULT;
     cfg->pool_queue_wait_ms = HF_POOL_QUEUE_WAIT_MS;
     cfg->pool_call_timeout_ms = HF_POOL_CALL_TIMEOUT_MS;
+    cfg->hsm_concurrency = 4;
 }
 
 const char *hf_config_default_path(void)
@@ -451,22 +541,32 @@ static CK_RV config_parse(const char *path, struct hf_config *cfg, struct parse_
 }
 
 static CK_RV pin_resolve(struct hf_config *cfg, bool missing_ok, char *err, size_t errlen);
+static CK_RV root_members_complete(struct hf_config *cfg, char *err, size_t errlen);
 static bool secret_file_is_usable(int fd, const char *what, const char *path, char *err,
                                   size_t errlen);
 
-/* A config file that holds the HSM PIN ([hsm] pin) is a secret file too. */
+static bool root_has_literal_pin(const struct hf_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_root_members; i++)
+        if (cfg->root_members[i].pin != NULL) return true;
+    return false;
+}
+
+/* A config file that holds an HSM PIN ([hsm] pin, [hsm.NAME] pin) is a secret file too. */
 static CK_RV config_secret_check(const char *path, const struct parse_ctx *ctx, char *err,
                                  size_t errlen)
 {
     int fd;
     bool ok;
 
-    if (ctx->pin_source == NULL || strcmp(ctx->pin_source, "pin") != 0) return CKR_OK;
+    if ((ctx->pin_source == NULL || strcmp(ctx->pin_source, "pin") != 0) &&
+        !root_has_literal_pin(ctx->cfg))
+        return CKR_OK;
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
         set_err(err, errlen, "%s: %s", path, strerror(errno));
         return CKR_ARGUMENTS_BAD;
     }
-    ok = secret_file_is_usable(fd, "config file (it holds [hsm] pin)", path, err, errlen);
+    ok = secret_file_is_usable(fd, "config file (it holds an HSM pin)", path, err, errlen);
     close(fd);
     return ok ? CKR_OK : CKR_ARGUMENTS_BAD;
 }
@@ -496,6 +596,7 @@ CK_RV hf_config_load(const char *path, struct hf_config *cfg, char *err, size_t 
         goto done;
     }
     rv = pin_resolve(cfg, true, err, errlen);
+    if (rv == CKR_OK) rv = root_members_complete(cfg, err, errlen);
 done:
     free(dir);
     if (rv != CKR_OK) hf_config_free(cfg);
@@ -580,6 +681,43 @@ static CK_RV pin_resolve(struct hf_config *cfg, bool missing_ok, char *err, size
     return CKR_OK;
 }
 
+/* A member's PIN from its pin_env or pin_file (a literal one is set already). */
+static CK_RV root_member_pin(const char *path, struct hf_config_root_member *m, char *err,
+                             size_t errlen)
+{
+    const char *v;
+
+    if (m->pin_file != NULL) return pin_file_read(m->pin_file, false, &m->pin, err, errlen);
+    if (m->pin_env == NULL) return CKR_OK;
+    if ((v = getenv(m->pin_env)) == NULL || v[0] == '\0') {
+        set_err(err, errlen, "%s:%u: [hsm.%s] pin_env: environment variable %s is not set", path,
+                m->line, m->name, m->pin_env);
+        return CKR_ARGUMENTS_BAD;
+    }
+    return (m->pin = strdup(v)) != NULL ? CKR_OK : CKR_HOST_MEMORY;
+}
+
+/* Each [hsm.NAME]: a module, the [hsm] token's label by default, its pin_file from state_dir,
+ * its PIN read. */
+static CK_RV root_members_complete(struct hf_config *cfg, char *err, size_t errlen)
+{
+    CK_RV rv = CKR_OK;
+
+    for (size_t i = 0; i < cfg->n_root_members && rv == CKR_OK; i++) {
+        struct hf_config_root_member *m = &cfg->root_members[i];
+        if (m->module == NULL) {
+            set_err(err, errlen, "%s:%u: [hsm.%s] has no module", cfg->path, m->line, m->name);
+            return CKR_ARGUMENTS_BAD;
+        }
+        if ((rv = str_default(&m->token, cfg->hsm_token)) != CKR_OK) break;
+        if (m->pin_file != NULL &&
+            (rv = path_field_resolve(&m->pin_file, cfg->state_dir, "")) != CKR_OK)
+            break;
+        rv = root_member_pin(cfg->path, m, err, errlen);
+    }
+    return rv;
+}
+
 CK_RV hf_config_resolve_pin(struct hf_config *cfg, char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0) err[0] = '\0';
@@ -604,6 +742,15 @@ void hf_config_free(struct hf_config *cfg)
     free(cfg->softhsm2_conf);
     free(cfg->kek_label);
     free(cfg->audit_path);
+    for (size_t i = 0; i < cfg->n_root_members; i++) {
+        struct hf_config_root_member *m = &cfg->root_members[i];
+        if (m->pin != NULL) OPENSSL_clear_free(m->pin, strlen(m->pin));
+        free(m->name);
+        free(m->module);
+        free(m->token);
+        free(m->pin_file);
+        free(m->pin_env);
+    }
     memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -3,7 +3,10 @@
  *   [holdfast] state_dir, node            [token] label
  *   [store]    path                        [audit] path, sync_interval_ms, success_events,
  *                                                  checkpoint_interval_ms
- *   [hsm]      module, token, pin | pin_file | pin_env, so_pin_file, softhsm2_conf, root_kek_label
+ *   [hsm]      module, token, pin | pin_file | pin_env, so_pin_file, softhsm2_conf, root_kek_label,
+ *              concurrency
+ *   [hsm.NAME] module, token, pin | pin_file | pin_env, concurrency: more members of the root,
+ *              then an HSM pool (root.h) whose first member is [hsm], named "hsm"
  *   [cache]    max_keys
  *
  * conf/holdfast.conf.sample documents every key. Relative paths are taken from state_dir. */
@@ -18,6 +21,21 @@
 #include <stdint.h>
 
 #include "pkcs11/module/pkcs11-compat.h"
+
+/* [hsm.NAME]: a member of the root beyond [hsm], a token holding clones of its keys (root.h). */
+#define HF_CONFIG_ROOT_MEMBERS_MAX 7 /* beside [hsm]: root.h's HF_ROOT_MEMBERS_MAX in all */
+#define HF_CONFIG_ROOT_NAME_MAX 32   /* [a-z0-9-], as pool members'; "hsm" is [hsm]'s */
+struct hf_config_root_member {
+    char *name;
+    char *module;         /* required: the backend's PKCS#11 module */
+    char *token;          /* default: [hsm] token (a clone keeps its label) */
+    char *pin;            /* resolved from pin, pin_file or pin_env; secret, cleansed on free; NULL:
+                           * none given, [hsm]'s PIN is used (a clone keeps its PIN) */
+    char *pin_file;       /* taken from state_dir when relative; must exist at load */
+    char *pin_env;        /* must be set at load */
+    unsigned concurrency; /* calls in flight at most (4) */
+    unsigned line;        /* of its section's first key, for messages */
+};
 
 struct hf_config {
     char *path;        /* the file it was read from, NULL for defaults only */
@@ -51,6 +69,11 @@ struct hf_config {
     unsigned pool_queue_max, pool_queue_wait_ms;
     /* [pools] call_timeout_ms: a member whose call runs longer goes out of service (pool.h) */
     unsigned pool_call_timeout_ms;
+    /* [hsm] concurrency: the first member's limit when the root is a pool (4) */
+    unsigned hsm_concurrency;
+    /* [hsm.NAME] sections in file order; none: the root is [hsm]'s token alone. */
+    struct hf_config_root_member root_members[HF_CONFIG_ROOT_MEMBERS_MAX];
+    size_t n_root_members;
 };
 
 /* Path of the config file to use when none is given: $HOLDFAST_CONF, else

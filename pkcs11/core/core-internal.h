@@ -3,6 +3,7 @@
 #ifndef HF_CORE_INTERNAL_H
 #define HF_CORE_INTERNAL_H
 
+#include <limits.h>
 #include <pthread.h>
 
 #include "core.h"
@@ -22,16 +23,37 @@ struct core_pool {
 struct hf_core {
     const struct hf_config *cfg; /* borrowed */
     struct hf_store *store;
-    struct hf_hsm *hsm;
-    struct hf_local *local; /* borrows hsm */
+    struct hf_hsm *hsm;     /* a root of one token: that token; NULL for a pool */
+    struct hf_root *root;   /* borrows hsm */
+    struct hf_local *local; /* borrows root */
     struct hf_audit *audit;
-    struct hf_policy *policy; /* borrows hsm; its hooks are installed in store */
+    struct hf_policy *policy; /* borrows root; its hooks are installed in store */
     /* The pools opened on first use. pools_lock guards the list, held for a lookup or an
      * insert only, never across an open (hf_core_pool_open calls the members). */
     pthread_mutex_t pools_lock;
     pthread_cond_t pools_cond; /* an open finished */
     struct core_pool *pools;
 };
+
+/* core.c: cfg->hsm_pin, or the PIN read now (*owned: to be freed with core_secret_free) when
+ * the config was loaded before init wrote the pin file. */
+CK_RV core_hsm_pin(const struct hf_config *cfg, const char **pin, char **owned);
+void core_secret_free(char *s);
+/* core-root.c. core_root_open: the root of cfg, [hsm] alone (*hsm its token) or a pool with the
+ * [hsm.NAME] members (*hsm NULL), holding its KEK and the audit chain's keys; on failure *hsm and
+ * *root may be set, for the caller to close (root first). core_root_init_check: init refuses to
+ * make on first ([hsm]'s token) a key another member already holds (a second, different one).
+ * core_root_pools_append: the root's members appended to *out as the pool HF_CORE_ROOT_POOL
+ * (hf_core_pools_status). core_root_lock_path: STATE_DIR/hsm.lock, or hsm.MEMBER.lock. */
+CK_RV core_root_open(const struct hf_config *cfg, const char *pin, struct hf_hsm **hsm,
+                     struct hf_root **root);
+CK_RV core_root_init_check(const struct hf_config *cfg, const char *pin, struct hf_hsm *first);
+CK_RV core_root_pools_append(struct hf_core *core, struct hf_core_pool_live **out, size_t *n);
+CK_RV core_root_lock_path(const struct hf_config *cfg, const char *member, char buf[PATH_MAX],
+                          const char **path);
+CK_RV core_audit_keys_ensure(struct hf_root *root);
+/* The policy MAC key lives beside the root KEK it goes with, under a label of its own. */
+CK_RV core_policy_label(const struct hf_config *cfg, char *buf, size_t len);
 
 /* core-pool.c: the pool named name, opened now unless it is already (borrowed: valid until
  * hf_core_close); core_pools_close closes them all. */

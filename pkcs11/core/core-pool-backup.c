@@ -31,7 +31,7 @@ static CK_RV kek_seal(struct hf_core *core, const char *name, const unsigned cha
     memcpy(plain, key, HF_POOL_BACKUP_KEK_LEN);
     memcpy(plain + HF_POOL_BACKUP_KEK_LEN, KEK_CONTEXT, strlen(KEK_CONTEXT));
     memcpy(plain + HF_POOL_BACKUP_KEK_LEN + strlen(KEK_CONTEXT), name, strlen(name));
-    rv = hf_hsm_wrap(core->hsm, core->cfg->kek_label, plain, plain_len, blob, len);
+    rv = hf_root_wrap(core->root, core->cfg->kek_label, plain, plain_len, blob, len);
     hf_secmem_free(plain, plain_len);
     return rv;
 }
@@ -48,7 +48,7 @@ static CK_RV kek_unseal(struct hf_core *core, const char *name, const unsigned c
     bool ok;
     CK_RV rv;
 
-    rv = hf_hsm_unwrap(core->hsm, core->cfg->kek_label, blob, len, &plain, &plain_len);
+    rv = hf_root_unwrap(core->root, core->cfg->kek_label, blob, len, &plain, &plain_len);
     if (rv != CKR_OK) return rv;
     ok = plain_len >= want && plain_len - want < 8 &&
          memcmp(plain + HF_POOL_BACKUP_KEK_LEN, KEK_CONTEXT, ctx_len) == 0 &&

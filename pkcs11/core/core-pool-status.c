@@ -120,6 +120,7 @@ CK_RV hf_core_pools_status(struct hf_core *core, struct hf_core_pool_live **out,
     if ((rv = hf_store_pool_list(core->store, &defs, &ndefs)) != CKR_OK) return rv;
     for (size_t i = 0; rv == CKR_OK && i < ndefs; i++)
         rv = pool_append(core, &defs[i], out, n, &cap);
+    if (rv == CKR_OK) rv = core_root_pools_append(core, out, n);
     hf_core_pools_free(defs, ndefs);
     if (rv != CKR_OK) {
         free(*out);

@@ -134,32 +134,23 @@ static CK_RV pin_file_load(const char *path, char **pin)
     return rv;
 }
 
-static void secret_free(char *s)
+void core_secret_free(char *s)
 {
     if (s != NULL) OPENSSL_clear_free(s, strlen(s));
 }
 
-/* The file every process using this state locks around its backend calls (hsm.h), so none reads
- * SoftHSMv2's token files while another rewrites them. NULL (no locking) without a state dir. */
-static CK_RV hsm_lock_path(const struct hf_config *cfg, char buf[PATH_MAX], const char **path)
+/* The root KEK and the keyed audit chain's HSM keys (audit.h) on [hsm]'s token; with more root
+ * members, none made that another member holds already (core-root.c). */
+static CK_RV root_keys_ensure(const struct hf_config *cfg, struct hf_hsm *hsm)
 {
-    *path = NULL;
-    if (cfg->state_dir == NULL) return CKR_OK;
-    if (snprintf(buf, PATH_MAX, "%s/hsm.lock", cfg->state_dir) >= PATH_MAX)
-        return CKR_ARGUMENTS_BAD;
-    *path = buf;
-    return CKR_OK;
-}
+    struct hf_root *root = NULL;
+    CK_RV rv = CKR_OK;
 
-/* The backend token and its root KEK. */
-/* The keyed audit chain's HSM keys (audit.h). Also at open, for stores made before them. */
-static CK_RV audit_keys_ensure(struct hf_hsm *hsm)
-{
-    CK_RV rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_MAC_LABEL);
-
-    if (rv == CKR_OK) rv = hf_hsm_mac_key_ensure(hsm, HF_AUDIT_CHECKPOINT_LABEL);
-    if (rv != CKR_OK)
-        hf_log_error("cannot make the audit chain's HSM keys: 0x%lx", (unsigned long)rv);
+    if (cfg->n_root_members > 0) rv = core_root_init_check(cfg, cfg->hsm_pin, hsm);
+    if (rv == CKR_OK) rv = hf_hsm_kek_ensure(hsm, cfg->kek_label);
+    if (rv == CKR_OK) rv = hf_root_of_hsm(hsm, &root);
+    if (rv == CKR_OK) rv = core_audit_keys_ensure(root);
+    hf_root_close(root);
     return rv;
 }
 
@@ -180,7 +171,7 @@ static CK_RV hsm_ensure(struct hf_config *cfg)
         goto done;
     }
     rv = pin_file_load(cfg->hsm_so_pin_file, &so_pin);
-    if (rv == CKR_OK) rv = hsm_lock_path(cfg, lock_buf, &lock);
+    if (rv == CKR_OK) rv = core_root_lock_path(cfg, NULL, lock_buf, &lock);
     if (rv != CKR_OK) goto done;
     /* A token cut short by a killed login is repaired, never replaced by a new one. */
     if (cfg->softhsm2_conf) rv = hf_softhsm_repair_tokens(cfg->softhsm2_conf, lock);
@@ -189,12 +180,11 @@ static CK_RV hsm_ensure(struct hf_config *cfg)
     if (rv != CKR_OK) goto done;
     rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, cfg->hsm_pin, &hsm);
     if (rv != CKR_OK) goto done;
-    rv = hf_hsm_kek_ensure(hsm, cfg->kek_label);
-    if (rv == CKR_OK) rv = audit_keys_ensure(hsm);
+    rv = root_keys_ensure(cfg, hsm);
     if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_backup_tokens(cfg->softhsm2_conf, lock);
 done:
     hf_hsm_close(hsm);
-    secret_free(so_pin);
+    core_secret_free(so_pin);
     return rv;
 }
 
@@ -237,8 +227,10 @@ static CK_RV token_serial_ensure(struct hf_store *store)
 }
 
 /* A PIN change is security-relevant: it gets an audit record like a key operation, written by
- * an opened core, so that it is keyed and checkpointed like every other. */
-static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_changed)
+ * an opened core, so that it is keyed and checkpointed like every other. With always, the core is
+ * opened anyway (its first open makes the policy MAC key). */
+static CK_RV init_audit(const struct hf_config *cfg, bool always, bool so_changed,
+                        bool user_changed)
 {
     struct hf_core *core = NULL;
     char caller[32], detail[64];
@@ -250,12 +242,12 @@ static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_
                                   .authenticated = true};
     CK_RV rv;
 
-    if (!so_changed && !user_changed) return CKR_OK;
+    if (!so_changed && !user_changed && !always) return CKR_OK;
     snprintf(caller, sizeof(caller), "uid:%ld", (long)getuid());
     snprintf(detail, sizeof(detail), "so_pin=%s user_pin=%s", so_changed ? "set" : "kept",
              user_changed ? "set" : "kept");
-    rv = hf_core_open(cfg, &core);
-    if (rv == CKR_OK) rv = hf_audit_append(core->audit, &rec, NULL);
+    if ((rv = hf_core_open(cfg, &core)) != CKR_OK) return rv;
+    if (so_changed || user_changed) rv = hf_audit_append(core->audit, &rec, NULL);
     hf_core_close(core);
     return rv == CKR_OK ? CKR_OK : CKR_HF_AUDIT_FAILED;
 }
@@ -263,6 +255,9 @@ static CK_RV init_audit(const struct hf_config *cfg, bool so_changed, bool user_
 CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_pin, bool reset)
 {
     struct hf_core tmp = {.cfg = cfg};
+    /* Keys are made on [hsm] alone, to be cloned to the other members: its first open makes the
+     * policy MAC key there, before any other member could be asked for it. */
+    struct hf_config first;
     bool so_changed = false, user_changed = false;
     CK_RV rv;
 
@@ -278,7 +273,9 @@ CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_p
     rv = token_pin_ensure(&tmp, HF_USER_SO, so_pin, reset, &so_changed);
     if (rv == CKR_OK) rv = token_pin_ensure(&tmp, HF_USER_NORMAL, user_pin, reset, &user_changed);
     if (rv == CKR_OK) rv = token_serial_ensure(tmp.store);
-    if (rv == CKR_OK) rv = init_audit(cfg, so_changed, user_changed);
+    first = *cfg; /* after hsm_ensure, which resolves the PIN */
+    first.n_root_members = 0;
+    if (rv == CKR_OK) rv = init_audit(&first, cfg->n_root_members > 0, so_changed, user_changed);
 done:
     hf_store_close(tmp.store);
     return rv;
@@ -325,7 +322,7 @@ static bool core_is_initialised(const struct hf_config *cfg)
 }
 
 /* cfg->hsm_pin, or the PIN read now (*owned: to be freed) when load found no pin file yet. */
-static CK_RV core_pin(const struct hf_config *cfg, const char **pin, char **owned)
+CK_RV core_hsm_pin(const struct hf_config *cfg, const char **pin, char **owned)
 {
     struct hf_config tmp;
     char err[256];
@@ -360,39 +357,13 @@ static CK_RV core_store_open(struct hf_core *core)
     return rv;
 }
 
-/* The backend token, logged in, with its root KEK and the audit chain's keys. */
-static CK_RV core_token_open(const struct hf_config *cfg, const char *pin, struct hf_hsm **hsm)
-{
-    char lock_buf[PATH_MAX];
-    const char *lock;
-    CK_RV rv = hsm_lock_path(cfg, lock_buf, &lock);
-
-    if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_repair_tokens(cfg->softhsm2_conf, lock);
-    if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, pin, hsm);
-    if (rv != CKR_OK) return rv;
-    if (!hf_hsm_has_kek(*hsm, cfg->kek_label)) {
-        hf_log_error("backend token '%s' has no root KEK '%s': run `holdfast init`", cfg->hsm_token,
-                     cfg->kek_label);
-        return CKR_TOKEN_NOT_RECOGNIZED;
-    }
-    return audit_keys_ensure(*hsm);
-}
-
 static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
 {
     const struct hf_config *cfg = core->cfg;
-    CK_RV rv = core_token_open(cfg, pin, &core->hsm);
+    CK_RV rv = core_root_open(cfg, pin, &core->hsm, &core->root);
 
     if (rv != CKR_OK) return rv;
-    return hf_local_open(core->hsm, cfg->kek_label, cfg->cache_max_keys, &core->local);
-}
-
-/* The policy MAC key lives beside the root KEK it goes with, under a label of its own. */
-static CK_RV policy_label(const struct hf_config *cfg, char *buf, size_t len)
-{
-    int n = snprintf(buf, len, "%s.policy-mac", cfg->kek_label);
-
-    return n > 0 && (size_t)n < len ? CKR_OK : CKR_ARGUMENTS_BAD;
+    return hf_local_open(core->root, cfg->kek_label, cfg->cache_max_keys, &core->local);
 }
 
 /* After the store, the HSM and the audit log are open: a store whose token has no policy MAC
@@ -403,9 +374,9 @@ static CK_RV core_policy_open(struct hf_core *core)
 {
     char label[256];
     bool created = false;
-    CK_RV rv = policy_label(core->cfg, label, sizeof(label));
+    CK_RV rv = core_policy_label(core->cfg, label, sizeof(label));
 
-    if (rv == CKR_OK) rv = hf_policy_open(core->hsm, label, &core->policy, &created);
+    if (rv == CKR_OK) rv = hf_policy_open(core->root, label, &core->policy, &created);
     if (rv == CKR_OK && created)
         rv = hf_policy_migrate(core->policy, core->store, core->local, NULL);
     if (rv != CKR_OK) return rv;
@@ -428,7 +399,7 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
         hf_log_error("%s is not initialised: run `holdfast init`", cfg->state_dir);
         return CKR_TOKEN_NOT_RECOGNIZED;
     }
-    rv = core_pin(cfg, &pin, &owned_pin);
+    rv = core_hsm_pin(cfg, &pin, &owned_pin);
     if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
     if (rv != CKR_OK) goto done;
     if ((core = calloc(1, sizeof(*core))) == NULL) {
@@ -445,7 +416,7 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
                                     .node = cfg->node,
                                     .sync_interval_ms = cfg->audit_sync_interval_ms,
                                     .success_events = cfg->audit_success_events,
-                                    .hsm = core->hsm,
+                                    .root = core->root,
                                     .store = core->store,
                                     .reserve_bytes = cfg->audit_reserve,
                                     .alarm_bytes = cfg->audit_alarm,
@@ -453,7 +424,7 @@ CK_RV hf_core_open(const struct hf_config *cfg, struct hf_core **out)
     rv = hf_audit_open(&acfg, &core->audit);
     if (rv == CKR_OK) rv = core_policy_open(core);
 done:
-    secret_free(owned_pin);
+    core_secret_free(owned_pin);
     if (rv != CKR_OK) {
         hf_core_close(core);
         core = NULL;
@@ -483,16 +454,17 @@ CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool a
         return CKR_TOKEN_NOT_RECOGNIZED;
     }
     /* The store and the token, but no audit stream: verifying writes nothing. */
-    rv = core_pin(cfg, &pin, &owned_pin);
+    rv = core_hsm_pin(cfg, &pin, &owned_pin);
     if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
     if (rv == CKR_OK) rv = core_store_open(&tmp);
-    if (rv == CKR_OK) rv = core_token_open(cfg, pin, &tmp.hsm);
+    if (rv == CKR_OK) rv = core_root_open(cfg, pin, &tmp.hsm, &tmp.root);
     if (rv != CKR_OK) goto done;
-    vc.hsm = tmp.hsm;
+    vc.root = tmp.root;
     vc.store = tmp.store;
     rv = hf_audit_verify_keyed(&vc, result);
 done:
-    secret_free(owned_pin);
+    core_secret_free(owned_pin);
+    hf_root_close(tmp.root);
     hf_hsm_close(tmp.hsm);
     hf_store_close(tmp.store);
     return rv;
@@ -507,6 +479,7 @@ void hf_core_close(struct hf_core *core)
     pthread_mutex_destroy(&core->pools_lock);
     hf_audit_close(core->audit);
     hf_local_close(core->local);
+    hf_root_close(core->root);
     hf_hsm_close(core->hsm);
     hf_store_close(core->store);
     hf_policy_close(core->policy);
@@ -517,6 +490,7 @@ void hf_core_abandon(struct hf_core *core)
 {
     if (core == NULL) return;
     hf_audit_abandon(core->audit);
+    hf_root_abandon(core->root);
     hf_hsm_abandon(core->hsm);
     /* Opened pools too: their probe threads are gone in the child, their members' module state
      * is the parent's (pool.h has no abandon yet: a child using pool keys opens them afresh

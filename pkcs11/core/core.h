@@ -13,6 +13,7 @@
 #include "crypto.h"
 #include "key.h"
 #include "pool.h"
+#include "root.h"
 #include "source-local.h"
 #include "store.h"
 
@@ -229,6 +230,25 @@ CK_RV hf_core_pools_status(struct hf_core *core, struct hf_core_pool_live **out,
  * counted in latency[] falls (pool.h's buckets: [2^i, 2^(i+1)) us); 0 when nothing was counted. */
 uint64_t hf_core_pool_latency_quantile_us(const uint64_t latency[HF_POOL_LATENCY_BUCKETS],
                                           double q);
+
+/* The root's members on this node (core-root.c; root.h): with [hsm.NAME] sections the root is a
+ * pool of [hsm] ("hsm") and those members, which must hold the same keys. hf_core_pools_status
+ * lists them too, as the pool HF_CORE_ROOT_POOL (no store pool can have that name), so they
+ * show in holdfastd's /metrics and health answers beside the HSM pools' members. */
+#define HF_CORE_ROOT_POOL "(root)"
+struct hf_core_root_member {
+    char name[HF_CONFIG_ROOT_NAME_MAX + 1];
+    char model[HF_CORE_POOL_MODEL_MAX];  /* from the config: "<module file> token <label>" */
+    struct hf_pool_member_status status; /* status.name is NULL: name names it */
+    enum hf_root_check check;
+    char differs[256]; /* the key it lacks or holds otherwise (check MISSING, DIFFERS), or "" */
+};
+/* The open core's root members, in config order ([hsm] first); *n 0 (*out NULL) for a root of
+ * one token. Reads no backend. *out malloc'd: free(). */
+CK_RV hf_core_root_status(struct hf_core *core, struct hf_core_root_member **out, size_t *n);
+/* The same from a root opened over cfg's members for the call (no store: `holdfast init`'s
+ * report, after which members that lack the keys are to be cloned from [hsm]). */
+CK_RV hf_core_root_check(const struct hf_config *cfg, struct hf_core_root_member **out, size_t *n);
 
 /* The usable material of a version (local source: unwrapped once, then cached). New reference.
  * A pool version has none here: CKR_KEY_FUNCTION_NOT_PERMITTED (hf_core_key_gcm and

@@ -998,39 +998,90 @@ static CK_RV kek_run(struct hf_hsm *hsm, const char *label, wrap_fn fn, CK_RV no
     return rv;
 }
 
-CK_RV hf_hsm_wrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *plain,
-                  size_t plain_len, unsigned char **wrapped, size_t *wrapped_len)
+/* fn with the KEK on s, a session of an hf_hsm_run callback (which holds the token lock and
+ * handles lost sessions and logins); a stale KEK handle is forgotten and looked up once more. */
+static CK_RV kek_on(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label, wrap_fn fn,
+                    CK_RV no_kek, struct wrap_job *job)
 {
-    struct wrap_job job = {.in = plain, .in_len = plain_len};
-    CK_RV rv;
+    CK_OBJECT_HANDLE kek;
+    CK_RV rv = CKR_OK;
 
-    if (hsm == NULL || kek_label == NULL || plain == NULL || plain_len == 0 || wrapped == NULL ||
-        wrapped_len == NULL)
-        return CKR_ARGUMENTS_BAD;
-    rv = kek_run(hsm, kek_label, wrap_once, CKR_WRAPPING_KEY_HANDLE_INVALID, &job);
-    if (rv == CKR_OK) {
-        *wrapped = job.out;
-        *wrapped_len = job.out_len;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rv = kek_handle(hsm, s, label, &kek)) != CKR_OK) return rv;
+        if (kek == CK_INVALID_HANDLE) return no_kek;
+        if (!rv_is_stale_kek(rv = fn(hsm, s, kek, job))) break;
+        handle_forget(hsm, CKO_SECRET_KEY, label);
     }
     return rv;
 }
 
-CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *wrapped,
-                    size_t wrapped_len, unsigned char **plain, size_t *plain_len)
+/* One wrap or unwrap, on a pooled session (s CK_INVALID_HANDLE) or on the caller's. */
+static CK_RV kek_job(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label, bool wrap,
+                     struct wrap_job *job, unsigned char **out, size_t *out_len)
+{
+    wrap_fn fn = wrap ? wrap_once : unwrap_once;
+    CK_RV no_kek = wrap ? CKR_WRAPPING_KEY_HANDLE_INVALID : CKR_UNWRAPPING_KEY_HANDLE_INVALID;
+    CK_RV rv = s == CK_INVALID_HANDLE ? kek_run(hsm, label, fn, no_kek, job)
+                                      : kek_on(hsm, s, label, fn, no_kek, job);
+
+    if (rv == CKR_OK) {
+        *out = job->out;
+        *out_len = job->out_len;
+    }
+    return rv;
+}
+
+static CK_RV wrap_in(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *kek_label,
+                     const unsigned char *plain, size_t plain_len, unsigned char **wrapped,
+                     size_t *wrapped_len)
+{
+    struct wrap_job job = {.in = plain, .in_len = plain_len};
+
+    if (hsm == NULL || kek_label == NULL || plain == NULL || plain_len == 0 || wrapped == NULL ||
+        wrapped_len == NULL)
+        return CKR_ARGUMENTS_BAD;
+    return kek_job(hsm, s, kek_label, true, &job, wrapped, wrapped_len);
+}
+
+static CK_RV unwrap_in(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *kek_label,
+                       const unsigned char *wrapped, size_t wrapped_len, unsigned char **plain,
+                       size_t *plain_len)
 {
     struct wrap_job job = {.in = wrapped, .in_len = wrapped_len};
-    CK_RV rv;
 
     if (hsm == NULL || kek_label == NULL || wrapped == NULL || plain == NULL || plain_len == NULL)
         return CKR_ARGUMENTS_BAD;
     /* RFC 5649 section 4.2: a whole number of 64-bit blocks, at least two. */
     if (wrapped_len < 16 || wrapped_len % 8 != 0) return CKR_WRAPPED_KEY_INVALID;
-    rv = kek_run(hsm, kek_label, unwrap_once, CKR_UNWRAPPING_KEY_HANDLE_INVALID, &job);
-    if (rv == CKR_OK) {
-        *plain = job.out;
-        *plain_len = job.out_len;
-    }
-    return rv;
+    return kek_job(hsm, s, kek_label, false, &job, plain, plain_len);
+}
+
+CK_RV hf_hsm_wrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *plain,
+                  size_t plain_len, unsigned char **wrapped, size_t *wrapped_len)
+{
+    return wrap_in(hsm, CK_INVALID_HANDLE, kek_label, plain, plain_len, wrapped, wrapped_len);
+}
+
+CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *wrapped,
+                    size_t wrapped_len, unsigned char **plain, size_t *plain_len)
+{
+    return unwrap_in(hsm, CK_INVALID_HANDLE, kek_label, wrapped, wrapped_len, plain, plain_len);
+}
+
+CK_RV hf_hsm_wrap_on(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *kek_label,
+                     const unsigned char *plain, size_t plain_len, unsigned char **wrapped,
+                     size_t *wrapped_len)
+{
+    if (s == CK_INVALID_HANDLE) return CKR_SESSION_HANDLE_INVALID;
+    return wrap_in(hsm, s, kek_label, plain, plain_len, wrapped, wrapped_len);
+}
+
+CK_RV hf_hsm_unwrap_on(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *kek_label,
+                       const unsigned char *wrapped, size_t wrapped_len, unsigned char **plain,
+                       size_t *plain_len)
+{
+    if (s == CK_INVALID_HANDLE) return CKR_SESSION_HANDLE_INVALID;
+    return unwrap_in(hsm, s, kek_label, wrapped, wrapped_len, plain, plain_len);
 }
 
 /* ---- HMAC ---------------------------------------------------------------------------------- */
@@ -1049,14 +1100,29 @@ static CK_RV hmac_once(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE
     return rv;
 }
 
-CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data, size_t len,
-                  unsigned char mac[HF_HSM_MAC_LEN])
+static CK_RV hmac_in(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *mac_label,
+                     const unsigned char *data, size_t len, unsigned char mac[HF_HSM_MAC_LEN])
 {
     struct wrap_job job = {.in = data, .in_len = len, .out = mac};
 
     if (hsm == NULL || mac_label == NULL || (data == NULL && len > 0) || mac == NULL)
         return CKR_ARGUMENTS_BAD;
-    return kek_run(hsm, mac_label, hmac_once, CKR_KEY_HANDLE_INVALID, &job);
+    if (s == CK_INVALID_HANDLE)
+        return kek_run(hsm, mac_label, hmac_once, CKR_KEY_HANDLE_INVALID, &job);
+    return kek_on(hsm, s, mac_label, hmac_once, CKR_KEY_HANDLE_INVALID, &job);
+}
+
+CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data, size_t len,
+                  unsigned char mac[HF_HSM_MAC_LEN])
+{
+    return hmac_in(hsm, CK_INVALID_HANDLE, mac_label, data, len, mac);
+}
+
+CK_RV hf_hsm_hmac_on(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *mac_label,
+                     const unsigned char *data, size_t len, unsigned char mac[HF_HSM_MAC_LEN])
+{
+    if (s == CK_INVALID_HANDLE) return CKR_SESSION_HANDLE_INVALID;
+    return hmac_in(hsm, s, mac_label, data, len, mac);
 }
 
 /* ---- any call on a pooled session ---------------------------------------------------------- */

@@ -58,6 +58,17 @@ CK_RV hf_hsm_wrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char
 CK_RV hf_hsm_unwrap(struct hf_hsm *hsm, const char *kek_label, const unsigned char *wrapped,
                     size_t wrapped_len, unsigned char **plain, size_t *plain_len);
 
+/* The same three inside an hf_hsm_run callback (or a pool's, pool.h), on its session s: the
+ * root's work over a pool of tokens (root.h). The callback's runner holds the token lock and
+ * replaces lost sessions; these only look the key up again once when its cached handle went
+ * stale. */
+CK_RV hf_hsm_wrap_on(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *kek_label,
+                     const unsigned char *plain, size_t plain_len, unsigned char **wrapped,
+                     size_t *wrapped_len);
+CK_RV hf_hsm_unwrap_on(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *kek_label,
+                       const unsigned char *wrapped, size_t wrapped_len, unsigned char **plain,
+                       size_t *plain_len);
+
 /* Creates the HMAC-SHA-256 key labelled mac_label unless it exists: a token object that signs
  * and verifies only and never leaves the token (the store's policy MAC, the audit chain). */
 #define HF_HSM_MAC_LEN 32
@@ -66,6 +77,8 @@ CK_RV hf_hsm_mac_key_ensure(struct hf_hsm *hsm, const char *mac_label);
  * token has no such key. */
 CK_RV hf_hsm_hmac(struct hf_hsm *hsm, const char *mac_label, const unsigned char *data, size_t len,
                   unsigned char mac[HF_HSM_MAC_LEN]);
+CK_RV hf_hsm_hmac_on(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *mac_label,
+                     const unsigned char *data, size_t len, unsigned char mac[HF_HSM_MAC_LEN]);
 
 /* Any PKCS#11 work on the token. fn runs on a logged-in session taken from the handle's pool
  * (at most a few are open: SoftHSMv2 slows down with more threads inside it), under the token

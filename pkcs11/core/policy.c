@@ -18,7 +18,7 @@
 #define DIGEST_LEN 32
 
 struct hf_policy {
-    struct hf_hsm *hsm; /* borrowed */
+    struct hf_root *root; /* borrowed */
     char *label;
     struct hf_audit *audit; /* borrowed, may be NULL */
     struct hf_store_policy hooks;
@@ -178,7 +178,7 @@ static void enc_pool(struct enc *e, const struct hf_store_pool *p)
 static CK_RV enc_mac(struct hf_policy *p, const struct enc *e, unsigned char mac[HF_POLICY_MAC_LEN])
 {
     if (e->failed) return CKR_HOST_MEMORY;
-    return hf_hsm_hmac(p->hsm, p->label, e->p, e->len, mac);
+    return hf_root_hmac(p->root, p->label, e->p, e->len, mac);
 }
 
 CK_RV hf_policy_key_mac(struct hf_policy *policy, const struct hf_key *key,
@@ -410,11 +410,11 @@ static CK_RV hook_link_seal(void *ctx, struct hf_link *l)
 /* Only a token that answers "no such key" gets one made (and its store migrated): an HSM error
  * must not pass for a store that was never migrated, or rows cleared of their MAC meanwhile would
  * be MAC'd as they are. */
-static CK_RV mac_key_open(struct hf_hsm *hsm, const char *mac_label, bool *created)
+static CK_RV mac_key_open(struct hf_root *root, const char *mac_label, bool *created)
 {
     static const unsigned char probe[1] = {0};
     unsigned char mac[HF_HSM_MAC_LEN];
-    CK_RV rv = hf_hsm_hmac(hsm, mac_label, probe, sizeof(probe), mac);
+    CK_RV rv = hf_root_hmac(root, mac_label, probe, sizeof(probe), mac);
 
     *created = false;
     if (rv == CKR_OK) return CKR_OK;
@@ -423,7 +423,7 @@ static CK_RV mac_key_open(struct hf_hsm *hsm, const char *mac_label, bool *creat
                      (unsigned long)rv);
         return rv;
     }
-    if ((rv = hf_hsm_mac_key_ensure(hsm, mac_label)) != CKR_OK) {
+    if ((rv = hf_root_mac_key_ensure(root, mac_label)) != CKR_OK) {
         hf_log_error("policy: cannot create the policy MAC key '%s' (0x%lx)", mac_label,
                      (unsigned long)rv);
         return rv;
@@ -432,16 +432,16 @@ static CK_RV mac_key_open(struct hf_hsm *hsm, const char *mac_label, bool *creat
     return CKR_OK;
 }
 
-CK_RV hf_policy_open(struct hf_hsm *hsm, const char *mac_label, struct hf_policy **out,
+CK_RV hf_policy_open(struct hf_root *root, const char *mac_label, struct hf_policy **out,
                      bool *created)
 {
     struct hf_policy *p = NULL;
     CK_RV rv;
 
-    if (hsm == NULL || mac_label == NULL || out == NULL || created == NULL)
+    if (root == NULL || mac_label == NULL || out == NULL || created == NULL)
         return CKR_ARGUMENTS_BAD;
     *out = NULL;
-    if ((rv = mac_key_open(hsm, mac_label, created)) != CKR_OK) return rv;
+    if ((rv = mac_key_open(root, mac_label, created)) != CKR_OK) return rv;
     if ((p = calloc(1, sizeof(*p))) == NULL) return CKR_HOST_MEMORY;
     p->label = strdup(mac_label);
     p->verified = calloc(VERIFIED_SLOTS, DIGEST_LEN);
@@ -451,7 +451,7 @@ CK_RV hf_policy_open(struct hf_hsm *hsm, const char *mac_label, struct hf_policy
         free(p);
         return CKR_HOST_MEMORY;
     }
-    p->hsm = hsm;
+    p->root = root;
     p->hooks = (struct hf_store_policy){.ctx = p,
                                         .key_seal = hook_key_seal,
                                         .version_seal = hook_version_seal,

@@ -20,25 +20,25 @@
  * (encoding, MAC), so the module's cache reloads, the link cache's 500 ms refreshes and
  * C_FindObjects over unchanged rows make no HSM call; crypto operations never reach this file.
  *
- * Thread-safe. The hsm is borrowed and must outlive the policy. */
+ * Thread-safe. The root is borrowed and must outlive the policy. */
 #ifndef HF_POLICY_H
 #define HF_POLICY_H
 
 #include <stdbool.h>
 
 #include "audit.h"
-#include "hsm.h"
+#include "root.h"
 #include "key.h"
 #include "source-local.h"
 #include "store.h"
 
 struct hf_policy;
 
-/* Opens the policy MAC key mac_label in hsm, creating it when the token has none: *created then
+/* Opens the policy MAC key mac_label in root, creating it when the token has none: *created then
  * says the store's rows predate policy MACs and must be migrated (hf_policy_migrate) before the
  * policy is installed. An existing key means the store was migrated: a row without MAC is then
  * refused, so clearing a MAC in the store cannot get a row re-MAC'd. */
-CK_RV hf_policy_open(struct hf_hsm *hsm, const char *mac_label, struct hf_policy **out,
+CK_RV hf_policy_open(struct hf_root *root, const char *mac_label, struct hf_policy **out,
                      bool *created);
 void hf_policy_close(struct hf_policy *policy);
 /* Where refusals are recorded (borrowed; NULL: logged only). */

@@ -659,6 +659,19 @@ static void pool_free(struct hf_pool *pool)
     free(pool);
 }
 
+/* The caller's probe_fn on member i at open; a refusal leaves it to the probe. */
+static bool member_is_admitted(struct hf_pool *pool, size_t i)
+{
+    struct probe_call p = {pool, i};
+    CK_RV rv;
+
+    if (pool->opts.probe_fn == NULL) return true;
+    if ((rv = hf_hsm_run(pool->members[i].hsm, probe_trampoline, &p)) == CKR_OK) return true;
+    hf_log_warn("pool: member %s not admitted at open (0x%lx): left to the probe",
+                pool->members[i].name, (unsigned long)rv);
+    return false;
+}
+
 /* Opens every member's token; see pool.h for which failures are fatal. */
 static CK_RV members_open(struct hf_pool *pool)
 {
@@ -671,6 +684,8 @@ static CK_RV members_open(struct hf_pool *pool)
         /* A session per call in flight: hsm.c's default would cap the member under its limit. */
         if (rv == CKR_OK) rv = hf_hsm_sessions_max_set(m->hsm, m->concurrency);
         if (rv == CKR_OK) rv = hf_hsm_probe(m->hsm);
+        /* A member the probe would not take back must not start in service either. */
+        if (rv == CKR_OK && !member_is_admitted(pool, i)) continue;
         if (rv == CKR_OK) {
             m->healthy = true;
             open++;

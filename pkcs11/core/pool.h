@@ -84,7 +84,8 @@ struct hf_pool_options {
     unsigned probe_interval_ms; /* 0: HF_POOL_PROBE_INTERVAL_MS */
     unsigned call_timeout_ms;   /* a call running longer takes its member out; 0: the default */
     /* Run on a member out of service after hf_hsm_probe passed; the member comes back only when
-     * it returns CKR_OK too. NULL: hf_hsm_probe alone decides. */
+     * it returns CKR_OK too. Also at open: a member it refuses starts out of service. NULL:
+     * hf_hsm_probe alone decides. */
     hf_pool_fn probe_fn;
     void *probe_arg;
     hf_pool_member_back_fn on_member_back; /* may be NULL */

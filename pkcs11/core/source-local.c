@@ -112,7 +112,7 @@ struct entry {
 };
 
 struct hf_local {
-    struct hf_hsm *hsm; /* borrowed */
+    struct hf_root *root; /* borrowed */
     char *kek_label;
     size_t cache_max;
     pthread_mutex_t lock; /* guards buckets, lru and count */
@@ -128,13 +128,13 @@ static size_t bucket_of(const struct hf_local *local, int64_t id)
     return (size_t)(((uint64_t)id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & local->mask;
 }
 
-CK_RV hf_local_open(struct hf_hsm *hsm, const char *kek_label, size_t cache_max,
+CK_RV hf_local_open(struct hf_root *root, const char *kek_label, size_t cache_max,
                     struct hf_local **out)
 {
     struct hf_local *local;
     size_t n = 16;
 
-    if (hsm == NULL || kek_label == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
+    if (root == NULL || kek_label == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
     *out = NULL;
     while (n < cache_max && n < (1u << 20))
         n *= 2;
@@ -147,7 +147,7 @@ CK_RV hf_local_open(struct hf_hsm *hsm, const char *kek_label, size_t cache_max,
         free(local);
         return CKR_HOST_MEMORY;
     }
-    local->hsm = hsm;
+    local->root = root;
     local->cache_max = cache_max;
     local->mask = n - 1;
     local->lru.next = local->lru.prev = &local->lru;
@@ -183,8 +183,8 @@ CK_RV hf_local_seal(struct hf_local *local, const struct hf_material *m, struct 
         rv = CKR_HOST_MEMORY;
         goto done;
     }
-    if ((rv = hf_hsm_wrap(local->hsm, local->kek_label, plain, plain_len, &wrapped,
-                          &wrapped_len)) != CKR_OK)
+    if ((rv = hf_root_wrap(local->root, local->kek_label, plain, plain_len, &wrapped,
+                           &wrapped_len)) != CKR_OK)
         goto done;
     free(v->wrapped);
     free(v->kek_label);
@@ -249,7 +249,7 @@ static CK_RV material_load(struct hf_local *local, enum hf_alg secret_alg,
     enum hf_alg alg;
     CK_RV rv;
 
-    if ((rv = hf_hsm_unwrap(local->hsm, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
+    if ((rv = hf_root_unwrap(local->root, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
         CKR_OK)
         goto done;
     if ((rv = wrap_open(v, plain, plain_len, &bytes, &n)) != CKR_OK) goto done;
@@ -299,13 +299,13 @@ CK_RV hf_local_rewrap(struct hf_local *local, struct hf_key_version *v)
          strncmp(v->kek_label, HF_KEY_SOURCE_POOL_PREFIX, strlen(HF_KEY_SOURCE_POOL_PREFIX)) == 0))
         return CKR_OK;
     kek = v->kek_label != NULL ? v->kek_label : local->kek_label;
-    if ((rv = hf_hsm_unwrap(local->hsm, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
+    if ((rv = hf_root_unwrap(local->root, kek, v->wrapped, v->wrapped_len, &plain, &plain_len)) !=
         CKR_OK)
         goto done;
     if (plain_is_wrap_format(plain, plain_len)) goto done; /* already bound: its check is at load */
     if ((rv = legacy_length(v, plain, plain_len, &n)) != CKR_OK) goto done;
     if ((rv = wrap_plain(v, plain, n, &fresh, &fresh_len)) != CKR_OK) goto done;
-    if ((rv = hf_hsm_wrap(local->hsm, kek, fresh, fresh_len, &wrapped, &wrapped_len)) != CKR_OK)
+    if ((rv = hf_root_wrap(local->root, kek, fresh, fresh_len, &wrapped, &wrapped_len)) != CKR_OK)
         goto done;
     free(v->wrapped);
     v->wrapped = wrapped;

@@ -6,13 +6,13 @@
 #define HF_SOURCE_LOCAL_H
 
 #include "crypto.h"
-#include "hsm.h"
+#include "root.h"
 #include "key.h"
 
 struct hf_local;
 
-/* hsm is borrowed: it must outlive the source. */
-CK_RV hf_local_open(struct hf_hsm *hsm, const char *kek_label, size_t cache_max,
+/* root is borrowed: it must outlive the source. */
+CK_RV hf_local_open(struct hf_root *root, const char *kek_label, size_t cache_max,
                     struct hf_local **out);
 void hf_local_close(struct hf_local *local);
 

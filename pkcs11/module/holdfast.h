@@ -147,7 +147,9 @@ static inline CK_BBOOL hf_name_is_valid(const char *name, unsigned long max, cha
 #define HF_REQUEST_AUDIT_FAILURES_ONLY 0x1UL
 
 /* 1.6: one HSM pool member's live status on this node (HF_GetPoolStatus), as the core's pool
- * executor counts it since this process opened the pool. Names are [a-z0-9-]{1,32}. */
+ * executor counts it since this process opened the pool. Names are [a-z0-9-]{1,32}; the root's
+ * members, when the root KEK is in a pool, come last as the pool "(root)", which no HSM pool
+ * can be named. */
 #define HF_POOL_NAME_BUF 33
 #define HF_POOL_MODEL_BUF 96
 /* Latency buckets: bucket i counts calls that took [2^i, 2^(i+1)) microseconds (bucket 0 also

@@ -137,6 +137,11 @@ int hf_cmd_store(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_uuid(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_token(struct hf_cli *cli, int argc, char **argv);
 int hf_cmd_object(struct hf_cli *cli, int argc, char **argv);
+/* cmd-root.c: `root status`; the members' table (with the cloning advice, for init) and their
+ * JSON array (a new reference) */
+int hf_cmd_root(struct hf_cli *cli, int argc, char **argv);
+void hf_cli_root_print(struct hf_cli *cli, const struct hf_core_root_member *m, size_t n);
+json_object *hf_cli_root_json(const struct hf_core_root_member *m, size_t n);
 /* cmd-pool.c: `pool add|list|show|probe|remove` */
 int hf_cmd_pool(struct hf_cli *cli, int argc, char **argv);
 

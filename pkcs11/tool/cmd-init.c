@@ -241,13 +241,16 @@ static void init_verify(struct hf_cli *cli, struct pin_plan *pins)
     hf_core_close(core);
 }
 
-static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan *pins)
+static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan *pins,
+                        const struct hf_core_root_member *root, size_t n_root)
 {
     static const char *const said[] = {"kept", "set", "generated"};
     json_object *o;
 
     if (cli->json) {
         if ((o = json_object_new_object())) {
+            if (n_root > 0)
+                json_object_object_add(o, "root_members", hf_cli_root_json(root, n_root));
             json_object_object_add(o, "state_dir", json_object_new_string(cli->cfg.state_dir));
             json_object_object_add(o, "already_initialised", json_object_new_boolean(existed));
             for (int i = 0; i < N_PINS; i++) {
@@ -274,6 +277,7 @@ static void init_report(struct hf_cli *cli, bool existed, const struct pin_plan 
         else
             printf("  %s PIN: %s\n", pins[i].role, said[pins[i].outcome]);
     }
+    if (n_root > 0) hf_cli_root_print(cli, root, n_root);
 }
 
 static int init_parse(struct hf_cli *cli, int argc, char **argv, struct pin_plan *pins, bool *reset)
@@ -346,6 +350,8 @@ int hf_cmd_init(struct hf_cli *cli, int argc, char **argv)
          .key = "gateway",
          .env = "HOLDFAST_GATEWAY_PIN"},
     };
+    struct hf_core_root_member *root = NULL;
+    size_t n_root = 0;
     bool reset = false, existed, gw_changed = false;
     CK_RV rv;
     int rc;
@@ -382,7 +388,11 @@ int hf_cmd_init(struct hf_cli *cli, int argc, char **argv)
         }
     }
     init_verify(cli, pins);
-    init_report(cli, existed, pins);
+    /* The members' keys against [hsm]'s: which ones are yet to be cloned. */
+    if ((rv = hf_core_root_check(&cli->cfg, &root, &n_root)) != CKR_OK)
+        hf_cli_error("note: the root's members could not be checked (%s)", hf_cli_strerror(rv));
+    init_report(cli, existed, pins, root, n_root);
+    free(root);
     rc = HF_EXIT_OK;
 done:
     for (int i = 0; i < N_PINS; i++)

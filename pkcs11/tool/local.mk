@@ -16,6 +16,7 @@ pkcs11_tool_holdfast_SOURCES = \
 	pkcs11/tool/cmd-token.c \
 	pkcs11/tool/cmd-object.c \
 	pkcs11/tool/cmd-pool.c \
+	pkcs11/tool/cmd-root.c \
 	pkcs11/tool/cmd-pool-status.c pkcs11/tool/cmd-pool-status.h \
 	pkcs11/tool/cmd-pool-restore.c pkcs11/tool/cmd-pool-restore.h
 pkcs11_tool_holdfast_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS) $(UUID_CFLAGS)

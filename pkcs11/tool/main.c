@@ -44,6 +44,8 @@ static const struct hf_cli_command commands[] = {
      "check the key store holds only whole keys; move an SQLite store to PostgreSQL", NULL},
     {"token", hf_cmd_token, "status|unlock [--so]",
      "the token's PIN attempt counters; unlock a PIN locked by wrong PINs", NULL},
+    {"root", hf_cmd_root, "status",
+     "the root KEK's members: [hsm] and its clones ([hsm.NAME]), their keys and health", NULL},
     {"pool", hf_cmd_pool, "add|list|show|probe|remove ...",
      "HSM pools: backend tokens (module, token, PIN source) kept in the key store", NULL},
     {"object", hf_cmd_object, "list|delete ...",

@@ -40,6 +40,12 @@ INTEGRATION_TESTS += tests/integration/exit-safety.sh
 # under hf-load (pool-xks-failover.sh; about 50 s).
 INTEGRATION_TESTS += tests/integration/pool-xks-failover.sh
 
+# Issue 14: the root KEK in a pool of two SoftHSMv2 clones behind the fault shim: init's advice
+# and refusals, a member with another KEK refused, XKS on local keys under hf-load while a member
+# dies and comes back, the audit log verified (root-pool.sh; about 25 s).
+INTEGRATION_TESTS += tests/integration/root-pool.sh
+EXTRA_DIST += tests/integration/xks-lib.sh
+
 # Issue 15, must-shows 2 and 3: two holdfastd nodes on a PostgreSQL store behind HAProxy
 # (conf/cluster/), one killed and one drained under hf-load, then 100 blocks and unblocks through
 # node 2's CLI timed at node 1 (cluster.sh, killswitch.py; about 50 s).

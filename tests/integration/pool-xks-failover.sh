@@ -88,25 +88,7 @@ $(hf_xks_store health "$AKID:$SEC" '*')
 EOF
 hf_gateway_start "http://127.0.0.1:$P" "$HOLDFASTD" -f -c "$T/holdfastd.conf"
 
-PY="python3 $top_srcdir/tests/integration/xks-body.py"
-# xks PATH BODY OUT: one XKS call with curl's SigV4; fails the test unless HTTP 200.
-xks() {
-    _code=$(curl -sS -o "$3" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" \
-        --user "$AKID:$SEC" -H 'Content-Type: application/json' --data-binary "@$2" \
-        "http://127.0.0.1:$P$1" 2>"$T/curl.err") || _code="curl-exit-$?"
-    [ "$_code" = 200 ] || { cat "$3" "$T/curl.err" 2>/dev/null; hf_fail "$1: HTTP $_code"; }
-}
-# encrypt_now KEY NAME: an XKS encrypt under KEY's newest version, the answer in $T/NAME.ct and
-# the matching decrypt request in $T/NAME.dec.
-encrypt_now() {
-    $PY encrypt --pt SGVsbG8gV29ybGQh >"$T/$2.enc" || hf_fail "xks-body encrypt"
-    xks "/kms/xks/v1/keys/$1/encrypt" "$T/$2.enc" "$T/$2.ct"
-    $PY decrypt "$T/$2.ct" >"$T/$2.dec" || hf_fail "xks-body decrypt"
-}
-decrypt_check() { # KEY NAME
-    xks "/kms/xks/v1/keys/$1/decrypt" "$T/$2.dec" "$T/$2.out"
-    check "$($PY get "$T/$2.out" plaintext)" SGVsbG8gV29ybGQh "$2: XKS decrypt"
-}
+. "$top_srcdir/tests/integration/xks-lib.sh"
 # die M / revive M: member M's HSM answers CKR_DEVICE_ERROR to everything, or works again (the
 # shim looks at the dead file at most every 100 ms).
 die() { : >"$T/$1.so.dead"; sleep 0.3; }
@@ -144,25 +126,11 @@ K1V1=$(uuid_of k1) || hf_fail "no version UUID for k1"
 hf_expect_exit 0 hf link add aws-xks k1 k1
 hf_expect_exit 0 hf key rotate k0
 K0V2=$(uuid_of k0) || hf_fail "no version UUID for k0's second version"
-# The gateway learns of a new link within a second (the kill switch's bound).
-i=0
-until $PY encrypt --pt SGVsbG8gV29ybGQh >"$T/k1.enc" &&
-    curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" \
-        --user "$AKID:$SEC" -H 'Content-Type: application/json' --data-binary "@$T/k1.enc" \
-        "http://127.0.0.1:$P/kms/xks/v1/keys/k1/encrypt" | grep -q 200; do
-    i=$((i + 1))
-    [ "$i" -lt 30 ] || hf_fail "k1 was not served within 3 s of its link"
-    sleep 0.1
-done
+link_wait k1
 encrypt_now k1 k1
 encrypt_now k0 k0v2
 on_token xks-a "$K1V1" && hf_fail "k1 is on a's token while a is dead: the dead file did not hold"
-wait_ms=$((BACK * 1000 - ($(hf_now_ms) - t0)))
-if [ "$wait_ms" -gt 0 ]; then
-    sleep "$(awk -v ms="$wait_ms" 'BEGIN { printf "%.1f", ms / 1000 }')"
-else
-    echo "note: the down-phase steps ran $((-wait_ms)) ms past $BACK s"
-fi
+sleep_until "$t0" "$BACK"
 revive a
 # What the gateway's own copy of a's shim counted (a dump request is answered by the next call,
 # here one of the load's): forwarded calls just after the return, and near the run's end.

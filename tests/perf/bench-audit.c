@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "pkcs11/core/audit.h"
 #include "pkcs11/core/hsm.h"
+#include "pkcs11/core/root.h"
 #include "pkcs11/core/store.h"
 
 #include <pthread.h>
@@ -79,7 +80,7 @@ static double slice_run(struct hf_audit *log, int threads)
     return (double)atomic_load(&s.records) / (now_s() - t0);
 }
 
-static struct hf_audit *log_open(const char *dir, const char *name, struct hf_hsm *hsm,
+static struct hf_audit *log_open(const char *dir, const char *name, struct hf_root *root,
                                  struct hf_store *store)
 {
     char path[PATH_MAX + 64];
@@ -90,7 +91,7 @@ static struct hf_audit *log_open(const char *dir, const char *name, struct hf_hs
                                   .node = "bench",
                                   .sync_interval_ms = 5,
                                   .success_events = true,
-                                  .hsm = hsm,
+                                  .root = root,
                                   .store = store};
     if (hf_audit_open(&cfg, &a) != CKR_OK) {
         fprintf(stderr, "bench-audit: cannot open %s\n", path);
@@ -104,6 +105,7 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 4, op_rate = argc > 2 ? atof(argv[2]) : 0;
     struct hf_test_softhsm softhsm;
     struct hf_hsm *hsm = NULL;
+    struct hf_root *root = NULL;
     struct hf_store *store = NULL;
     char db[PATH_MAX + 16];
 
@@ -115,11 +117,11 @@ int main(int argc, char **argv)
             CKR_OK ||
         hf_hsm_mac_key_ensure(hsm, HF_AUDIT_MAC_LABEL) != CKR_OK ||
         hf_hsm_mac_key_ensure(hsm, HF_AUDIT_CHECKPOINT_LABEL) != CKR_OK ||
-        hf_store_open(db, &store) != CKR_OK) {
+        hf_root_of_hsm(hsm, &root) != CKR_OK || hf_store_open(db, &store) != CKR_OK) {
         fprintf(stderr, "bench-audit: no SoftHSMv2 token or store\n");
         return 1;
     }
-    struct hf_audit *keyed = log_open(softhsm.dir, "keyed.log", hsm, store);
+    struct hf_audit *keyed = log_open(softhsm.dir, "keyed.log", root, store);
     struct hf_audit *plain = log_open(softhsm.dir, "unkeyed.log", NULL, NULL);
 
     printf("bench-audit: %ld cores, %.0fs per log and thread count, slices of %d ms\n",
@@ -143,6 +145,7 @@ int main(int argc, char **argv)
     hf_audit_close(keyed);
     hf_audit_close(plain);
     hf_store_close(store);
+    hf_root_close(root);
     hf_hsm_close(hsm);
     hf_test_softhsm_teardown(&softhsm);
     return 0;

@@ -14,6 +14,7 @@ UNIT_TESTS = \
 	tests/unit/test-source-local \
 	tests/unit/test-hsm-multiprocess \
 	tests/unit/test-pool \
+	tests/unit/test-root \
 	tests/unit/test-source-pool \
 	tests/unit/test-audit \
 	tests/unit/test-core \
@@ -62,6 +63,11 @@ tests_unit_test_source_local_LDADD = $(UNIT_LDADD)
 tests_unit_test_hsm_multiprocess_SOURCES = tests/unit/test-hsm-multiprocess.c
 tests_unit_test_hsm_multiprocess_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_hsm_multiprocess_LDADD = $(UNIT_LDADD)
+# The root over a pool: member b a SoftHSMv2 clone behind the fault shim (built by make check).
+tests_unit_test_root_SOURCES = tests/unit/test-root.c
+tests_unit_test_root_CPPFLAGS = $(UNIT_CPPFLAGS) \
+	-DHF_TEST_SHIM='"$(abs_top_builddir)/tests/shim/.libs/hf-fault-shim.so"'
+tests_unit_test_root_LDADD = $(UNIT_LDADD)
 tests_unit_test_pool_SOURCES = tests/unit/test-pool.c
 tests_unit_test_pool_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_pool_LDADD = $(UNIT_LDADD)

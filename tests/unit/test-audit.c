@@ -4,6 +4,7 @@
 #include "pkcs11/core/audit.h"
 #include "pkcs11/core/audit-key.h"
 #include "pkcs11/core/hsm.h"
+#include "pkcs11/core/root.h"
 #include "pkcs11/core/store.h"
 
 #include <dirent.h>
@@ -1487,9 +1488,11 @@ static CU_TestInfo space_tests[] = {
 #define OTHER_TOKEN "hf-audit-b"
 
 static struct hf_test_softhsm softhsm;
-static struct hf_hsm *hsm_a, *hsm_b; /* hsm_b: the same labels, other keys */
 
-static struct hf_hsm *keyed_token(const char *label)
+static struct hf_hsm *hsm_a, *hsm_b;
+static struct hf_root *root_a, *root_b; /* root_b: the same labels, other keys */
+
+static struct hf_hsm *keyed_token(const char *label, struct hf_root **root)
 {
     struct hf_hsm *h = NULL;
 
@@ -1497,7 +1500,8 @@ static struct hf_hsm *keyed_token(const char *label)
                             HF_TEST_USER_PIN) != CKR_OK ||
         hf_hsm_open(HF_SOFTHSM_MODULE, softhsm.lock_path, label, HF_TEST_USER_PIN, &h) != CKR_OK ||
         hf_hsm_mac_key_ensure(h, HF_AUDIT_MAC_LABEL) != CKR_OK ||
-        hf_hsm_mac_key_ensure(h, HF_AUDIT_CHECKPOINT_LABEL) != CKR_OK) {
+        hf_hsm_mac_key_ensure(h, HF_AUDIT_CHECKPOINT_LABEL) != CKR_OK ||
+        hf_root_of_hsm(h, root) != CKR_OK) {
         hf_hsm_close(h);
         return NULL;
     }
@@ -1507,16 +1511,19 @@ static struct hf_hsm *keyed_token(const char *label)
 static int keyed_suite_init(void)
 {
     if (suite_init() != 0 || hf_test_softhsm_setup(&softhsm, "hf-test-audit-hsm") != 0) return -1;
-    hsm_a = keyed_token(KEYED_TOKEN);
-    hsm_b = keyed_token(OTHER_TOKEN);
+    hsm_a = keyed_token(KEYED_TOKEN, &root_a);
+    hsm_b = keyed_token(OTHER_TOKEN, &root_b);
     return hsm_a && hsm_b ? 0 : -1;
 }
 
 static int keyed_suite_clean(void)
 {
+    hf_root_close(root_a);
+    hf_root_close(root_b);
     hf_hsm_close(hsm_a);
     hf_hsm_close(hsm_b);
     hsm_a = hsm_b = NULL;
+    root_a = root_b = NULL;
     hf_test_softhsm_teardown(&softhsm);
     return suite_clean();
 }
@@ -1541,12 +1548,12 @@ static void keyed_teardown(struct keyed *k)
     unlink(k->db);
 }
 
-static struct hf_audit *keyed_open(struct keyed *k, struct hf_hsm *h, unsigned interval_ms)
+static struct hf_audit *keyed_open(struct keyed *k, struct hf_root *h, unsigned interval_ms)
 {
     struct hf_audit_config cfg = config_for(k->path);
     struct hf_audit *a = NULL;
 
-    cfg.hsm = h;
+    cfg.root = h;
     cfg.store = k->store;
     cfg.checkpoint_interval_ms = interval_ms ? interval_ms : 3600000;
     CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &a), CKR_OK);
@@ -1554,7 +1561,7 @@ static struct hf_audit *keyed_open(struct keyed *k, struct hf_hsm *h, unsigned i
 }
 
 /* One opened log's worth: open, n records, close. */
-static void keyed_session(struct keyed *k, struct hf_hsm *h, int n)
+static void keyed_session(struct keyed *k, struct hf_root *h, int n)
 {
     struct hf_audit *a = keyed_open(k, h, 0);
     for (int i = 0; i < n; i++)
@@ -1562,11 +1569,11 @@ static void keyed_session(struct keyed *k, struct hf_hsm *h, int n)
     hf_audit_close(a);
 }
 
-static CK_RV keyed_verify(const struct keyed *k, const char *path, struct hf_hsm *h, bool torn_ok,
+static CK_RV keyed_verify(const struct keyed *k, const char *path, struct hf_root *h, bool torn_ok,
                           bool strict, struct hf_audit_verify_result *res)
 {
     struct hf_audit_verify_config vc = {.path = path ? path : k->path,
-                                        .hsm = h,
+                                        .root = h,
                                         .store = k->store,
                                         .node = "node-a", /* config_for's */
                                         .allow_torn_tail = torn_ok,
@@ -1624,8 +1631,8 @@ static void test_a_keyed_log_verifies_with_its_token_only(void)
     char *v = NULL;
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, 5);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    keyed_session(&k, root_a, 5);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, true, &res), CKR_OK);
     CU_ASSERT_EQUAL(res.records, 5 + 2 + 2); /* + a stream-open and -close each for data and ckpt */
     CU_ASSERT_EQUAL(res.checkpoints, 1);
     CU_ASSERT_EQUAL(res.unanchored, 0);
@@ -1636,7 +1643,7 @@ static void test_a_keyed_log_verifies_with_its_token_only(void)
     /* No token, or another token's keys: nothing can be checked. */
     CU_ASSERT_EQUAL(keyed_verify(&k, NULL, NULL, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "needs the token"));
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_b, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_b, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_EQUAL(res.bad_line, 1);
     keyed_teardown(&k);
 }
@@ -1654,7 +1661,7 @@ static void test_removing_a_streams_last_record_fails(void)
     long i;
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, 3);
+    keyed_session(&k, root_a, 3);
     snprintf(cut, sizeof(cut), "%.250s.cut", k.path);
     lines = klines_read(k.path, &n);
     i = line_find_last(lines, n, "\"op\":\"stream-close\"", "\"latency_us\":0,\"hash\"");
@@ -1662,7 +1669,7 @@ static void test_removing_a_streams_last_record_fails(void)
     char *saved = lines[i];
     lines[i] = NULL;
     klines_write(cut, lines, n);
-    CU_ASSERT_EQUAL(keyed_verify(&k, cut, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, cut, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "which the log lacks"));
     lines[i] = saved;
     i = line_find_last(lines, n, "\"op\":\"encrypt\"", NULL);
@@ -1670,7 +1677,7 @@ static void test_removing_a_streams_last_record_fails(void)
     free(lines[i]);
     lines[i] = NULL;
     klines_write(cut, lines, n);
-    CU_ASSERT_EQUAL(keyed_verify(&k, cut, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, cut, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     klines_free(lines, n);
     unlink(cut);
     keyed_teardown(&k);
@@ -1686,13 +1693,13 @@ static void test_removing_the_final_stream_fails(void)
     off_t first_end;
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, 2);
+    keyed_session(&k, root_a, 2);
     CU_ASSERT_EQUAL_FATAL(stat(k.path, &st), 0);
     first_end = st.st_size;
-    keyed_session(&k, hsm_a, 2);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    keyed_session(&k, root_a, 2);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_OK);
     CU_ASSERT_EQUAL(truncate(k.path, first_end), 0);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "the store records a checkpoint the log lacks"));
     keyed_teardown(&k);
 }
@@ -1707,16 +1714,16 @@ static void test_a_replaced_log_fails(void)
 
     keyed_setup(&k);
     keyed_setup(&other);
-    keyed_session(&k, hsm_a, 3);
+    keyed_session(&k, root_a, 3);
     unlink(k.path);
     a = open_log(k.path); /* unkeyed: SHA-256, which anybody can compute */
     append_op(a, "encrypt", "alice", CKR_OK);
     hf_audit_close(a);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "the store records a checkpoint the log lacks"));
-    keyed_session(&other, hsm_b, 3);
+    keyed_session(&other, root_b, 3);
     CU_ASSERT_EQUAL(rename(other.path, k.path), 0);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_EQUAL(res.bad_line, 1);
     keyed_teardown(&other);
     keyed_teardown(&k);
@@ -1728,9 +1735,9 @@ static void test_an_emptied_log_fails(void)
     struct keyed k;
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, 1);
+    keyed_session(&k, root_a, 1);
     CU_ASSERT_EQUAL(truncate(k.path, 0), 0);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "emptied"));
     keyed_teardown(&k);
 }
@@ -1747,25 +1754,25 @@ static void test_nodes_sharing_a_store_keep_their_own_checkpoints(void)
     char path_b[256];
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, 3);
+    keyed_session(&k, root_a, 3);
     new_path(path_b, sizeof(path_b));
     cfg = config_for(path_b);
     cfg.node = "node-b";
-    cfg.hsm = hsm_a;
+    cfg.root = root_a;
     cfg.store = k.store;
     cfg.checkpoint_interval_ms = 3600000;
     CU_ASSERT_EQUAL_FATAL(hf_audit_open(&cfg, &b), CKR_OK);
     append_op(b, "encrypt", "bob", CKR_OK);
     hf_audit_close(b);
-    struct hf_audit_verify_config vc = {.path = path_b, .hsm = hsm_a, .store = k.store};
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    struct hf_audit_verify_config vc = {.path = path_b, .root = root_a, .store = k.store};
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_OK);
     vc.node = "node-b";
     CU_ASSERT_EQUAL(hf_audit_verify_keyed(&vc, &res), CKR_OK);
     vc.node = "node-a";
     CU_ASSERT_EQUAL(hf_audit_verify_keyed(&vc, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "the store records a checkpoint the log lacks"));
     CU_ASSERT_EQUAL(truncate(k.path, 0), 0);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     unlink(path_b);
     keyed_teardown(&k);
 }
@@ -1784,7 +1791,7 @@ static void test_a_forged_record_fails(void)
     FILE *f;
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, 2);
+    keyed_session(&k, root_a, 2);
     snprintf(forged, sizeof(forged), "%.250s.forged", k.path);
     lines = klines_read(k.path, &n);
     i = line_find_last(lines, n, "\"op\":\"encrypt\"", NULL);
@@ -1801,7 +1808,7 @@ static void test_a_forged_record_fails(void)
         if ((long)j == i) fputs(line, f);
     }
     fclose(f);
-    CU_ASSERT_EQUAL(keyed_verify(&k, forged, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, forged, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_EQUAL(res.bad_line, (uint64_t)i + 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "hash does not match"));
     klines_free(lines, n);
@@ -1809,7 +1816,7 @@ static void test_a_forged_record_fails(void)
     a = open_log(k.path);
     append_op(a, "encrypt", "mallory", CKR_OK);
     hf_audit_close(a);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(res.reason, "unkeyed stream after the keyed log began"));
     unlink(forged);
     keyed_teardown(&k);
@@ -1822,15 +1829,15 @@ static void test_a_torn_last_record_fails_unless_allowed(void)
     FILE *f;
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, 2);
+    keyed_session(&k, root_a, 2);
     f = fopen(k.path, "a");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fputs("{\"seq\":77,\"stream\":\"0123456789abcdef\",\"time\":\"2026-", f);
     fclose(f);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT(res.torn_line > 0);
     CU_ASSERT_EQUAL(res.bad_line, res.torn_line);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, true, false, &res), CKR_OK);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, true, false, &res), CKR_OK);
     CU_ASSERT(res.torn_line > 0);
     keyed_teardown(&k);
 }
@@ -1844,12 +1851,12 @@ static void test_checkpoints_come_periodically_and_anchor_what_was_written(void)
     struct hf_audit *a;
 
     keyed_setup(&k);
-    a = keyed_open(&k, hsm_a, 400);
+    a = keyed_open(&k, root_a, 400);
     append_op(a, "encrypt", "alice", CKR_OK);
     append_op(a, "decrypt", "alice", CKR_OK);
     for (int i = 0; i < 100; i++) {
         usleep(20000);
-        if (keyed_verify(&k, NULL, hsm_a, false, false, &res) == CKR_OK && res.checkpoints > 0 &&
+        if (keyed_verify(&k, NULL, root_a, false, false, &res) == CKR_OK && res.checkpoints > 0 &&
             res.unanchored == 0)
             break;
     }
@@ -1858,14 +1865,14 @@ static void test_checkpoints_come_periodically_and_anchor_what_was_written(void)
     /* Idle: no more checkpoints. */
     uint64_t ckpts = res.checkpoints;
     usleep(200000);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_OK);
     CU_ASSERT_EQUAL(res.checkpoints, ckpts);
     hf_audit_wait_durable(a, append_op(a, "sign", "bob", CKR_OK));
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_OK);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_OK);
     CU_ASSERT(res.unanchored >= 1);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, true, &res), CKR_FUNCTION_FAILED);
     hf_audit_close(a);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, true, &res), CKR_OK);
     keyed_teardown(&k);
 }
 
@@ -1881,8 +1888,8 @@ static void test_a_legacy_prefix_is_accepted_and_counted(void)
     a = open_log(k.path);
     append_op(a, "encrypt", "alice", CKR_OK);
     hf_audit_close(a);
-    keyed_session(&k, hsm_a, 2);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    keyed_session(&k, root_a, 2);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, true, &res), CKR_OK);
     CU_ASSERT_EQUAL(res.legacy, 3);
     CU_ASSERT_EQUAL(res.checkpoints, 1);
     keyed_teardown(&k);
@@ -1946,8 +1953,8 @@ static void test_a_stream_over_many_keys_verifies_and_fails_when_altered(void)
     char *at;
 
     keyed_setup(&k);
-    keyed_session(&k, hsm_a, n);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, true, &res), CKR_OK);
+    keyed_session(&k, root_a, n);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, true, &res), CKR_OK);
     CU_ASSERT_EQUAL(res.records, (uint64_t)n + 4);
     lines = klines_read(k.path, &count);
     CU_ASSERT_FATAL(count > (size_t)n);
@@ -1957,7 +1964,7 @@ static void test_a_stream_over_many_keys_verifies_and_fails_when_altered(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(at = strstr(lines[i - 3], "alice"));
     at[0] = 'A';
     klines_write(k.path, lines, count);
-    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, hsm_a, false, false, &res), CKR_FUNCTION_FAILED);
+    CU_ASSERT_EQUAL(keyed_verify(&k, NULL, root_a, false, false, &res), CKR_FUNCTION_FAILED);
     CU_ASSERT_EQUAL(res.bad_line, (uint64_t)i - 2);
     klines_free(lines, count);
     keyed_teardown(&k);
@@ -2006,7 +2013,7 @@ static void test_a_keyed_log_from_before_ratchet_every_verifies(void)
     }
     CU_ASSERT(n > 0);
     fclose(f);
-    struct hf_audit_verify_config vc = {.path = k_log.path, .hsm = hsm_a};
+    struct hf_audit_verify_config vc = {.path = k_log.path, .root = root_a};
     CU_ASSERT_EQUAL(hf_audit_verify_keyed(&vc, &res), CKR_OK);
     CU_ASSERT_EQUAL(res.records, 3);
     keyed_teardown(&k_log);

@@ -541,7 +541,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 21);
+    CU_ASSERT_EQUAL(keys, 22);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);
@@ -565,8 +565,67 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_EQUAL(cfg.pool_call_timeout_ms, def.pool_call_timeout_ms);
     CU_ASSERT_EQUAL(cfg.pin_attempts, def.pin_attempts);
     CU_ASSERT_EQUAL(def.pin_attempts, 10);
+    CU_ASSERT_EQUAL(cfg.hsm_concurrency, def.hsm_concurrency);
+    CU_ASSERT_EQUAL(cfg.n_root_members, 0);
     hf_config_free(&cfg);
     hf_config_free(&def);
+}
+
+/* [hsm.NAME]: the root's other members, in file order, each with its own PIN or [hsm]'s. */
+static void test_root_members_are_read(void)
+{
+    struct hf_config cfg;
+    char err[256] = "", pin_path[PATH_MAX + 16], text[PATH_MAX + 512];
+
+    snprintf(pin_path, sizeof(pin_path), "%s/b.pin", tmpdir);
+    file_write(pin_path, "b-pin-1234\n", 0600);
+    setenv("HF_TEST_ROOT_PIN", "c-pin-5678", 1);
+    snprintf(text, sizeof(text),
+             "[holdfast]\nstate_dir = %s\n[hsm]\ntoken = root\nconcurrency = 6\n"
+             "[hsm.b]\nmodule = /opt/b.so\npin_file = b.pin\nconcurrency = 2\n"
+             "[hsm.c-2]\nmodule = /opt/c.so\ntoken = other\npin_env = HF_TEST_ROOT_PIN\n"
+             "[hsm.d]\nmodule = /opt/d.so\n",
+             tmpdir);
+    CU_ASSERT_EQUAL_FATAL(conf_load(text, &cfg, err, sizeof(err)), CKR_OK);
+    CU_ASSERT_EQUAL(cfg.hsm_concurrency, 6);
+    CU_ASSERT_EQUAL_FATAL(cfg.n_root_members, 3);
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[0].name, "b");
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[0].module, "/opt/b.so");
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[0].token, "root"); /* a clone keeps its label */
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[0].pin_file, pin_path);
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[0].pin, "b-pin-1234");
+    CU_ASSERT_EQUAL(cfg.root_members[0].concurrency, 2);
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[1].name, "c-2");
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[1].token, "other");
+    CU_ASSERT_STRING_EQUAL(cfg.root_members[1].pin, "c-pin-5678");
+    CU_ASSERT_EQUAL(cfg.root_members[1].concurrency, 4);
+    CU_ASSERT_PTR_NULL(cfg.root_members[2].pin); /* [hsm]'s PIN: a clone keeps it */
+    hf_config_free(&cfg);
+    unsetenv("HF_TEST_ROOT_PIN");
+    CU_ASSERT_EQUAL(
+        conf_load("[hsm.b]\nmodule = /b.so\npin_env = HF_TEST_ROOT_PIN\n", &cfg, err, sizeof(err)),
+        CKR_ARGUMENTS_BAD);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "HF_TEST_ROOT_PIN is not set"));
+    CU_ASSERT_EQUAL(
+        conf_load("[hsm.b]\nmodule = /b.so\npin_file = /nonexistent/pin\n", &cfg, err, sizeof(err)),
+        CKR_ARGUMENTS_BAD);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/pin"));
+}
+
+static void test_root_member_mistakes_name_their_line(void)
+{
+    load_fails_at("[hsm.b]\nmodule = /b.so\nslot = 1\n", 3, "unknown key 'slot' in [hsm.b]");
+    load_fails_at("[hsm.B]\nmodule = /b.so\n", 2, "a member's name");
+    load_fails_at("[hsm.hsm]\nmodule = /b.so\n", 2, "not \"hsm\"");
+    load_fails_at("[hsm.]\nmodule = /b.so\n", 2, "a member's name");
+    load_fails_at("[hsm.b]\npin = 1234\npin_file = /p\n", 3, "exclusive");
+    load_fails_at("[hsm.b]\nmodule =\n", 2, "empty value");
+    load_fails_at("[hsm.b]\nconcurrency = 0\n", 2, "from 1 to 1024");
+    load_fails_at("\n[hsm.b]\ntoken = t\n", 3, "[hsm.b] has no module");
+    load_fails_at(
+        "[hsm.a]\nmodule=/m\n[hsm.b]\nmodule=/m\n[hsm.c]\nmodule=/m\n[hsm.d]\nmodule=/m\n"
+        "[hsm.e]\nmodule=/m\n[hsm.f]\nmodule=/m\n[hsm.g]\nmodule=/m\n[hsm.h]\nmodule=/m\n",
+        16, "at most 7 members");
 }
 
 static void test_free_tolerates_null_and_twice(void)
@@ -615,6 +674,8 @@ static CU_TestInfo config_tests[] = {
     {"softhsm2_conf only for SoftHSMv2", test_softhsm2_conf_only_for_softhsm},
     {"the sample documents the defaults", test_sample_documents_the_defaults},
     {"[audit] reserve takes a size", test_audit_reserve_takes_a_size},
+    {"root members are read", test_root_members_are_read},
+    {"root member mistakes name their line", test_root_member_mistakes_name_their_line},
     {"free tolerates NULL and a second call", test_free_tolerates_null_and_twice},
     CU_TEST_INFO_NULL,
 };

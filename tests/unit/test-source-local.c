@@ -21,9 +21,12 @@
 
 static struct hf_test_softhsm softhsm;
 static struct hf_hsm *hsm;
+static struct hf_root *root; /* over hsm */
 
 static int suite_clean(void)
 {
+    hf_root_close(root);
+    root = NULL;
     hf_hsm_close(hsm);
     hsm = NULL;
     hf_test_softhsm_teardown(&softhsm);
@@ -303,8 +306,9 @@ static void test_local_open_and_bad_arguments(void)
     struct hf_local *l = NULL;
 
     CU_ASSERT_EQUAL(hf_local_open(NULL, KEK, 4, &l), CKR_ARGUMENTS_BAD);
-    CU_ASSERT_EQUAL(hf_local_open(hsm, NULL, 4, &l), CKR_ARGUMENTS_BAD);
-    CU_ASSERT_EQUAL_FATAL(hf_local_open(hsm, KEK, 4, &local), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_root_of_hsm(hsm, &root), CKR_OK);
+    CU_ASSERT_EQUAL(hf_local_open(root, NULL, 4, &l), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL_FATAL(hf_local_open(root, KEK, 4, &local), CKR_OK);
     CU_ASSERT_EQUAL(hf_local_cached(local), 0);
     CU_ASSERT_EQUAL(hf_local_material(local, NULL, NULL), CKR_ARGUMENTS_BAD);
 }
@@ -502,7 +506,7 @@ static void test_threads_hammering_sixteen_versions(void)
     struct hf_local *l = NULL;
 
     /* A cache smaller than the working set: hits, misses, races and evictions all happen. */
-    CU_ASSERT_EQUAL_FATAL(hf_local_open(hsm, KEK, 8, &l), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_local_open(root, KEK, 8, &l), CKR_OK);
     for (int i = 0; i < VERSIONS; i++) {
         struct hf_material *m = material_new(HF_ALG_AES, 256);
         size_t len;
