@@ -66,8 +66,7 @@ CK_RV core_pool_version(struct hf_core *core, const struct hf_key_version *v, st
 /* core-pool-sync.c, clone and export pools (source-pool.h). core_pool_key_generate makes the key
  * of version v, labelled v->uuid, in pool name as the pool's mode says, and sets v->kek_label
  * ("pool:NAME/MEMBER" in plain mode, "pool:NAME" otherwise) and, in export mode, v->wrapped: the
- * key wrapped under the pool's backup KEK; for an RSA key (plain mode only,
- * CKR_TEMPLATE_INCONSISTENT otherwise) v->public_der too.
+ * key wrapped under the pool's backup KEK; for an RSA key v->public_der too.
  * core_pool_repl_establish puts the replication key on every member in service (at open);
  * core_pool_resync copies to member every live version of the pool it lacks and removes the
  * destroyed ones it holds (the probe thread's on_member_back). */
@@ -78,8 +77,8 @@ void core_pool_resync(struct hf_core *core, const char *name, struct hf_pool *po
 /* core-pool-backup.c, export pools (pool-backup.h). core_pool_backup_kek: the pool's backup KEK
  * in clear, made and stored first when create and the store has none (*kek: hf_secmem, free with
  * core_pool_backup_kek_free). core_pool_backup_establish stores the replication key's blob
- * unless the store has it (at open). core_pool_backup_version wraps the key labelled uuid (*blob
- * malloc'd). core_pool_backup_restore re-seeds hsm, a member's token opened alone: the
+ * unless the store has it (at open). core_pool_backup_version wraps the key of kind obj labelled
+ * uuid (*blob malloc'd). core_pool_backup_restore re-seeds hsm, a member's token opened alone: the
  * replication key and every live version of the pool from their blobs (objects there already
  * left as they are, counted in *present). */
 CK_RV core_pool_backup_kek(struct hf_core *core, const char *name, bool create,
@@ -87,7 +86,8 @@ CK_RV core_pool_backup_kek(struct hf_core *core, const char *name, bool create,
 void core_pool_backup_kek_free(unsigned char *kek);
 void core_pool_backup_establish(struct hf_core *core, const char *name, struct hf_pool *pool);
 CK_RV core_pool_backup_version(struct hf_core *core, const char *name, struct hf_pool *pool,
-                               const char *uuid, unsigned char **blob, size_t *len);
+                               const char *uuid, enum hf_pool_obj obj, unsigned char **blob,
+                               size_t *len);
 CK_RV core_pool_backup_restore(struct hf_core *core, const char *name, struct hf_hsm *hsm,
                                size_t *restored, size_t *present);
 /* Destroys the member's object of each pool version in vs, best effort (failures logged). */

@@ -183,7 +183,7 @@ static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, 
     return CKR_OK;
 }
 
-/* A pool key's rules: AES (AES-GCM served) or RSA (plain pools only), never exportable (the
+/* A pool key's rules: AES (AES-GCM served) or RSA (decrypt and sign), never exportable (the
  * object is not extractable), never imported (material that was once in clear is no pool
  * key's), and a pool that exists: CKR_KEY_HANDLE_INVALID when it does not. */
 static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spec, bool import)
@@ -211,11 +211,6 @@ static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spe
     }
     rv = hf_store_pool_get(core->store, name, &pool);
     if (rv == CKR_KEY_HANDLE_INVALID) hf_log_error("there is no pool named '%s'", name);
-    /* Refused before anything is made (core_pool_key_generate says why). */
-    if (rv == CKR_OK && spec->alg == HF_ALG_RSA && pool.mode != HF_POOL_MODE_PLAIN) {
-        hf_log_info("key '%s': RSA keys need a plain-mode pool for now", spec->name);
-        rv = CKR_TEMPLATE_INCONSISTENT;
-    }
     hf_store_pool_clear(&pool);
     return rv;
 }

@@ -8,6 +8,7 @@
 #include "pool-backup.h"
 #include "pool-clone.h"
 #include "secmem.h"
+#include "source-pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +127,8 @@ void core_pool_backup_establish(struct hf_core *core, const char *name, struct h
     }
     hf_pool_repl_label(name, repl);
     if (rv == CKR_KEY_HANDLE_INVALID) rv = core_pool_backup_kek(core, name, true, &kek);
-    if (rv == CKR_OK) rv = hf_pool_backup_wrap(pool, kek, repl, &blob, &len);
+    if (rv == CKR_OK)
+        rv = hf_pool_backup_wrap(pool, kek, repl, HF_POOL_OBJ_REPLICATION, &blob, &len);
     if (rv == CKR_OK)
         rv = hf_store_pool_backup_add(core->store, name, HF_POOL_BACKUP_REPLICATION, blob, len);
     core_pool_backup_kek_free(kek);
@@ -138,12 +140,13 @@ void core_pool_backup_establish(struct hf_core *core, const char *name, struct h
 }
 
 CK_RV core_pool_backup_version(struct hf_core *core, const char *name, struct hf_pool *pool,
-                               const char *uuid, unsigned char **blob, size_t *len)
+                               const char *uuid, enum hf_pool_obj obj, unsigned char **blob,
+                               size_t *len)
 {
     unsigned char *kek = NULL;
     CK_RV rv = core_pool_backup_kek(core, name, true, &kek);
 
-    if (rv == CKR_OK) rv = hf_pool_backup_wrap(pool, kek, uuid, blob, len);
+    if (rv == CKR_OK) rv = hf_pool_backup_wrap(pool, kek, uuid, obj, blob, len);
     core_pool_backup_kek_free(kek);
     return rv;
 }
@@ -164,7 +167,6 @@ static CK_RV restore_version_fn(const struct hf_key *key, const struct hf_key_ve
     bool made = false;
     CK_RV rv;
 
-    (void)key;
     if (v->kek_label == NULL || strcmp(v->kek_label, r->kek_label) != 0 ||
         v->state == HF_STATE_DESTROYED)
         return CKR_OK;
@@ -172,7 +174,8 @@ static CK_RV restore_version_fn(const struct hf_key *key, const struct hf_key_ve
         hf_log_warn("key %s version %u has no backup: not restored", v->key_uuid, v->version);
         return CKR_OK;
     }
-    rv = hf_hsm_backup_restore(r->hsm, r->kek, v->uuid, false, v->wrapped, v->wrapped_len, &made);
+    rv = hf_hsm_backup_restore(r->hsm, r->kek, v->uuid, hf_pool_obj_of(key->alg), v->wrapped,
+                               v->wrapped_len, &made);
     if (rv != CKR_OK) {
         hf_log_error("key %s version %u: its backup did not unwrap (0x%lx)", v->key_uuid,
                      v->version, (unsigned long)rv);
@@ -205,7 +208,8 @@ CK_RV core_pool_backup_restore(struct hf_core *core, const char *name, struct hf
                      "a member in service",
                      name);
     if (rv == CKR_OK) rv = core_pool_backup_kek(core, name, false, &kek);
-    if (rv == CKR_OK) rv = hf_hsm_backup_restore(hsm, kek, repl, true, blob, len, &made);
+    if (rv == CKR_OK)
+        rv = hf_hsm_backup_restore(hsm, kek, repl, HF_POOL_OBJ_REPLICATION, blob, len, &made);
     if (rv == CKR_OK) {
         r.kek = kek;
         r.restored = made;

@@ -14,8 +14,13 @@
 
 /* ---- the pool's versions in the store ---- */
 
+struct pool_version {
+    char uuid[HF_UUID_LEN + 1];
+    enum hf_pool_obj obj; /* the kind its members hold */
+};
+
 struct uuid_list {
-    char (*v)[HF_UUID_LEN + 1];
+    struct pool_version *v;
     size_t n, cap;
 };
 
@@ -25,7 +30,7 @@ struct pool_versions {
     struct uuid_list dead; /* destroyed: to be on none */
 };
 
-static CK_RV uuid_push(struct uuid_list *l, const char *uuid)
+static CK_RV uuid_push(struct uuid_list *l, const char *uuid, enum hf_pool_obj obj)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 32;
@@ -34,7 +39,8 @@ static CK_RV uuid_push(struct uuid_list *l, const char *uuid)
         l->v = grown;
         l->cap = cap;
     }
-    snprintf(l->v[l->n++], sizeof(*l->v), "%s", uuid);
+    snprintf(l->v[l->n].uuid, sizeof(l->v[l->n].uuid), "%s", uuid);
+    l->v[l->n++].obj = obj;
     return CKR_OK;
 }
 
@@ -42,10 +48,10 @@ static CK_RV versions_fn(const struct hf_key *key, const struct hf_key_version *
 {
     struct pool_versions *pv = arg;
 
-    (void)key;
     /* Clone and export versions name the pool alone; a plain version's member is its only home. */
     if (v->kek_label == NULL || strcmp(v->kek_label, pv->kek_label) != 0) return CKR_OK;
-    return uuid_push(v->state == HF_STATE_DESTROYED ? &pv->dead : &pv->live, v->uuid);
+    return uuid_push(v->state == HF_STATE_DESTROYED ? &pv->dead : &pv->live, v->uuid,
+                     hf_pool_obj_of(key->alg));
 }
 
 static void versions_free(struct pool_versions *pv)
@@ -97,14 +103,15 @@ void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_
 
 /* ---- generating a version ---- */
 
-/* An RSA pair in a plain pool: its private key on the member that made it, its public key in
- * the row (public_der), as a local RSA version keeps it. */
-static CK_RV rsa_generate(struct hf_pool *pool, unsigned bits, struct hf_key_version *v,
-                          size_t *member)
+/* An RSA pair: its private key on the member that made it (plain mode, repl NULL) or on every
+ * member (clone and export), its public key in the row (public_der), as a local RSA version
+ * keeps it. */
+static CK_RV rsa_generate(struct hf_pool *pool, unsigned bits, const char *repl,
+                          struct hf_key_version *v, size_t *member)
 {
     unsigned char *der = NULL;
     size_t der_len = 0;
-    CK_RV rv = hf_pool_key_generate_rsa(pool, bits, v->uuid, member, &der, &der_len);
+    CK_RV rv = hf_pool_key_generate_rsa(pool, bits, v->uuid, repl, member, &der, &der_len);
 
     if (rv != CKR_OK) return rv;
     free(v->public_der);
@@ -128,27 +135,25 @@ CK_RV core_pool_key_generate(struct hf_core *core, const char *name, enum hf_alg
     if ((rv = hf_store_pool_get(core->store, name, &def)) != CKR_OK) return rv;
     mode = def.mode;
     hf_store_pool_clear(&def);
-    /* A private key copied between members is a wrap that has not been proved on every token
-     * yet: RSA keys stay on the member that made them. */
-    if (alg == HF_ALG_RSA && mode != HF_POOL_MODE_PLAIN) {
-        hf_log_info("pool %s: RSA keys need a plain-mode pool for now", name);
-        return CKR_TEMPLATE_INCONSISTENT;
-    }
     if ((rv = core_pool_use(core, name, &pool)) != CKR_OK) return rv;
+    hf_pool_repl_label(name, repl);
+    if (alg == HF_ALG_RSA)
+        rv = rsa_generate(pool, bits, mode == HF_POOL_MODE_PLAIN ? NULL : repl, v, &member);
+    else if (mode == HF_POOL_MODE_PLAIN)
+        rv = hf_pool_key_generate(pool, bits, v->uuid, &member);
+    else
+        rv = hf_pool_key_generate_clone(pool, bits, v->uuid, repl);
+    if (rv != CKR_OK) return rv;
     if (mode == HF_POOL_MODE_PLAIN) {
-        rv = alg == HF_ALG_RSA ? rsa_generate(pool, bits, v, &member)
-                               : hf_pool_key_generate(pool, bits, v->uuid, &member);
-        if (rv != CKR_OK) return rv;
         if (member >= hf_pool_status(pool, st, HF_POOL_MEMBERS_MAX)) return CKR_GENERAL_ERROR;
         snprintf(place, sizeof(place), "%s%s/%s", HF_KEY_SOURCE_POOL_PREFIX, name, st[member].name);
     } else {
-        hf_pool_repl_label(name, repl);
-        if ((rv = hf_pool_key_generate_clone(pool, bits, v->uuid, repl)) != CKR_OK) return rv;
         snprintf(place, sizeof(place), "%s%s", HF_KEY_SOURCE_POOL_PREFIX, name);
     }
     /* An export version without its backup could not be restored: no version then. */
     if (mode == HF_POOL_MODE_EXPORT)
-        rv = core_pool_backup_version(core, name, pool, v->uuid, &v->wrapped, &v->wrapped_len);
+        rv = core_pool_backup_version(core, name, pool, v->uuid, hf_pool_obj_of(alg), &v->wrapped,
+                                      &v->wrapped_len);
     if (rv == CKR_OK && (v->kek_label = strdup(place)) == NULL) rv = CKR_HOST_MEMORY;
     if (rv != CKR_OK) {
         hf_pool_key_destroy(pool, member, v->uuid);
@@ -190,20 +195,20 @@ static void resync_member(struct hf_pool *pool, const char *repl, const struct p
 {
     for (size_t i = 0; i < pv->live.n; i++) {
         CK_RV rv;
-        if (hf_pool_labels_has(labels, n_labels, pv->live.v[i])) continue;
-        rv = hf_pool_clone_copy_any(pool, repl, pv->live.v[i], member);
+        if (hf_pool_labels_has(labels, n_labels, pv->live.v[i].uuid)) continue;
+        rv = hf_pool_clone_copy_any(pool, repl, pv->live.v[i].uuid, pv->live.v[i].obj, member);
         if (rv == CKR_OK) {
             r->copied++;
             continue;
         }
         if (r->failed++ == 0) r->first_rv = rv;
-        hf_log_warn("pool: version %s not copied to member %zu (0x%lx)", pv->live.v[i], member,
+        hf_log_warn("pool: version %s not copied to member %zu (0x%lx)", pv->live.v[i].uuid, member,
                     (unsigned long)rv);
     }
     /* A member out of service when a version was destroyed still holds it: not for long. */
     for (size_t i = 0; i < pv->dead.n; i++) {
-        if (!hf_pool_labels_has(labels, n_labels, pv->dead.v[i])) continue;
-        if (hf_pool_key_destroy(pool, member, pv->dead.v[i]) == CKR_OK) r->removed++;
+        if (!hf_pool_labels_has(labels, n_labels, pv->dead.v[i].uuid)) continue;
+        if (hf_pool_key_destroy(pool, member, pv->dead.v[i].uuid) == CKR_OK) r->removed++;
     }
 }
 

@@ -76,6 +76,7 @@ static CK_RV kek_load(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
 struct wrap_call {
     const unsigned char *kek;
     const char *label;
+    CK_OBJECT_CLASS cls;
     unsigned char *blob;
     CK_ULONG blob_len;
 };
@@ -90,8 +91,8 @@ static CK_RV wrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, 
 
     (void)member;
     /* A fresh search: a cached handle may name an object another process deleted. */
-    hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->label);
-    if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, c->label, &h)) != CKR_OK) return rv;
+    hf_hsm_object_forget(hsm, c->cls, c->label);
+    if ((rv = hf_hsm_object_find(hsm, s, c->cls, c->label, &h)) != CKR_OK) return rv;
     if (h == CK_INVALID_HANDLE) return CKR_KEY_HANDLE_INVALID;
     if ((rv = kek_load(f, s, c->kek, c->label, &k)) != CKR_OK) return rv;
     rv = f->C_WrapKey(s, &kwp_mech, k, h, NULL, &len);
@@ -106,9 +107,10 @@ static CK_RV wrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, 
 }
 
 CK_RV hf_pool_backup_wrap(struct hf_pool *pool, const unsigned char kek[HF_POOL_BACKUP_KEK_LEN],
-                          const char *label, unsigned char **blob, size_t *blob_len)
+                          const char *label, enum hf_pool_obj obj, unsigned char **blob,
+                          size_t *blob_len)
 {
-    struct wrap_call c = {.kek = kek, .label = label};
+    struct wrap_call c = {.kek = kek, .label = label, .cls = hf_pool_obj_class(obj)};
     size_t n = hf_pool_status(pool, NULL, 0);
     CK_RV rv = CKR_KEY_HANDLE_INVALID;
 
@@ -136,7 +138,7 @@ CK_RV hf_pool_backup_wrap(struct hf_pool *pool, const unsigned char kek[HF_POOL_
 struct restore_call {
     const unsigned char *kek;
     const char *label;
-    bool replication;
+    enum hf_pool_obj obj;
     const unsigned char *blob;
     size_t blob_len;
     bool made;
@@ -145,15 +147,15 @@ struct restore_call {
 static CK_RV restore_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, void *arg)
 {
     struct restore_call *c = arg;
+    CK_OBJECT_CLASS cls = hf_pool_obj_class(c->obj);
     CK_OBJECT_HANDLE k = CK_INVALID_HANDLE, h = CK_INVALID_HANDLE;
     CK_RV rv;
 
-    hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->label);
-    if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, c->label, &h)) != CKR_OK) return rv;
+    hf_hsm_object_forget(hsm, cls, c->label);
+    if ((rv = hf_hsm_object_find(hsm, s, cls, c->label, &h)) != CKR_OK) return rv;
     if (h != CK_INVALID_HANDLE) return CKR_OK;
     if ((rv = kek_load(f, s, c->kek, c->label, &k)) != CKR_OK) return rv;
-    rv = hf_pool_unwrap_labelled(f, s, &kwp_mech, k, c->blob, c->blob_len, c->replication,
-                                 c->label, &h);
+    rv = hf_pool_unwrap_labelled(f, s, &kwp_mech, k, c->blob, c->blob_len, c->obj, c->label, &h);
     f->C_DestroyObject(s, k);
     /* SoftHSMv2 2.6 answers a failed RFC 5649 integrity check with CKR_GENERAL_ERROR (hsm.c):
      * under a KEK it accepted, that means the blob. */
@@ -164,10 +166,10 @@ static CK_RV restore_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_H
 }
 
 CK_RV hf_hsm_backup_restore(struct hf_hsm *hsm, const unsigned char kek[HF_POOL_BACKUP_KEK_LEN],
-                            const char *label, bool replication, const unsigned char *blob,
+                            const char *label, enum hf_pool_obj obj, const unsigned char *blob,
                             size_t blob_len, bool *made)
 {
-    struct restore_call c = {kek, label, replication, blob, blob_len, false};
+    struct restore_call c = {kek, label, obj, blob, blob_len, false};
     CK_RV rv;
 
     if (hsm == NULL || kek == NULL || label == NULL || blob == NULL || made == NULL)

@@ -14,20 +14,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "pool-clone.h"
 #include "pool.h"
 
 #define HF_POOL_BACKUP_KEK_LEN 32
 
-/* The key labelled label wrapped under kek on the first healthy member that holds it (tried in
- * order). *blob malloc'd (not secret: ciphertext). CKR_KEY_HANDLE_INVALID when none holds it. */
+/* The key of kind obj labelled label wrapped under kek on the first healthy member that holds
+ * it (tried in order): an AES key's value, or an RSA private key's PKCS#8 encoding. *blob
+ * malloc'd (not secret: ciphertext). CKR_KEY_HANDLE_INVALID when none holds it. */
 CK_RV hf_pool_backup_wrap(struct hf_pool *pool, const unsigned char kek[HF_POOL_BACKUP_KEK_LEN],
-                          const char *label, unsigned char **blob, size_t *blob_len);
+                          const char *label, enum hf_pool_obj obj, unsigned char **blob,
+                          size_t *blob_len);
 
-/* blob unwrapped under kek into hsm as the token key labelled label (pool-clone.h's template:
- * the replication key or a data key). *made false and CKR_OK when the token holds one already.
- * A blob that does not unwrap under kek is CKR_WRAPPED_KEY_INVALID. */
+/* blob unwrapped under kek into hsm as the token key of kind obj labelled label
+ * (hf_pool_key_template). *made false and CKR_OK when the token holds one already. A blob that
+ * does not unwrap under kek is CKR_WRAPPED_KEY_INVALID. */
 CK_RV hf_hsm_backup_restore(struct hf_hsm *hsm, const unsigned char kek[HF_POOL_BACKUP_KEK_LEN],
-                            const char *label, bool replication, const unsigned char *blob,
+                            const char *label, enum hf_pool_obj obj, const unsigned char *blob,
                             size_t blob_len, bool *made);
 
 #endif

@@ -18,29 +18,36 @@
 
 static CK_MECHANISM kwp_mech = {CKM_AES_KEY_WRAP_PAD, NULL, 0};
 
-static CK_OBJECT_CLASS secret_class = CKO_SECRET_KEY;
-static CK_KEY_TYPE aes_type = CKK_AES;
+static CK_OBJECT_CLASS secret_class = CKO_SECRET_KEY, private_class = CKO_PRIVATE_KEY;
+static CK_KEY_TYPE aes_type = CKK_AES, rsa_type = CKK_RSA;
 static CK_BBOOL tmpl_true = CK_TRUE, tmpl_false = CK_FALSE;
 
-size_t hf_pool_key_template(bool replication, const char *label,
+CK_OBJECT_CLASS hf_pool_obj_class(enum hf_pool_obj obj)
+{
+    return obj == HF_POOL_OBJ_RSA ? CKO_PRIVATE_KEY : CKO_SECRET_KEY;
+}
+
+size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
                             CK_ATTRIBUTE out[HF_POOL_TEMPLATE_MAX])
 {
-    /* A data key encrypts and decrypts; the replication key wraps and unwraps only, so it is no
-     * oracle for anything but keys. Both are token objects, sensitive (never readable in
-     * clear) and extractable (a copy to another member, or to an export pool's backup, is a
-     * C_WrapKey: source-pool.c's gen_fn says why that is the price of clone mode). */
-    CK_BBOOL *data = replication ? &tmpl_false : &tmpl_true,
-             *keys = replication ? &tmpl_true : &tmpl_false;
+    /* A data key encrypts and decrypts (an RSA one decrypts and signs); the replication key
+     * wraps and unwraps only, so it is no oracle for anything but keys. All are token objects,
+     * sensitive (never readable in clear) and extractable (a copy to another member, or to an
+     * export pool's backup, is a C_WrapKey: source-pool.c's gen_fn says why that is the price of
+     * clone mode). A private key takes no CKA_ENCRYPT or CKA_WRAP: its slots say CKA_SIGN and
+     * CKA_DERIVE (false) instead. */
+    bool rsa = obj == HF_POOL_OBJ_RSA, repl = obj == HF_POOL_OBJ_REPLICATION;
+    CK_BBOOL *data = repl ? &tmpl_false : &tmpl_true, *keys = repl ? &tmpl_true : &tmpl_false;
     CK_ATTRIBUTE t[] = {
-        {CKA_CLASS, &secret_class, sizeof(secret_class)},
-        {CKA_KEY_TYPE, &aes_type, sizeof(aes_type)},
+        {CKA_CLASS, rsa ? &private_class : &secret_class, sizeof(CK_OBJECT_CLASS)},
+        {CKA_KEY_TYPE, rsa ? &rsa_type : &aes_type, sizeof(CK_KEY_TYPE)},
         {CKA_TOKEN, &tmpl_true, sizeof(tmpl_true)},
         {CKA_PRIVATE, &tmpl_true, sizeof(tmpl_true)},
         {CKA_SENSITIVE, &tmpl_true, sizeof(tmpl_true)},
         {CKA_EXTRACTABLE, &tmpl_true, sizeof(tmpl_true)},
-        {CKA_ENCRYPT, data, sizeof(*data)},
+        {rsa ? CKA_SIGN : CKA_ENCRYPT, data, sizeof(*data)},
         {CKA_DECRYPT, data, sizeof(*data)},
-        {CKA_WRAP, keys, sizeof(*keys)},
+        {rsa ? CKA_DERIVE : CKA_WRAP, keys, sizeof(*keys)},
         {CKA_UNWRAP, keys, sizeof(*keys)},
         {CKA_LABEL, (void *)label, strlen(label)},
         {CKA_ID, (void *)label, strlen(label)},
@@ -52,7 +59,7 @@ size_t hf_pool_key_template(bool replication, const char *label,
 
 CK_RV hf_pool_unwrap_labelled(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_MECHANISM_PTR mech,
                               CK_OBJECT_HANDLE unwrapping, const unsigned char *blob,
-                              size_t blob_len, bool replication, const char *label,
+                              size_t blob_len, enum hf_pool_obj obj, const char *label,
                               CK_OBJECT_HANDLE *h)
 {
     char pending[128];
@@ -65,7 +72,7 @@ CK_RV hf_pool_unwrap_labelled(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_ME
     if ((size_t)snprintf(pending, sizeof(pending), "%s%s", HF_POOL_PENDING_LABEL_PREFIX, label) >=
         sizeof(pending))
         return CKR_ARGUMENTS_BAD;
-    nt = (CK_ULONG)hf_pool_key_template(replication, pending, tmpl);
+    nt = (CK_ULONG)hf_pool_key_template(obj, pending, tmpl);
     *h = CK_INVALID_HANDLE;
     rv = f->C_UnwrapKey(s, mech, unwrapping, (CK_BYTE_PTR)blob, (CK_ULONG)blob_len, tmpl, nt, h);
     if (rv != CKR_OK) return rv;
@@ -87,11 +94,11 @@ static bool rv_is_stale_handle(CK_RV rv)
            rv == CKR_WRAPPING_KEY_HANDLE_INVALID || rv == CKR_UNWRAPPING_KEY_HANDLE_INVALID;
 }
 
-/* The secret key labelled label: CKR_KEY_HANDLE_INVALID when the token has none. */
-static CK_RV key_find(struct hf_hsm *hsm, CK_SESSION_HANDLE s, const char *label,
-                      CK_OBJECT_HANDLE *h)
+/* The key of class cls labelled label: CKR_KEY_HANDLE_INVALID when the token has none. */
+static CK_RV key_find(struct hf_hsm *hsm, CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls,
+                      const char *label, CK_OBJECT_HANDLE *h)
 {
-    CK_RV rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, label, h);
+    CK_RV rv = hf_hsm_object_find(hsm, s, cls, label, h);
 
     if (rv == CKR_OK && *h == CK_INVALID_HANDLE) rv = CKR_KEY_HANDLE_INVALID;
     return rv;
@@ -113,12 +120,17 @@ static void labels_reset(struct labels_call *c)
 static CK_RV label_push(struct labels_call *c, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
                         CK_OBJECT_HANDLE h)
 {
-    CK_ATTRIBUTE a = {CKA_LABEL, NULL, 0};
+    CK_OBJECT_CLASS cls = CKO_DATA;
+    CK_ATTRIBUTE a[] = {{CKA_CLASS, &cls, sizeof(cls)}, {CKA_LABEL, NULL, 0}};
     char *label;
     CK_RV rv;
 
-    if ((rv = f->C_GetAttributeValue(s, h, &a, 1)) != CKR_OK) return rv;
-    if (a.ulValueLen == (CK_ULONG)-1 || a.ulValueLen > 256) return CKR_OK; /* none of ours */
+    rv = f->C_GetAttributeValue(s, h, a, 2);
+    /* Any other object on the token (a certificate, a vendor's) is none of ours to list. */
+    if (rv == CKR_ATTRIBUTE_TYPE_INVALID || rv == CKR_ATTRIBUTE_SENSITIVE) return CKR_OK;
+    if (rv != CKR_OK) return rv;
+    if (cls != CKO_SECRET_KEY && cls != CKO_PRIVATE_KEY) return CKR_OK;
+    if (a[1].ulValueLen == (CK_ULONG)-1 || a[1].ulValueLen > 256) return CKR_OK; /* none of ours */
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 64;
         char **grown = realloc(c->labels, cap * sizeof(*grown));
@@ -126,9 +138,9 @@ static CK_RV label_push(struct labels_call *c, CK_FUNCTION_LIST_PTR f, CK_SESSIO
         c->labels = grown;
         c->cap = cap;
     }
-    if ((label = calloc(1, a.ulValueLen + 1)) == NULL) return CKR_HOST_MEMORY;
-    a.pValue = label;
-    if ((rv = f->C_GetAttributeValue(s, h, &a, 1)) != CKR_OK) {
+    if ((label = calloc(1, a[1].ulValueLen + 1)) == NULL) return CKR_HOST_MEMORY;
+    a[1].pValue = label;
+    if ((rv = f->C_GetAttributeValue(s, h, &a[1], 1)) != CKR_OK) {
         free(label);
         return rv;
     }
@@ -140,9 +152,9 @@ static CK_RV labels_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
                        CK_SESSION_HANDLE s, void *arg)
 {
     struct labels_call *c = arg;
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
     CK_BBOOL yes = CK_TRUE;
-    CK_ATTRIBUTE tmpl[] = {{CKA_CLASS, &cls, sizeof(cls)}, {CKA_TOKEN, &yes, sizeof(yes)}};
+    /* Both classes in one search, each object's class read with its label (label_push). */
+    CK_ATTRIBUTE tmpl[] = {{CKA_TOKEN, &yes, sizeof(yes)}};
     CK_OBJECT_HANDLE hs[64];
     CK_ULONG got = 0;
     CK_RV rv, rv2;
@@ -150,7 +162,7 @@ static CK_RV labels_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
     (void)hsm;
     (void)member;
     labels_reset(c); /* hf_hsm_run may run this twice */
-    if ((rv = f->C_FindObjectsInit(s, tmpl, 2)) != CKR_OK) return rv;
+    if ((rv = f->C_FindObjectsInit(s, tmpl, 1)) != CKR_OK) return rv;
     do {
         rv = f->C_FindObjects(s, hs, sizeof(hs) / sizeof(hs[0]), &got);
         for (CK_ULONG i = 0; rv == CKR_OK && i < got; i++)
@@ -198,27 +210,37 @@ bool hf_pool_labels_has(char *const *labels, size_t n, const char *label)
 
 /* ---- presence ---- */
 
+struct has_call {
+    CK_OBJECT_CLASS cls;
+    const char *label;
+};
+
 static CK_RV has_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
                     void *arg)
 {
-    const char *label = arg;
+    const struct has_call *c = arg;
     CK_OBJECT_HANDLE h;
 
     (void)member;
     (void)f;
-    return key_find(hsm, s, label, &h);
+    return key_find(hsm, s, c->cls, c->label, &h);
 }
 
-/* CKR_OK when member holds label, CKR_KEY_HANDLE_INVALID when not, else the executor's. */
-static CK_RV member_has(struct hf_pool *pool, size_t member, const char *label)
+/* CKR_OK when member holds label of kind obj, CKR_KEY_HANDLE_INVALID when not, else the
+ * executor's. */
+static CK_RV member_has(struct hf_pool *pool, size_t member, enum hf_pool_obj obj,
+                        const char *label)
 {
-    return hf_pool_run_on(pool, member, has_fn, (void *)label);
+    struct has_call c = {hf_pool_obj_class(obj), label};
+
+    return hf_pool_run_on(pool, member, has_fn, &c);
 }
 
 /* ---- copying a key version under the replication key ---- */
 
 struct wrap_call {
     const char *repl_label, *label;
+    enum hf_pool_obj obj;
     unsigned char *blob;
     CK_ULONG blob_len;
 };
@@ -230,8 +252,8 @@ static CK_RV wrap_once(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HA
     CK_ULONG len = 0;
     CK_RV rv;
 
-    if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
-    if ((rv = key_find(hsm, s, c->label, &h)) != CKR_OK) return rv;
+    if ((rv = key_find(hsm, s, CKO_SECRET_KEY, c->repl_label, &r)) != CKR_OK) return rv;
+    if ((rv = key_find(hsm, s, hf_pool_obj_class(c->obj), c->label, &h)) != CKR_OK) return rv;
     if ((rv = f->C_WrapKey(s, &kwp_mech, r, h, NULL, &len)) != CKR_OK) return rv;
     free(c->blob);
     if ((c->blob = malloc(len)) == NULL) return CKR_HOST_MEMORY;
@@ -252,7 +274,7 @@ static CK_RV wrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, 
         rv = wrap_once(hsm, f, s, c);
         if (!rv_is_stale_handle(rv) || pass == 1) break;
         hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->repl_label);
-        hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->label);
+        hf_hsm_object_forget(hsm, hf_pool_obj_class(c->obj), c->label);
     }
     return rv;
 }
@@ -268,11 +290,11 @@ static CK_RV unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
 
     (void)member;
     /* Another copier (a re-sync, another node) may have been first: one object per label. */
-    if (key_find(hsm, s, c->label, &h) == CKR_OK) return CKR_OK;
+    if (key_find(hsm, s, hf_pool_obj_class(c->obj), c->label, &h) == CKR_OK) return CKR_OK;
     for (int pass = 0; pass < 2; pass++) {
-        if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
-        rv = hf_pool_unwrap_labelled(f, s, &kwp_mech, r, c->blob, c->blob_len, false, c->label,
-                                     &h);
+        if ((rv = key_find(hsm, s, CKO_SECRET_KEY, c->repl_label, &r)) != CKR_OK) return rv;
+        rv =
+            hf_pool_unwrap_labelled(f, s, &kwp_mech, r, c->blob, c->blob_len, c->obj, c->label, &h);
         if (!rv_is_stale_handle(rv)) break;
         hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->repl_label);
     }
@@ -280,13 +302,13 @@ static CK_RV unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f
 }
 
 CK_RV hf_pool_clone_copy(struct hf_pool *pool, const char *repl_label, const char *label,
-                         size_t src, size_t dst)
+                         enum hf_pool_obj obj, size_t src, size_t dst)
 {
-    struct wrap_call c = {.repl_label = repl_label, .label = label};
+    struct wrap_call c = {.repl_label = repl_label, .label = label, .obj = obj};
     CK_RV rv;
 
     if (pool == NULL || repl_label == NULL || label == NULL || src == dst) return CKR_ARGUMENTS_BAD;
-    if ((rv = member_has(pool, dst, label)) != CKR_KEY_HANDLE_INVALID) return rv;
+    if ((rv = member_has(pool, dst, obj, label)) != CKR_KEY_HANDLE_INVALID) return rv;
     /* Two calls, never one inside the other: src's slot is free again before dst's is taken. */
     rv = hf_pool_run_on(pool, src, wrap_fn, &c);
     if (rv == CKR_OK) rv = hf_pool_run_on(pool, dst, unwrap_fn, &c);
@@ -295,7 +317,7 @@ CK_RV hf_pool_clone_copy(struct hf_pool *pool, const char *repl_label, const cha
 }
 
 CK_RV hf_pool_clone_copy_any(struct hf_pool *pool, const char *repl_label, const char *label,
-                             size_t dst)
+                             enum hf_pool_obj obj, size_t dst)
 {
     size_t n = hf_pool_status(pool, NULL, 0);
     CK_RV rv = CKR_KEY_HANDLE_INVALID;
@@ -303,7 +325,7 @@ CK_RV hf_pool_clone_copy_any(struct hf_pool *pool, const char *repl_label, const
     for (size_t src = 0; src < n; src++) {
         CK_RV one;
         if (src == dst) continue;
-        one = hf_pool_clone_copy(pool, repl_label, label, src, dst);
+        one = hf_pool_clone_copy(pool, repl_label, label, obj, src, dst);
         if (one == CKR_OK) return CKR_OK;
         /* The copy's own failures say more than "not on that member". */
         if (one != CKR_KEY_HANDLE_INVALID && one != HF_POOL_RV_UNAVAILABLE) rv = one;
@@ -323,11 +345,11 @@ static CK_RV repl_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR
     CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
     CK_ULONG len = 32;
     CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX + 1];
-    size_t nt = hf_pool_key_template(true, label, tmpl);
+    size_t nt = hf_pool_key_template(HF_POOL_OBJ_REPLICATION, label, tmpl);
     CK_OBJECT_HANDLE h;
 
     (void)member;
-    if (key_find(hsm, s, label, &h) == CKR_OK) return CKR_OK;
+    if (key_find(hsm, s, CKO_SECRET_KEY, label, &h) == CKR_OK) return CKR_OK;
     tmpl[nt++] = (CK_ATTRIBUTE){CKA_VALUE_LEN, &len, sizeof(len)};
     return f->C_GenerateKey(s, &mech, tmpl, (CK_ULONG)nt, &h);
 }
@@ -423,7 +445,7 @@ static CK_RV oaep_wrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PT
     CK_RV rv;
 
     (void)member;
-    if ((rv = key_find(hsm, s, c->repl_label, &r)) != CKR_OK) return rv;
+    if ((rv = key_find(hsm, s, CKO_SECRET_KEY, c->repl_label, &r)) != CKR_OK) return rv;
     if ((rv = f->C_CreateObject(s, pub, sizeof(pub) / sizeof(pub[0]), &hpub)) != CKR_OK) return rv;
     rv = f->C_WrapKey(s, &mech, hpub, r, NULL, &len);
     if (rv == CKR_OK) {
@@ -448,9 +470,9 @@ static CK_RV oaep_unwrap_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_
     CK_OBJECT_HANDLE h;
 
     (void)member;
-    if (key_find(hsm, s, c->repl_label, &h) == CKR_OK) return CKR_OK;
-    return hf_pool_unwrap_labelled(f, s, &mech, c->rsa->priv, c->blob, c->blob_len, true,
-                                   c->repl_label, &h);
+    if (key_find(hsm, s, CKO_SECRET_KEY, c->repl_label, &h) == CKR_OK) return CKR_OK;
+    return hf_pool_unwrap_labelled(f, s, &mech, c->rsa->priv, c->blob, c->blob_len,
+                                   HF_POOL_OBJ_REPLICATION, c->repl_label, &h);
 }
 
 static CK_RV priv_destroy_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
@@ -493,9 +515,13 @@ CK_RV hf_pool_repl_ensure(struct hf_pool *pool, const char *repl_label, size_t m
     CK_RV rv;
 
     if (pool == NULL || repl_label == NULL || member >= n) return CKR_ARGUMENTS_BAD;
-    if ((rv = member_has(pool, member, repl_label)) != CKR_KEY_HANDLE_INVALID) return rv;
+    if ((rv = member_has(pool, member, HF_POOL_OBJ_REPLICATION, repl_label)) !=
+        CKR_KEY_HANDLE_INVALID)
+        return rv;
     for (size_t holder = 0; holder < n; holder++) {
-        if (holder == member || member_has(pool, holder, repl_label) != CKR_OK) continue;
+        if (holder == member ||
+            member_has(pool, holder, HF_POOL_OBJ_REPLICATION, repl_label) != CKR_OK)
+            continue;
         rv = repl_copy(pool, repl_label, holder, member);
         if (rv != CKR_OK)
             hf_log_warn("pool: the replication key could not be copied to a member (0x%lx)",

@@ -22,41 +22,38 @@ struct gen_call {
     size_t member;
 };
 
+/* A new version's object: made with the template its copies are unwrapped with
+ * (hf_pool_key_template), so every member's copy is alike. Always sensitive: the value is never
+ * readable in clear. A plain-mode key is never extractable either, so it never leaves its member.
+ * A clone-mode key must be extractable, since copying it to another member is C_WrapKey under
+ * the replication key (and an export pool's copy under its backup KEK is another C_WrapKey).
+ * CKA_WRAP_WITH_TRUSTED would narrow that to trusted wrapping keys, but only a Security Officer
+ * session may set CKA_TRUSTED on the replication key, and Holdfast holds members' user PINs
+ * only: whoever holds a member's user PIN can wrap a clone-mode key under a key of their own. */
+static size_t gen_template(enum hf_pool_obj obj, const char *label, CK_BBOOL *extractable,
+                           CK_ATTRIBUTE out[HF_POOL_TEMPLATE_MAX])
+{
+    size_t n = hf_pool_key_template(obj, label, out);
+
+    for (size_t i = 0; i < n; i++)
+        if (out[i].type == CKA_EXTRACTABLE) out[i].pValue = extractable;
+    return n;
+}
+
 static CK_RV gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
                     void *arg)
 {
     struct gen_call *g = arg;
     CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_KEY_TYPE type = CKK_AES;
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE, extractable = g->extractable ? CK_TRUE : CK_FALSE;
-    /* Always sensitive: the value is never readable in clear. A plain-mode key is never
-     * extractable either, so it never leaves its member. A clone-mode key must be extractable,
-     * since copying it to another member is C_WrapKey under the replication key (and an export
-     * pool's copy under its backup KEK is another C_WrapKey). CKA_WRAP_WITH_TRUSTED would narrow
-     * that to trusted wrapping keys, but only a Security Officer session may set CKA_TRUSTED
-     * on the replication key, and Holdfast holds members' user PINs only: whoever holds a
-     * member's user PIN can wrap a clone-mode key under a key of their own. */
-    CK_ATTRIBUTE tmpl[] = {
-        {CKA_CLASS, &cls, sizeof(cls)},
-        {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_VALUE_LEN, &g->value_len, sizeof(g->value_len)},
-        {CKA_TOKEN, &yes, sizeof(yes)},
-        {CKA_PRIVATE, &yes, sizeof(yes)},
-        {CKA_SENSITIVE, &yes, sizeof(yes)},
-        {CKA_EXTRACTABLE, &extractable, sizeof(extractable)},
-        {CKA_ENCRYPT, &yes, sizeof(yes)},
-        {CKA_DECRYPT, &yes, sizeof(yes)},
-        {CKA_WRAP, &no, sizeof(no)},
-        {CKA_UNWRAP, &no, sizeof(no)},
-        {CKA_LABEL, (void *)g->label, strlen(g->label)},
-        {CKA_ID, (void *)g->label, strlen(g->label)},
-    };
+    CK_BBOOL extractable = g->extractable ? CK_TRUE : CK_FALSE;
+    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX + 1];
+    size_t nt = gen_template(HF_POOL_OBJ_AES, g->label, &extractable, tmpl);
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
     CK_RV rv;
 
     (void)hsm;
-    rv = f->C_GenerateKey(s, &mech, tmpl, sizeof(tmpl) / sizeof(tmpl[0]), &h);
+    tmpl[nt++] = (CK_ATTRIBUTE){CKA_VALUE_LEN, &g->value_len, sizeof(g->value_len)};
+    rv = f->C_GenerateKey(s, &mech, tmpl, (CK_ULONG)nt, &h);
     if (rv == CKR_OK) g->member = member;
     return rv;
 }
@@ -75,12 +72,13 @@ CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *labe
     return rv;
 }
 
-/* An RSA pair: the private half a token object as gen_fn's AES keys are (sensitive, never
- * extractable: plain mode only), decrypt and sign only; the public half a session object, read
- * and destroyed at once: the store keeps it (public_der), so public work needs no member. */
+/* An RSA pair: the private half a token object as gen_fn's AES keys are (gen_template),
+ * decrypt and sign only; the public half a session object, read and destroyed at once: the store
+ * keeps it (public_der), so public work needs no member. */
 struct rsa_gen_call {
     const char *label;
     CK_ULONG bits;
+    bool extractable;
     size_t member;
     unsigned char n[HF_POOL_RSA_MAX_BYTES], e[16];
     CK_ULONG n_len, e_len;
@@ -91,29 +89,17 @@ static CK_RV rsa_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR 
 {
     struct rsa_gen_call *g = arg;
     CK_MECHANISM mech = {CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0};
-    CK_OBJECT_CLASS pub_cls = CKO_PUBLIC_KEY, priv_cls = CKO_PRIVATE_KEY;
+    CK_OBJECT_CLASS pub_cls = CKO_PUBLIC_KEY;
     CK_KEY_TYPE type = CKK_RSA;
     CK_BYTE f4[] = {0x01, 0x00, 0x01};
-    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_BBOOL no = CK_FALSE, extractable = g->extractable ? CK_TRUE : CK_FALSE;
     CK_ATTRIBUTE pub_tmpl[] = {
         {CKA_CLASS, &pub_cls, sizeof(pub_cls)}, {CKA_KEY_TYPE, &type, sizeof(type)},
         {CKA_TOKEN, &no, sizeof(no)},           {CKA_MODULUS_BITS, &g->bits, sizeof(g->bits)},
         {CKA_PUBLIC_EXPONENT, f4, sizeof(f4)},
     };
-    CK_ATTRIBUTE priv_tmpl[] = {
-        {CKA_CLASS, &priv_cls, sizeof(priv_cls)},
-        {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_TOKEN, &yes, sizeof(yes)},
-        {CKA_PRIVATE, &yes, sizeof(yes)},
-        {CKA_SENSITIVE, &yes, sizeof(yes)},
-        {CKA_EXTRACTABLE, &no, sizeof(no)},
-        {CKA_DECRYPT, &yes, sizeof(yes)},
-        {CKA_SIGN, &yes, sizeof(yes)},
-        {CKA_UNWRAP, &no, sizeof(no)},
-        {CKA_DERIVE, &no, sizeof(no)},
-        {CKA_LABEL, (void *)g->label, strlen(g->label)},
-        {CKA_ID, (void *)g->label, strlen(g->label)},
-    };
+    CK_ATTRIBUTE priv_tmpl[HF_POOL_TEMPLATE_MAX];
+    size_t np = gen_template(HF_POOL_OBJ_RSA, g->label, &extractable, priv_tmpl);
     CK_ATTRIBUTE comps[] = {{CKA_MODULUS, g->n, sizeof(g->n)},
                             {CKA_PUBLIC_EXPONENT, g->e, sizeof(g->e)}};
     CK_OBJECT_HANDLE pub = CK_INVALID_HANDLE, priv = CK_INVALID_HANDLE;
@@ -121,7 +107,7 @@ static CK_RV rsa_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR 
 
     (void)hsm;
     rv = f->C_GenerateKeyPair(s, &mech, pub_tmpl, sizeof(pub_tmpl) / sizeof(pub_tmpl[0]), priv_tmpl,
-                              sizeof(priv_tmpl) / sizeof(priv_tmpl[0]), &pub, &priv);
+                              (CK_ULONG)np, &pub, &priv);
     if (rv != CKR_OK) return rv;
     rv = f->C_GetAttributeValue(s, pub, comps, 2);
     f->C_DestroyObject(s, pub);
@@ -135,36 +121,17 @@ static CK_RV rsa_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR 
     return rv;
 }
 
-CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *label,
-                               size_t *member, unsigned char **der, size_t *der_len)
-{
-    struct rsa_gen_call g = {.label = label, .bits = bits};
-    CK_RV rv;
-
-    if (pool == NULL || label == NULL || member == NULL || der == NULL || der_len == NULL)
-        return CKR_ARGUMENTS_BAD;
-    if (bits != 2048 && bits != 3072 && bits != 4096) return CKR_KEY_SIZE_RANGE;
-    /* As hf_pool_key_generate: the retry's member is the one recorded. */
-    if ((rv = hf_pool_run_slow(pool, rsa_gen_fn, &g)) != CKR_OK) return rv;
-    rv = hf_rsa_public_der(g.n, g.n_len, g.e, g.e_len, bits, der, der_len);
-    if (rv == CKR_OK)
-        *member = g.member;
-    else
-        hf_pool_key_destroy(pool, g.member, label);
-    return rv;
-}
-
-/* Copies label from member made to every other member; one that is out of service or cannot
- * take it now is marked stale, so the probe thread's re-sync gives it the key later. */
+/* Copies label (of kind obj) from member made to every other member; one that is out of service
+ * or cannot take it now is marked stale, so the probe thread's re-sync gives it the key later. */
 static void clone_spread(struct hf_pool *pool, const char *repl_label, const char *label,
-                         size_t made)
+                         enum hf_pool_obj obj, size_t made)
 {
     size_t n = hf_pool_status(pool, NULL, 0);
 
     for (size_t i = 0; i < n; i++) {
         CK_RV rv;
         if (i == made) continue;
-        rv = hf_pool_clone_copy(pool, repl_label, label, made, i);
+        rv = hf_pool_clone_copy(pool, repl_label, label, obj, made, i);
         if (rv == CKR_OK) continue;
         if (rv != HF_POOL_RV_UNAVAILABLE)
             hf_log_warn("pool: key %s not copied to member %zu now (0x%lx): left to its re-sync",
@@ -182,8 +149,39 @@ CK_RV hf_pool_key_generate_clone(struct hf_pool *pool, unsigned bits, const char
     if (pool == NULL || label == NULL || repl_label == NULL) return CKR_ARGUMENTS_BAD;
     if (bits != 128 && bits != 192 && bits != 256) return CKR_KEY_SIZE_RANGE;
     if ((rv = hf_pool_run_slow(pool, gen_fn, &g)) != CKR_OK) return rv;
-    clone_spread(pool, repl_label, label, g.member);
+    clone_spread(pool, repl_label, label, HF_POOL_OBJ_AES, g.member);
     return CKR_OK;
+}
+
+CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *label,
+                               const char *repl_label, size_t *member, unsigned char **der,
+                               size_t *der_len)
+{
+    struct rsa_gen_call g = {.label = label, .bits = bits, .extractable = repl_label != NULL};
+    CK_RV rv;
+
+    if (pool == NULL || label == NULL || member == NULL || der == NULL || der_len == NULL)
+        return CKR_ARGUMENTS_BAD;
+    if (bits != 2048 && bits != 3072 && bits != 4096) return CKR_KEY_SIZE_RANGE;
+    /* As hf_pool_key_generate: the retry's member is the one recorded. */
+    if ((rv = hf_pool_run_slow(pool, rsa_gen_fn, &g)) != CKR_OK) return rv;
+    /* No copy before the public key is known: a pair the store cannot keep goes from one member. */
+    rv = hf_rsa_public_der(g.n, g.n_len, g.e, g.e_len, bits, der, der_len);
+    if (rv != CKR_OK) {
+        hf_pool_key_destroy(pool, g.member, label);
+        return rv;
+    }
+    *member = g.member;
+    if (repl_label != NULL) {
+        clone_spread(pool, repl_label, label, HF_POOL_OBJ_RSA, g.member);
+        *member = HF_POOL_KEY_ANY_MEMBER;
+    }
+    return CKR_OK;
+}
+
+enum hf_pool_obj hf_pool_obj_of(enum hf_alg alg)
+{
+    return alg == HF_ALG_RSA ? HF_POOL_OBJ_RSA : HF_POOL_OBJ_AES;
 }
 
 /* ---- work with a key in a member ---- */

@@ -7,18 +7,19 @@
  *   sensitive and never extractable, so its work runs there alone (hf_pool_run_on): that member
  *   out of service is HF_POOL_RV_UNAVAILABLE for its keys, while creation goes to any healthy
  *   member (hf_pool_run, failover included).
- * - Clone mode: a key is generated on one healthy member and copied to every other by wrap and
- *   unwrap under the pool's replication key (pool-clone.h), so it is on every member
- *   (kek_label "pool:NAME", no member) and its work runs on any healthy member, failover
- *   included. Its objects are sensitive but extractable (the copy is a C_WrapKey: gen_fn says
- *   why). A member that was out of service, or lacks a key when a request lands on it, is
- *   re-synced from the store's list of the pool's versions on the probe thread (core-pool.c),
- *   never on a request's; the request itself moves to a member that has the key.
+ * - Clone mode: a key (an AES key, or an RSA pair's private key) is generated on one healthy
+ *   member and copied to every other by wrap and unwrap under the pool's replication key
+ *   (pool-clone.h), so it is on every member (kek_label "pool:NAME", no member) and its work
+ *   runs on any healthy member, failover included. Its objects are sensitive but extractable
+ *   (the copy is a C_WrapKey: gen_fn says why). A member that was out of service, or lacks a key
+ *   when a request lands on it, is re-synced from the store's list of the pool's versions on the
+ *   probe thread (core-pool.c), never on a request's; the request itself moves to a member that
+ *   has the key.
  * - Export mode: clone mode, and each version is also kept in the store wrapped under the pool's
  *   backup KEK, so an empty token can be re-seeded (holdfast pool restore).
  *
- * AES keys (AES-GCM only for now) in every mode; RSA keys (decrypt and sign) in plain mode only
- * for now. Other mechanisms answer CKR_MECHANISM_INVALID above. */
+ * AES keys (AES-GCM only for now) and RSA keys (decrypt and sign) in every mode. Other mechanisms
+ * answer CKR_MECHANISM_INVALID above. */
 #ifndef HF_SOURCE_POOL_H
 #define HF_SOURCE_POOL_H
 
@@ -27,6 +28,7 @@
 
 #include "crypto.h"
 #include "key.h"
+#include "pool-clone.h"
 #include "pool.h"
 
 /* Generates an AES key of bits inside a healthy member: a token object, sensitive and never
@@ -36,15 +38,23 @@ CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *labe
 /* The largest RSA modulus a pool key has (RSA-4096), in bytes. */
 #define HF_POOL_RSA_MAX_BYTES 512
 
-/* Generates an RSA key pair of bits (2048, 3072, 4096; public exponent 65537) inside a healthy
- * member: the private key a token object (class CKO_PRIVATE_KEY, labelled label, sensitive,
- * never extractable, decrypt and sign only); the public key not kept there, but handed out as
- * SubjectPublicKeyInfo DER (*der malloc'd) for the store. Plain mode only for now. */
-CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *label,
-                               size_t *member, unsigned char **der, size_t *der_len);
-
 /* The member argument for a clone-mode key, which is on every member. */
 #define HF_POOL_KEY_ANY_MEMBER ((size_t)-1)
+
+/* Generates an RSA key pair of bits (2048, 3072, 4096; public exponent 65537) inside a healthy
+ * member: the private key a token object (class CKO_PRIVATE_KEY, labelled label, sensitive,
+ * decrypt and sign only); the public key not kept there, but handed out as SubjectPublicKeyInfo
+ * DER (*der malloc'd) for the store. repl_label NULL: plain mode, the private key never
+ * extractable, *member the member it was made on. Otherwise clone mode, as
+ * hf_pool_key_generate_clone: extractable, copied under the replication key repl_label to every
+ * other member (those the copy does not reach now marked stale), *member
+ * HF_POOL_KEY_ANY_MEMBER. */
+CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *label,
+                               const char *repl_label, size_t *member, unsigned char **der,
+                               size_t *der_len);
+
+/* The kind of object a version of a key of alg is on a clone pool's members (AES or RSA). */
+enum hf_pool_obj hf_pool_obj_of(enum hf_alg alg);
 
 /* A clone-mode key: generated (sensitive, extractable) on a healthy member, then copied under the
  * replication key repl_label to every other member; a member the copy does not reach now is

@@ -161,7 +161,6 @@ static int create_parse(struct hf_cli *cli, int argc, char **argv, struct create
 static int pool_source_check(struct hf_cli *cli, const struct hf_key_spec *spec)
 {
     struct hf_store_pool pool = {0};
-    enum hf_pool_mode mode;
     const char *name;
     CK_RV rv;
 
@@ -169,7 +168,6 @@ static int pool_source_check(struct hf_cli *cli, const struct hf_key_spec *spec)
         return HF_CLI_CONTINUE;
     name = spec->source + strlen(HF_KEY_SOURCE_POOL_PREFIX);
     rv = hf_store_pool_get(hf_core_store(cli->core), name, &pool);
-    mode = pool.mode;
     hf_store_pool_clear(&pool);
     if (rv == CKR_KEY_HANDLE_INVALID) {
         hf_cli_error("key '%s': there is no pool named '%s' (see `holdfast pool list`)", spec->name,
@@ -183,11 +181,6 @@ static int pool_source_check(struct hf_cli *cli, const struct hf_key_spec *spec)
     }
     if (spec->alg != HF_ALG_AES && spec->alg != HF_ALG_RSA) {
         hf_cli_error("key '%s': pool keys are AES or RSA for now", spec->name);
-        return HF_EXIT_FAILED;
-    }
-    if (spec->alg == HF_ALG_RSA && mode != HF_POOL_MODE_PLAIN) {
-        hf_cli_error("key '%s': RSA keys need a plain-mode pool for now ('%s' is not)", spec->name,
-                     name);
         return HF_EXIT_FAILED;
     }
     if (spec->exportable) {
@@ -589,7 +582,7 @@ static const struct hf_cli_command key_commands[] = {
      "  --state S        pre-active (usable after `key activate`) or active (default)\n"
      "  --source S       local (default: wrapped in the store) or pool:POOL (generated\n"
      "                   inside a member of HSM pool POOL, never out of it: AES for AES-GCM,\n"
-     "                   or RSA for decrypt and sign in a plain-mode pool)\n"},
+     "                   or RSA for decrypt and sign)\n"},
     {"list", cmd_list, "", "list keys: NAME, ALG, STATE, VERSION, USAGE, UUID", NULL},
     {"show", cmd_show, "REF", "show a key with its versions, labels and links", NULL},
     {"rotate", cmd_rotate, "REF",

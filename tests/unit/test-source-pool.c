@@ -1,9 +1,11 @@
 /* Keys whose material lives in an HSM pool (issue 14): AES keys generated inside a member of a
  * two-token SoftHSMv2 pool, used for AES-GCM through the core and through the PKCS#11 module,
  * rotated and destroyed; the store keeps no material for them. A clone-mode pool on the same two
- * tokens: its keys are on both members, either member decrypts alone, a member that lost a key's
- * object is re-synced in the background while requests go to the other, and destroying the key
- * removes it from both. */
+ * tokens: its keys (AES, and RSA private keys) are on both members, either member decrypts (and
+ * signs) alone, a member that lost a key's object is re-synced in the background while requests
+ * go to the other, and destroying the key removes it from both; an export pool's member emptied
+ * is restored from the store's blobs. RSA keys in a plain pool: made in one member, their public
+ * key in the store, OAEP and PSS in the member as a local key answers them. */
 #include "hf-build.h"
 
 #include <stdio.h>
@@ -114,6 +116,130 @@ static CK_RV gcm(const struct hf_key *k, const struct hf_key_version *v, bool en
 {
     return hf_core_key_gcm(core, k, v, enc, iv12, sizeof(iv12), aad, sizeof(aad), 16, in, inlen,
                            out, outlen);
+}
+
+static const unsigned char oaep_label[] = "hyok";
+
+static const struct hf_asym_params oaep256 = {.padding = HF_RSA_OAEP,
+                                              .md = "SHA256",
+                                              .mgf1_md = "SHA256",
+                                              .label = oaep_label,
+                                              .label_len = sizeof(oaep_label)};
+static const struct hf_asym_params pss256 = {
+    .padding = HF_RSA_PSS, .md = "SHA256", .mgf1_md = "SHA256", .pss_saltlen = 32};
+
+/* The public key an RSA version's row keeps. */
+static EVP_PKEY *rsa_public(const struct hf_key_version *v)
+{
+    const unsigned char *p = v->public_der;
+
+    return p != NULL ? d2i_PUBKEY(NULL, &p, (long)v->public_der_len) : NULL;
+}
+
+/* What OpenSSL makes of msg under v's stored public key: RSA-OAEP, md and MGF1-md (SHA-256 for
+ * oaep_encrypt). */
+static size_t oaep_encrypt_md(const struct hf_key_version *v, const EVP_MD *md,
+                              const unsigned char *msg, size_t len, bool with_label,
+                              unsigned char *out)
+{
+    EVP_PKEY *pub = rsa_public(v);
+    EVP_PKEY_CTX *ctx = pub != NULL ? EVP_PKEY_CTX_new(pub, NULL) : NULL;
+    size_t n = 512;
+    unsigned char *l = with_label ? OPENSSL_memdup(oaep_label, sizeof(oaep_label)) : NULL;
+
+    if (ctx == NULL || EVP_PKEY_encrypt_init(ctx) <= 0 ||
+        EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) <= 0 ||
+        EVP_PKEY_CTX_set_rsa_oaep_md(ctx, md) <= 0 || EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, md) <= 0 ||
+        (with_label && EVP_PKEY_CTX_set0_rsa_oaep_label(ctx, l, sizeof(oaep_label)) <= 0) ||
+        EVP_PKEY_encrypt(ctx, out, &n, msg, len) <= 0)
+        n = 0;
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(pub);
+    return n;
+}
+
+static size_t oaep_encrypt(const struct hf_key_version *v, const unsigned char *msg, size_t len,
+                           bool with_label, unsigned char *out)
+{
+    return oaep_encrypt_md(v, EVP_sha256(), msg, len, with_label, out);
+}
+
+/* Whether sig is msg's RSA-PSS signature (SHA-256, MGF1-SHA-256, salt 32) under v's stored
+ * key. */
+static bool pss_verifies(const struct hf_key_version *v, const unsigned char *msg, size_t len,
+                         const unsigned char *sig, size_t siglen)
+{
+    EVP_PKEY *pub = rsa_public(v);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_PKEY_CTX *pctx = NULL;
+    bool ok = pub != NULL && md != NULL &&
+              EVP_DigestVerifyInit(md, &pctx, EVP_sha256(), NULL, pub) > 0 &&
+              EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) > 0 &&
+              EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, 32) > 0 &&
+              EVP_DigestVerify(md, sig, siglen, msg, len) == 1;
+
+    EVP_MD_CTX_free(md);
+    EVP_PKEY_free(pub);
+    return ok;
+}
+
+/* A ciphertext of msg32 under a key made for the case: AES-GCM for an AES key, RSA-OAEP (SHA-256,
+ * labelled) under the stored public key for an RSA one. */
+struct sample {
+    const struct hf_key *k;
+    const struct hf_key_version *v;
+    unsigned char ct[512];
+    size_t ct_len;
+};
+
+static CK_RV sample_make(struct sample *x)
+{
+    if (x->k->alg != HF_ALG_RSA) {
+        x->ct_len = sizeof(x->ct);
+        return gcm(x->k, x->v, true, msg32, sizeof(msg32), x->ct, &x->ct_len);
+    }
+    x->ct_len = oaep_encrypt(x->v, msg32, sizeof(msg32), true, x->ct);
+    return x->ct_len > 0 ? CKR_OK : CKR_GENERAL_ERROR;
+}
+
+/* Whether x decrypts to msg32 through the core (pool NULL), or in member m of pool alone. */
+static bool sample_decrypts(const struct sample *x, struct hf_pool *pool, size_t m)
+{
+    unsigned char pt[512];
+    size_t pt_len = sizeof(pt), k = (x->k->bits + 7) / 8;
+    bool rsa = x->k->alg == HF_ALG_RSA;
+    CK_RV rv;
+
+    if (pool == NULL && rsa)
+        rv = hf_core_key_rsa_decrypt(core, x->k, x->v, &oaep256, x->ct, x->ct_len, pt, &pt_len);
+    else if (pool == NULL)
+        rv = gcm(x->k, x->v, false, x->ct, x->ct_len, pt, &pt_len);
+    else if (rsa)
+        rv =
+            hf_pool_key_rsa(pool, m, x->v->uuid, false, &oaep256, k, x->ct, x->ct_len, pt, &pt_len);
+    else
+        rv = hf_pool_key_gcm(pool, m, x->v->uuid, false, iv12, sizeof(iv12), aad, sizeof(aad), 16,
+                             x->ct, x->ct_len, pt, &pt_len);
+    if (rv != CKR_OK) fprintf(stderr, "\n    %s: decrypt answered 0x%lx ", x->k->name, rv);
+    return rv == CKR_OK && pt_len == sizeof(msg32) && memcmp(pt, msg32, sizeof(msg32)) == 0;
+}
+
+/* The keys a clone or export case makes on pool source, named prefix and prefix-rsa: AES-256,
+ * and RSA-2048 (the smallest: SoftHSMv2 makes a pair in a fraction of a second). */
+static void clone_specs(const char *prefix, const char *source, char names[2][32],
+                        struct hf_key_spec specs[2])
+{
+    snprintf(names[0], 32, "%s", prefix);
+    snprintf(names[1], 32, "%s-rsa", prefix);
+    specs[0] =
+        (struct hf_key_spec){.name = names[0], .alg = HF_ALG_AES, .bits = 256, .source = source};
+    specs[1] =
+        (struct hf_key_spec){.name = names[1], .alg = HF_ALG_RSA, .bits = 2048, .source = source};
+}
+
+static CK_OBJECT_CLASS key_class(const struct hf_key_spec *spec)
+{
+    return spec->alg == HF_ALG_RSA ? CKO_PRIVATE_KEY : CKO_SECRET_KEY;
 }
 
 /* ---- suite ----------------------------------------------------------------------------------- */
@@ -306,15 +432,19 @@ static void test_destroying_a_version_or_the_key_destroys_the_member_objects(voi
 static CK_RV destroy_on_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
                            void *arg)
 {
+    static const CK_OBJECT_CLASS classes[] = {CKO_SECRET_KEY, CKO_PRIVATE_KEY};
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
     CK_RV rv;
 
-    hf_hsm_object_forget(hsm, CKO_SECRET_KEY, arg);
-    if ((rv = hf_hsm_object_find(hsm, s, CKO_SECRET_KEY, arg, &h)) != CKR_OK) return rv;
+    for (size_t i = 0; i < 2 && h == CK_INVALID_HANDLE; i++) {
+        hf_hsm_object_forget(hsm, classes[i], arg);
+        if ((rv = hf_hsm_object_find(hsm, s, classes[i], arg, &h)) != CKR_OK) return rv;
+    }
     return h == CK_INVALID_HANDLE ? CKR_KEY_HANDLE_INVALID : f->C_DestroyObject(s, h);
 }
 
-/* Destroys the object labelled label on one token behind the core's back. */
+/* Destroys the key object (secret or private) labelled label on one token behind the core's
+ * back. */
 static CK_RV destroy_on(const char *token, const char *label)
 {
     struct hf_hsm *hsm = NULL;
@@ -325,68 +455,85 @@ static CK_RV destroy_on(const char *token, const char *label)
     return rv;
 }
 
-static void test_a_clone_key_is_on_both_members_and_either_member_alone_decrypts(void)
+/* An AES key and an RSA key made on the clone pool: each on both members, and either member
+ * alone decrypts with it (and signs, with the RSA key). */
+static void test_a_clone_key_aes_or_rsa_is_on_both_members_and_either_member_alone_uses_it(void)
 {
-    struct hf_key k = {0};
-    struct hf_key_version v = {0};
-    struct hf_pool *pool = NULL;
+    static const unsigned char msg[] = "signed by one member alone";
+    struct hf_key_spec specs[2];
+    char names[2][32];
     struct probe p = {0};
-    unsigned char ct[48], pt[32];
-    size_t ct_len = sizeof(ct);
 
-    CU_ASSERT_EQUAL_FATAL(key_make("ck-both", "pool:cl", &k, &v), CKR_OK);
-    CU_ASSERT_STRING_EQUAL(v.kek_label, "pool:cl");
-    CU_ASSERT_PTR_NULL(v.wrapped);
-    CU_ASSERT_EQUAL(members_holding(v.uuid, &p), 2);
-    /* Never readable; extractable, since a copy is a wrap under the replication key. */
-    CU_ASSERT_EQUAL(p.sensitive, CK_TRUE);
-    CU_ASSERT_EQUAL(p.extractable, CK_TRUE);
+    clone_specs("ck-both", "pool:cl", names, specs);
+    for (size_t i = 0; i < 2; i++) {
+        struct hf_key k = {0};
+        struct hf_key_version v = {0};
+        struct sample x = {.k = &k, .v = &v};
+        struct hf_pool *pool = NULL;
+
+        CU_ASSERT_EQUAL_FATAL(hf_core_key_create(core, &specs[i], &who, &k, &v), CKR_OK);
+        CU_ASSERT_STRING_EQUAL(v.kek_label, "pool:cl");
+        CU_ASSERT_PTR_NULL(v.wrapped);
+        CU_ASSERT_EQUAL(members_holding_class(key_class(&specs[i]), v.uuid, &p), 2);
+        /* Never readable; extractable, since a copy is a wrap under the replication key. */
+        CU_ASSERT_EQUAL(p.sensitive, CK_TRUE);
+        CU_ASSERT_EQUAL(p.extractable, CK_TRUE);
+        /* An RSA pair's public half is in the row alone, on no member. */
+        CU_ASSERT_EQUAL(members_holding_class(CKO_PUBLIC_KEY, v.uuid, NULL), 0);
+        CU_ASSERT_EQUAL(v.public_der != NULL, specs[i].alg == HF_ALG_RSA);
+        CU_ASSERT_EQUAL_FATAL(sample_make(&x), CKR_OK);
+        /* Each member on its own, through an executor of our own. */
+        CU_ASSERT_EQUAL_FATAL(hf_core_pool_open(core, "cl", NULL, &pool), CKR_OK);
+        for (size_t m = 0; m < 2; m++) {
+            unsigned char sig[512];
+            size_t sig_len = sizeof(sig);
+            CU_ASSERT(sample_decrypts(&x, pool, m));
+            if (specs[i].alg != HF_ALG_RSA) continue;
+            CU_ASSERT_EQUAL(hf_pool_key_rsa(pool, m, v.uuid, true, &pss256, 256, msg, sizeof(msg),
+                                            sig, &sig_len),
+                            CKR_OK);
+            CU_ASSERT(pss_verifies(&v, msg, sizeof(msg), sig, sig_len));
+        }
+        hf_pool_close(pool);
+        hf_key_clear(&k);
+        hf_key_version_clear(&v);
+    }
     CU_ASSERT_EQUAL(members_holding("holdfast-pool-replication:cl", &p), 2);
     CU_ASSERT_EQUAL(p.sensitive, CK_TRUE);
-    CU_ASSERT_EQUAL(gcm(&k, &v, true, msg32, sizeof(msg32), ct, &ct_len), CKR_OK);
-    /* Each member on its own, through an executor of our own. */
-    CU_ASSERT_EQUAL_FATAL(hf_core_pool_open(core, "cl", NULL, &pool), CKR_OK);
-    for (size_t m = 0; m < 2; m++) {
-        size_t pt_len = sizeof(pt);
-        memset(pt, 0, sizeof(pt));
-        CU_ASSERT_EQUAL(hf_pool_key_gcm(pool, m, v.uuid, false, iv12, sizeof(iv12), aad,
-                                        sizeof(aad), 16, ct, ct_len, pt, &pt_len),
-                        CKR_OK);
-        CU_ASSERT(pt_len == sizeof(msg32) && memcmp(pt, msg32, sizeof(msg32)) == 0);
-    }
-    hf_pool_close(pool);
-    hf_key_clear(&k);
-    hf_key_version_clear(&v);
 }
 
-static void test_a_member_that_lost_a_clone_key_fails_no_request_and_is_re_synced(void)
+static void test_a_member_that_lost_a_clone_key_aes_or_rsa_fails_no_request_and_is_re_synced(void)
 {
-    struct hf_key k = {0};
-    struct hf_key_version v = {0};
-    unsigned char ct[48], pt[32];
-    size_t ct_len = sizeof(ct);
-    int waited = 0;
+    struct hf_key_spec specs[2];
+    char names[2][32];
 
-    CU_ASSERT_EQUAL_FATAL(key_make("ck-lost", "pool:cl", &k, &v), CKR_OK);
-    CU_ASSERT_EQUAL_FATAL(gcm(&k, &v, true, msg32, sizeof(msg32), ct, &ct_len), CKR_OK);
-    CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, v.uuid), CKR_OK);
-    CU_ASSERT_EQUAL(members_holding(v.uuid, NULL), 1);
-    /* Requests alternate between the members: those landing on b move to a. */
-    for (int i = 0; i < 4; i++) {
-        size_t pt_len = sizeof(pt);
-        CU_ASSERT_EQUAL(gcm(&k, &v, false, ct, ct_len, pt, &pt_len), CKR_OK);
+    clone_specs("ck-lost", "pool:cl", names, specs);
+    for (size_t i = 0; i < 2; i++) {
+        CK_OBJECT_CLASS cls = key_class(&specs[i]);
+        struct hf_key k = {0};
+        struct hf_key_version v = {0};
+        struct sample x = {.k = &k, .v = &v};
+        int waited = 0;
+
+        CU_ASSERT_EQUAL_FATAL(hf_core_key_create(core, &specs[i], &who, &k, &v), CKR_OK);
+        CU_ASSERT_EQUAL_FATAL(sample_make(&x), CKR_OK);
+        CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, v.uuid), CKR_OK);
+        CU_ASSERT_EQUAL(members_holding_class(cls, v.uuid, NULL), 1);
+        /* Requests alternate between the members: those landing on b move to a. */
+        for (int r = 0; r < 4; r++)
+            CU_ASSERT(sample_decrypts(&x, NULL, 0));
+        /* The probe thread copies the key back to b. A copy can fail (SoftHSMv2 answers
+         * CKR_GENERAL_ERROR now and then while another session of the process searches the
+         * token, as members_holding does): the next request that lands on b marks it again, as
+         * in service. */
+        while (members_holding_class(cls, v.uuid, NULL) < 2 && waited++ < 100) {
+            CU_ASSERT(sample_decrypts(&x, NULL, 0));
+            usleep(100 * 1000);
+        }
+        CU_ASSERT_EQUAL(members_holding_class(cls, v.uuid, NULL), 2);
+        hf_key_clear(&k);
+        hf_key_version_clear(&v);
     }
-    /* The probe thread copies the key back to b. A copy can fail (SoftHSMv2 answers
-     * CKR_GENERAL_ERROR now and then while another session of the process searches the token,
-     * as members_holding does): the next request that lands on b marks it again, as in service. */
-    while (members_holding(v.uuid, NULL) < 2 && waited++ < 100) {
-        size_t pt_len = sizeof(pt);
-        CU_ASSERT_EQUAL(gcm(&k, &v, false, ct, ct_len, pt, &pt_len), CKR_OK);
-        usleep(100 * 1000);
-    }
-    CU_ASSERT_EQUAL(members_holding(v.uuid, NULL), 2);
-    hf_key_clear(&k);
-    hf_key_version_clear(&v);
 }
 
 /* Copies label onto member 1 COPIES times, destroying it there before each copy, while the test
@@ -411,7 +558,8 @@ static void *copier_run(void *arg)
         rv = hf_pool_key_destroy(c->pool, 1, c->label);
         pthread_rwlock_unlock(&c->destroying);
         if (rv != CKR_OK) break;
-        rv = hf_pool_clone_copy(c->pool, "holdfast-pool-replication:cl", c->label, 0, 1);
+        rv = hf_pool_clone_copy(c->pool, "holdfast-pool-replication:cl", c->label, HF_POOL_OBJ_AES,
+                                0, 1);
         if (rv == CKR_OK) c->copied++;
     }
     atomic_store(&c->done, true);
@@ -454,7 +602,8 @@ static void test_a_key_being_copied_to_a_member_is_never_used_half_made(void)
     }
     pthread_join(t, NULL);
     pthread_rwlock_destroy(&c.destroying);
-    printf("\n    %d copies; encrypts on the member: %lu ok, %lu found no key, %lu other (last 0x%lx) ",
+    printf("\n    %d copies; encrypts on the member: %lu ok, %lu found no key, %lu other (last "
+           "0x%lx) ",
            c.copied, ok, missing, other, (unsigned long)last_other);
     /* SoftHSMv2's file store fails a C_UnwrapKey now and then (CKR_GENERAL_ERROR) while another
      * session searches the token: a copy that fails is the re-sync's to make again. */
@@ -486,54 +635,56 @@ static void test_destroying_a_clone_key_removes_it_from_every_member(void)
 
 static void test_an_export_member_emptied_is_restored_from_the_store_and_decrypts_alone(void)
 {
-    struct hf_key k = {0};
-    struct hf_key_version v = {0};
+    struct hf_key_spec specs[2];
+    char names[2][32];
+    struct hf_key k[2];
+    struct hf_key_version v[2];
+    struct sample x[2] = {{.k = &k[0], .v = &v[0]}, {.k = &k[1], .v = &v[1]}};
     struct hf_pool *pool = NULL;
-    unsigned char ct[48], pt[32];
-    size_t ct_len = sizeof(ct), pt_len = sizeof(pt), restored = 0;
+    size_t restored = 0;
 
-    CU_ASSERT_EQUAL_FATAL(key_make("ek", "pool:ex", &k, &v), CKR_OK);
-    CU_ASSERT_STRING_EQUAL(v.kek_label, "pool:ex");
-    /* The backup blob: the key wrapped under the pool's backup KEK, never the key itself. */
-    CU_ASSERT_PTR_NOT_NULL(v.wrapped);
-    CU_ASSERT(v.wrapped_len == 40);
-    CU_ASSERT_EQUAL(gcm(&k, &v, true, msg32, sizeof(msg32), ct, &ct_len), CKR_OK);
+    memset(k, 0, sizeof(k));
+    memset(v, 0, sizeof(v));
+    clone_specs("ek", "pool:ex", names, specs);
+    for (size_t i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL_FATAL(hf_core_key_create(core, &specs[i], &who, &k[i], &v[i]), CKR_OK);
+        CU_ASSERT_STRING_EQUAL(v[i].kek_label, "pool:ex");
+        CU_ASSERT_EQUAL_FATAL(sample_make(&x[i]), CKR_OK);
+    }
+    /* The backup blobs: each key wrapped under the pool's backup KEK, never the key itself; an
+     * RSA key's is its PKCS#8 encoding (over 1 KiB for RSA-2048). */
+    CU_ASSERT_PTR_NOT_NULL(v[0].wrapped);
+    CU_ASSERT(v[0].wrapped_len == 40);
+    CU_ASSERT_PTR_NOT_NULL(v[1].wrapped);
+    CU_ASSERT(v[1].wrapped_len > 1024);
     /* b loses everything of the pool's, as a replaced token would. */
-    CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, v.uuid), CKR_OK);
+    for (size_t i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, v[i].uuid), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(destroy_on(TOKEN_B, "holdfast-pool-replication:ex"), CKR_OK);
     CU_ASSERT_EQUAL(hf_core_pool_restore(core, "ex", "b", &who, &restored), CKR_OK);
-    CU_ASSERT_EQUAL(restored, 2);
-    CU_ASSERT_EQUAL(members_holding(v.uuid, NULL), 2);
+    CU_ASSERT_EQUAL(restored, 3);
+    for (size_t i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL(members_holding_class(key_class(&specs[i]), v[i].uuid, NULL), 2);
     CU_ASSERT_EQUAL(members_holding("holdfast-pool-replication:ex", NULL), 2);
     CU_ASSERT_EQUAL(hf_core_pool_restore(core, "ex", "b", &who, &restored), CKR_OK);
     CU_ASSERT_EQUAL(restored, 0);
     CU_ASSERT_EQUAL_FATAL(hf_core_pool_open(core, "ex", NULL, &pool), CKR_OK);
-    CU_ASSERT_EQUAL(hf_pool_key_gcm(pool, 1, v.uuid, false, iv12, sizeof(iv12), aad, sizeof(aad),
-                                    16, ct, ct_len, pt, &pt_len),
-                    CKR_OK);
-    CU_ASSERT(pt_len == sizeof(msg32) && memcmp(pt, msg32, sizeof(msg32)) == 0);
+    for (size_t i = 0; i < 2; i++)
+        CU_ASSERT(sample_decrypts(&x[i], pool, 1));
     hf_pool_close(pool);
     /* Only an export pool, and only its members. */
     CU_ASSERT_EQUAL(hf_core_pool_restore(core, "cl", "b", &who, &restored),
                     CKR_ATTRIBUTE_VALUE_INVALID);
     CU_ASSERT_EQUAL(hf_core_pool_restore(core, "ex", "zz", &who, &restored),
                     CKR_KEY_HANDLE_INVALID);
-    hf_key_clear(&k);
-    hf_key_version_clear(&v);
+    for (size_t i = 0; i < 2; i++) {
+        hf_key_clear(&k[i]);
+        hf_key_version_clear(&v[i]);
+    }
 }
 
 /* ---- RSA keys in a plain pool ------------------------------------------------------------------
  */
-
-static const unsigned char oaep_label[] = "hyok";
-
-static const struct hf_asym_params oaep256 = {.padding = HF_RSA_OAEP,
-                                              .md = "SHA256",
-                                              .mgf1_md = "SHA256",
-                                              .label = oaep_label,
-                                              .label_len = sizeof(oaep_label)};
-static const struct hf_asym_params pss256 = {
-    .padding = HF_RSA_PSS, .md = "SHA256", .mgf1_md = "SHA256", .pss_saltlen = 32};
 
 static CK_RV rsa_key(void)
 {
@@ -542,58 +693,6 @@ static CK_RV rsa_key(void)
 
     if (rsa_v.public_der != NULL) return CKR_OK;
     return hf_core_key_create(core, &spec, &who, &rsa_k, &rsa_v);
-}
-
-static EVP_PKEY *rsa_public(void)
-{
-    const unsigned char *p = rsa_v.public_der;
-
-    return p != NULL ? d2i_PUBKEY(NULL, &p, (long)rsa_v.public_der_len) : NULL;
-}
-
-/* What OpenSSL makes of msg under the stored public key: RSA-OAEP, md and MGF1-md (SHA-256 for
- * oaep_encrypt). */
-static size_t oaep_encrypt_md(const EVP_MD *md, const unsigned char *msg, size_t len,
-                              bool with_label, unsigned char *out)
-{
-    EVP_PKEY *pub = rsa_public();
-    EVP_PKEY_CTX *ctx = pub != NULL ? EVP_PKEY_CTX_new(pub, NULL) : NULL;
-    size_t n = 512;
-    unsigned char *l = with_label ? OPENSSL_memdup(oaep_label, sizeof(oaep_label)) : NULL;
-
-    if (ctx == NULL || EVP_PKEY_encrypt_init(ctx) <= 0 ||
-        EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) <= 0 ||
-        EVP_PKEY_CTX_set_rsa_oaep_md(ctx, md) <= 0 || EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, md) <= 0 ||
-        (with_label && EVP_PKEY_CTX_set0_rsa_oaep_label(ctx, l, sizeof(oaep_label)) <= 0) ||
-        EVP_PKEY_encrypt(ctx, out, &n, msg, len) <= 0)
-        n = 0;
-    EVP_PKEY_CTX_free(ctx);
-    EVP_PKEY_free(pub);
-    return n;
-}
-
-static size_t oaep_encrypt(const unsigned char *msg, size_t len, bool with_label,
-                           unsigned char *out)
-{
-    return oaep_encrypt_md(EVP_sha256(), msg, len, with_label, out);
-}
-
-/* Whether sig is msg's RSA-PSS signature (SHA-256, MGF1-SHA-256, salt 32) under the stored key. */
-static bool pss_verifies(const unsigned char *msg, size_t len, const unsigned char *sig,
-                         size_t siglen)
-{
-    EVP_PKEY *pub = rsa_public();
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    EVP_PKEY_CTX *pctx = NULL;
-    bool ok = pub != NULL && md != NULL &&
-              EVP_DigestVerifyInit(md, &pctx, EVP_sha256(), NULL, pub) > 0 &&
-              EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) > 0 &&
-              EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, 32) > 0 &&
-              EVP_DigestVerify(md, sig, siglen, msg, len) == 1;
-
-    EVP_MD_CTX_free(md);
-    EVP_PKEY_free(pub);
-    return ok;
 }
 
 static void test_an_rsa_key_is_made_in_one_member_and_its_public_key_kept_in_the_store(void)
@@ -611,7 +710,7 @@ static void test_an_rsa_key_is_made_in_one_member_and_its_public_key_kept_in_the
     CU_ASSERT_PTR_NULL(row.wrapped);
     CU_ASSERT(row.public_der_len == rsa_v.public_der_len &&
               memcmp(row.public_der, rsa_v.public_der, row.public_der_len) == 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(pub = rsa_public());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pub = rsa_public(&rsa_v));
     CU_ASSERT_EQUAL(EVP_PKEY_get_bits(pub), 3072);
     CU_ASSERT(EVP_PKEY_is_a(pub, "RSA"));
     EVP_PKEY_free(pub);
@@ -632,14 +731,14 @@ static void test_oaep_sha256_decrypts_in_the_member_what_openssl_encrypted(void)
     struct hf_asym_params no_label = oaep256;
 
     CU_ASSERT_EQUAL_FATAL(rsa_key(), CKR_OK);
-    CU_ASSERT_EQUAL_FATAL(ct_len = oaep_encrypt(msg32, sizeof(msg32), true, ct), 384);
+    CU_ASSERT_EQUAL_FATAL(ct_len = oaep_encrypt(&rsa_v, msg32, sizeof(msg32), true, ct), 384);
     CU_ASSERT_EQUAL(
         hf_core_key_rsa_decrypt(core, &rsa_k, &rsa_v, &oaep256, ct, ct_len, pt, &pt_len), CKR_OK);
     CU_ASSERT(pt_len == sizeof(msg32) && memcmp(pt, msg32, sizeof(msg32)) == 0);
     /* Without a label; and the size query and a short buffer as the local source answers. */
     no_label.label = NULL;
     no_label.label_len = 0;
-    CU_ASSERT_EQUAL_FATAL(ct_len = oaep_encrypt(msg32, sizeof(msg32), false, ct), 384);
+    CU_ASSERT_EQUAL_FATAL(ct_len = oaep_encrypt(&rsa_v, msg32, sizeof(msg32), false, ct), 384);
     CU_ASSERT_EQUAL(
         hf_core_key_rsa_decrypt(core, &rsa_k, &rsa_v, &no_label, ct, ct_len, NULL, &pt_len),
         CKR_OK);
@@ -656,8 +755,8 @@ static void test_oaep_sha256_decrypts_in_the_member_what_openssl_encrypted(void)
     /* SHA-1, which SoftHSMv2 2.6 does itself (SHA-256 above it refuses, so the member decrypts
      * raw and the block is decoded in process). */
     no_label.md = no_label.mgf1_md = "SHA1";
-    CU_ASSERT_EQUAL_FATAL(ct_len = oaep_encrypt_md(EVP_sha1(), msg32, sizeof(msg32), false, ct),
-                          384);
+    CU_ASSERT_EQUAL_FATAL(
+        ct_len = oaep_encrypt_md(&rsa_v, EVP_sha1(), msg32, sizeof(msg32), false, ct), 384);
     pt_len = sizeof(pt);
     CU_ASSERT_EQUAL(
         hf_core_key_rsa_decrypt(core, &rsa_k, &rsa_v, &no_label, ct, ct_len, pt, &pt_len), CKR_OK);
@@ -680,9 +779,9 @@ static void test_pss_sha256_signs_in_the_member_and_openssl_verifies_it(void)
         hf_core_key_rsa_sign(core, &rsa_k, &rsa_v, &pss256, msg, sizeof(msg), sig, &sig_len),
         CKR_OK);
     CU_ASSERT_EQUAL(sig_len, 384);
-    CU_ASSERT(pss_verifies(msg, sizeof(msg), sig, sig_len));
+    CU_ASSERT(pss_verifies(&rsa_v, msg, sizeof(msg), sig, sig_len));
     sig[10] ^= 1;
-    CU_ASSERT(!pss_verifies(msg, sizeof(msg), sig, sig_len));
+    CU_ASSERT(!pss_verifies(&rsa_v, msg, sizeof(msg), sig, sig_len));
 }
 
 static void
@@ -692,7 +791,7 @@ test_a_tampered_rsa_ciphertext_answers_as_a_local_key_does_and_fails_no_member_o
     size_t ct_len, pt_len;
 
     CU_ASSERT_EQUAL_FATAL(rsa_key(), CKR_OK);
-    CU_ASSERT_EQUAL_FATAL(ct_len = oaep_encrypt(msg32, sizeof(msg32), true, ct), 384);
+    CU_ASSERT_EQUAL_FATAL(ct_len = oaep_encrypt(&rsa_v, msg32, sizeof(msg32), true, ct), 384);
     ct[100] ^= 0x40;
     /* Many times over: a forged block is the input's fault, so the one member that holds the
      * key stays in service (taken out, the key would answer CKR_DEVICE_ERROR next). */
@@ -712,19 +811,6 @@ test_a_tampered_rsa_ciphertext_answers_as_a_local_key_does_and_fails_no_member_o
     CU_ASSERT_EQUAL(
         hf_core_key_rsa_decrypt(core, &rsa_k, &rsa_v, &oaep256, ct, ct_len - 1, pt, &pt_len),
         CKR_ENCRYPTED_DATA_LEN_RANGE);
-}
-
-static void test_rsa_in_a_clone_or_export_pool_is_refused_and_writes_nothing(void)
-{
-    struct hf_key_spec spec = {
-        .name = "ck-rsa", .alg = HF_ALG_RSA, .bits = 2048, .source = "pool:cl"};
-    struct hf_key k = {0};
-
-    CU_ASSERT_EQUAL(hf_core_key_create(core, &spec, &who, NULL, NULL), CKR_TEMPLATE_INCONSISTENT);
-    spec.source = "pool:ex";
-    CU_ASSERT_EQUAL(hf_core_key_create(core, &spec, &who, NULL, NULL), CKR_TEMPLATE_INCONSISTENT);
-    CU_ASSERT_EQUAL(hf_store_key_get(hf_core_store(core), "ck-rsa", &k), CKR_KEY_HANDLE_INVALID);
-    hf_key_clear(&k);
 }
 
 static void test_a_rotated_rsa_pool_key_and_its_destruction_reach_the_member(void)
@@ -932,7 +1018,7 @@ static void test_the_module_decrypts_and_signs_with_a_pool_rsa_key_as_with_a_loc
     CU_ASSERT_EQUAL(sig_len, 384);
     CU_ASSERT_EQUAL_FATAL(p11->C_VerifyInit(s, &pss, pub), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_Verify(s, (CK_BYTE_PTR)msg, sizeof(msg), sig, sig_len), CKR_OK);
-    CU_ASSERT(pss_verifies(msg, sizeof(msg), sig, sig_len));
+    CU_ASSERT(pss_verifies(&rsa_v, msg, sizeof(msg), sig, sig_len));
     sig_len = sizeof(sig);
     CU_ASSERT_EQUAL_FATAL(p11->C_SignInit(s, &pkcs, priv), CKR_OK);
     CU_ASSERT_EQUAL(p11->C_Sign(s, (CK_BYTE_PTR)msg, sizeof(msg), sig, &sig_len), CKR_OK);
@@ -959,15 +1045,15 @@ int main(void)
          test_destroying_a_version_or_the_key_destroys_the_member_objects},
         {"the module encrypts and decrypts with a pool key as with a local one",
          test_the_module_encrypts_and_decrypts_with_a_pool_key_as_with_a_local_one},
-        {"a clone key is on both members and either member alone decrypts",
-         test_a_clone_key_is_on_both_members_and_either_member_alone_decrypts},
-        {"a member that lost a clone key fails no request and is re-synced",
-         test_a_member_that_lost_a_clone_key_fails_no_request_and_is_re_synced},
+        {"a clone key, AES or RSA, is on both members and either member alone uses it",
+         test_a_clone_key_aes_or_rsa_is_on_both_members_and_either_member_alone_uses_it},
+        {"a member that lost a clone key, AES or RSA, fails no request and is re-synced",
+         test_a_member_that_lost_a_clone_key_aes_or_rsa_fails_no_request_and_is_re_synced},
         {"a key being copied to a member is never used half made",
          test_a_key_being_copied_to_a_member_is_never_used_half_made},
         {"destroying a clone key removes it from every member",
          test_destroying_a_clone_key_removes_it_from_every_member},
-        {"an export member emptied is restored from the store and decrypts alone",
+        {"an export member emptied is restored from the store, AES and RSA, and decrypts alone",
          test_an_export_member_emptied_is_restored_from_the_store_and_decrypts_alone},
         {"an RSA key is made in one member and its public key kept in the store",
          test_an_rsa_key_is_made_in_one_member_and_its_public_key_kept_in_the_store},
@@ -977,8 +1063,6 @@ int main(void)
          test_pss_sha256_signs_in_the_member_and_openssl_verifies_it},
         {"a tampered RSA ciphertext answers as a local key does and fails no member over",
          test_a_tampered_rsa_ciphertext_answers_as_a_local_key_does_and_fails_no_member_over},
-        {"RSA in a clone or export pool is refused and writes nothing",
-         test_rsa_in_a_clone_or_export_pool_is_refused_and_writes_nothing},
         {"a rotated RSA pool key and its destruction reach the member",
          test_a_rotated_rsa_pool_key_and_its_destruction_reach_the_member},
         {"the module decrypts and signs with a pool RSA key as with a local one",
