@@ -70,25 +70,9 @@ on_token xks-a "$K0V1" && on_token xks-b "$K0V1" ||
 hf_expect_exit 0 hf key create health --alg AES-256
 for k in k0 health; do hf_expect_exit 0 hf link add aws-xks "$k" "$k"; done
 
-AKID=AKIAIOSFODNN7EXAMPLE
-SEC=FYtE5EFA5FT0mCc3DrGUe2sti527BitkQ0Zr9MO9fvE
-HF_LOAD_CREDENTIALS="$AKID:$SEC"
-export HF_LOAD_CREDENTIALS
-P=$(hf_free_port)
-cat >"$T/holdfastd.conf" <<EOF
-$(hf_gateway_section aws-xks 32k "127.0.0.1:$P")
-# The gateway blocks a thread per request waiting on an HSM: more threads than VUs.
-threads = $((VUS + 8))
-max_connections_per_address = 0
-
-[plugin:aws-xks]
-path = $XKS_PLUGIN
-
-$(hf_xks_store health "$AKID:$SEC" '*')
-EOF
-hf_gateway_start "http://127.0.0.1:$P" "$HOLDFASTD" -f -c "$T/holdfastd.conf"
-
 . "$top_srcdir/tests/integration/xks-lib.sh"
+# The gateway blocks a thread per request waiting on an HSM: more threads than VUs.
+xks_gateway_start health "threads = $((VUS + 8))"
 # die M / revive M: member M's HSM answers CKR_DEVICE_ERROR to everything, or works again (the
 # shim looks at the dead file at most every 100 ms).
 die() { : >"$T/$1.so.dead"; sleep 0.3; }

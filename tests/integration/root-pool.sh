@@ -120,23 +120,8 @@ conf_write '[hsm.b]' "module = $T/b.so"
 hf_expect_exit 0 hf key create k0 --alg AES-256
 hf_expect_exit 0 hf key create k1 --alg AES-256
 for k in k0 k1; do hf_expect_exit 0 hf link add aws-xks "$k" "$k"; done
-AKID=AKIAIOSFODNN7EXAMPLE
-SEC=FYtE5EFA5FT0mCc3DrGUe2sti527BitkQ0Zr9MO9fvE
-HF_LOAD_CREDENTIALS="$AKID:$SEC"
-export HF_LOAD_CREDENTIALS
-P=$(hf_free_port)
-cat >"$T/holdfastd.conf" <<EOF
-$(hf_gateway_section aws-xks 32k "127.0.0.1:$P")
-max_connections_per_address = 0
-
-[plugin:aws-xks]
-path = $XKS_PLUGIN
-
-$(hf_xks_store k0 "$AKID:$SEC" '*')
-EOF
-hf_gateway_start "http://127.0.0.1:$P" "$HOLDFASTD" -f -c "$T/holdfastd.conf"
-
 . "$top_srcdir/tests/integration/xks-lib.sh"
+xks_gateway_start k0
 up_of() { # MEMBER: holdfast_pool_member_up of the root's member in holdfastd's /metrics
     curl -s "http://127.0.0.1:$P/metrics" |
         sed -n "s/^holdfast_pool_member_up{pool=\"(root)\",member=\"$1\"} //p"

@@ -1,6 +1,10 @@
-# XKS calls to holdfastd's aws-xks plugin with curl's SigV4, for the scripts that drive it while
-# HSMs fail under them (pool-xks-failover.sh, root-pool.sh). POSIX sh; sourced after lib.sh, with
-# T (a temp dir), P (holdfastd's port on 127.0.0.1), AKID and SEC (the credential) set:
+# holdfastd's aws-xks plugin and XKS calls to it with curl's SigV4, for the scripts that drive it
+# while HSMs fail under them (pool-xks-failover.sh, root-pool.sh). POSIX sh; sourced after lib.sh
+# and hf_xks_need, with T a temp dir:
+#   xks_gateway_start HEALTH [LINE...]   holdfastd (HF_GW_PID) serving one XKS key store on a
+#                           free port P of 127.0.0.1, with LINEs added to its [gateway] section;
+#                           HEALTH names the key its health check uses; the credential is
+#                           AKID:SEC, exported in HF_LOAD_CREDENTIALS for hf-load
 #   xks PATH BODY OUT       one XKS call; fails the test unless HTTP 200
 #   encrypt_now KEY NAME    an XKS encrypt under KEY's newest version: the answer in $T/NAME.ct,
 #                           the matching decrypt request in $T/NAME.dec
@@ -9,6 +13,21 @@
 #                           200: the gateway learns of a new link within a second
 #   sleep_until T0 SECONDS  sleeps until SECONDS after T0 (hf_now_ms), or says how late it is
 PY="python3 $top_srcdir/tests/integration/xks-body.py"
+AKID=AKIAIOSFODNN7EXAMPLE
+SEC=FYtE5EFA5FT0mCc3DrGUe2sti527BitkQ0Zr9MO9fvE
+HF_LOAD_CREDENTIALS="$AKID:$SEC"
+export HF_LOAD_CREDENTIALS
+
+xks_gateway_start() {
+    _health=$1
+    shift
+    P=$(hf_free_port)
+    { hf_gateway_section aws-xks 32k "127.0.0.1:$P"
+        printf '%s\n' "$@" 'max_connections_per_address = 0' '' '[plugin:aws-xks]' \
+            "path = $XKS_PLUGIN" ''
+        hf_xks_store "$_health" "$AKID:$SEC" '*'; } >"$T/holdfastd.conf"
+    hf_gateway_start "http://127.0.0.1:$P" "$HOLDFASTD" -f -c "$T/holdfastd.conf"
+}
 
 xks() {
     _code=$(curl -sS -o "$3" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:kms-xks-proxy" \
