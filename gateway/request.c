@@ -182,7 +182,7 @@ bool hf_request_peer_set(struct hf_request *req, const char *subject, const char
         req->client_sans[sanslen] = '\0';
         req->client_sans[sanslen + 1] = '\0';
     }
-    req->peer_read = true;
+    req->peer_names_read = true;
     return true;
 }
 
@@ -191,7 +191,7 @@ void hf_request_peer_sha256_set(struct hf_request *req, const unsigned char sha2
     if (!req) return;
     req->has_cert_sha256 = sha256 != NULL;
     if (sha256) memcpy(req->cert_sha256, sha256, sizeof(req->cert_sha256));
-    req->peer_read = true;
+    req->peer_sha256_read = true;
 }
 
 bool hf_gw_request_success_events(const struct hf_request *req)
@@ -304,28 +304,36 @@ HF_PLUGIN_EXPORT uint64_t hf_request_received_us(const struct hf_request *req)
     return req ? req->received_us : 0;
 }
 
-static void peer_read(const struct hf_request *req)
+/* Caches filled on first use, each on its own: a pin needs no names, and names no hash. */
+static void peer_names_read(const struct hf_request *req)
 {
-    struct hf_request *r = (struct hf_request *)req; /* a cache filled on first use */
+    struct hf_request *r = (struct hf_request *)req;
 
-    if (r->peer_read) return;
-    r->peer_read = true;
-    if (r->conn)
-        r->has_cert_sha256 =
-            hf_gw_tls_peer(r->conn, &r->client_subject, &r->client_sans, r->cert_sha256);
+    if (r->peer_names_read) return;
+    r->peer_names_read = true;
+    if (r->conn) hf_gw_tls_peer_names(r->conn, &r->client_subject, &r->client_sans);
+}
+
+static void peer_sha256_read(const struct hf_request *req)
+{
+    struct hf_request *r = (struct hf_request *)req;
+
+    if (r->peer_sha256_read) return;
+    r->peer_sha256_read = true;
+    if (r->conn) r->has_cert_sha256 = hf_gw_tls_peer_sha256(r->conn, r->cert_sha256);
 }
 
 HF_PLUGIN_EXPORT const char *hf_request_client_subject(const struct hf_request *req)
 {
     if (!req) return NULL;
-    peer_read(req);
+    peer_names_read(req);
     return req->client_subject;
 }
 
 HF_PLUGIN_EXPORT const char *hf_request_client_sans(const struct hf_request *req)
 {
     if (!req) return NULL;
-    peer_read(req);
+    peer_names_read(req);
     return req->client_sans;
 }
 
@@ -333,7 +341,7 @@ HF_PLUGIN_EXPORT bool hf_request_client_cert_sha256(const struct hf_request *req
                                                     unsigned char out[32])
 {
     if (!req || !out) return false;
-    peer_read(req);
+    peer_sha256_read(req);
     if (req->has_cert_sha256) memcpy(out, req->cert_sha256, sizeof(req->cert_sha256));
     return req->has_cert_sha256;
 }

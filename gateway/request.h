@@ -54,8 +54,8 @@ struct hf_request {
     size_t discarded;        /* body bytes thrown away (server.c bounds them by max_body too) */
     bool stop_reading;       /* over max_body mid-body: answer now, read no more (server.c) */
 
-    /* mTLS peer, filled on first use */
-    bool peer_read;
+    /* mTLS peer, filled on first use: the names and the hash apart */
+    bool peer_names_read, peer_sha256_read;
     char *client_subject;
     char *client_sans; /* NUL-separated, ending with an empty string */
     bool has_cert_sha256;

@@ -321,16 +321,24 @@ static char *sans_of(gnutls_x509_crt_t crt, size_t *outlen)
     return grown;
 }
 
-static gnutls_x509_crt_t peer_cert(gnutls_session_t session)
+/* The client's leaf certificate as presented (DER), or NULL. */
+static const gnutls_datum_t *leaf_der(gnutls_session_t session)
 {
     const gnutls_datum_t *chain;
     unsigned n = 0;
-    gnutls_x509_crt_t crt;
 
     if (gnutls_certificate_type_get(session) != GNUTLS_CRT_X509) return NULL;
-    if (!(chain = gnutls_certificate_get_peers(session, &n)) || n == 0) return NULL;
-    if (gnutls_x509_crt_init(&crt) < 0) return NULL;
-    if (gnutls_x509_crt_import(crt, &chain[0], GNUTLS_X509_FMT_DER) < 0) {
+    chain = gnutls_certificate_get_peers(session, &n);
+    return chain && n > 0 ? &chain[0] : NULL;
+}
+
+static gnutls_x509_crt_t peer_cert(gnutls_session_t session)
+{
+    const gnutls_datum_t *leaf = leaf_der(session);
+    gnutls_x509_crt_t crt;
+
+    if (!leaf || gnutls_x509_crt_init(&crt) < 0) return NULL;
+    if (gnutls_x509_crt_import(crt, leaf, GNUTLS_X509_FMT_DER) < 0) {
         gnutls_x509_crt_deinit(crt);
         return NULL;
     }
@@ -423,35 +431,43 @@ int hf_gw_tls_cert_retrieve(gnutls_session_t session, const gnutls_datum_t *req_
     return 0;
 }
 
-/* The leaf as presented (DER), hashed: what a pin names. */
-static bool leaf_sha256(gnutls_session_t session, unsigned char sha256[32])
-{
-    const gnutls_datum_t *chain;
-    unsigned n = 0;
-
-    if (!(chain = gnutls_certificate_get_peers(session, &n)) || n == 0) return false;
-    return SHA256(chain[0].data, chain[0].size, sha256) != NULL;
-}
-
-bool hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans,
-                    unsigned char sha256[32])
+/* The TLS session of conn when its listener checks client certificates (only those have one
+ * worth naming), else NULL. */
+static gnutls_session_t checked_session(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *info;
     const struct tls_ctx *c;
+
+    if (!conn) return NULL;
+    info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!info || !info->tls_session) return NULL;
+    c = ctx_of_session((gnutls_session_t)info->tls_session);
+    return c && c->trust ? (gnutls_session_t)info->tls_session : NULL;
+}
+
+bool hf_gw_tls_peer_names(struct MHD_Connection *conn, char **subject, char **sans)
+{
+    gnutls_session_t session = checked_session(conn);
     gnutls_x509_crt_t crt;
     size_t len = 0;
 
     *subject = NULL;
     *sans = NULL;
-    if (!conn) return false;
-    info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!info || !info->tls_session) return false;
-    /* Only a listener that checks client certificates has one worth naming. */
-    c = ctx_of_session((gnutls_session_t)info->tls_session);
-    if (!c || !c->trust) return false;
-    if (!(crt = peer_cert((gnutls_session_t)info->tls_session))) return false;
+    if (!session || !(crt = peer_cert(session))) return false;
     *subject = dn_of(crt);
     *sans = sans_of(crt, &len);
     gnutls_x509_crt_deinit(crt);
-    return leaf_sha256((gnutls_session_t)info->tls_session, sha256);
+    return true;
+}
+
+/* The leaf's DER hashed as presented, not parsed: a pin names those bytes, and client_verify
+ * parsed and checked them in this session's handshake. Parsing it again on every request, for
+ * names SAP does not use, cost about 1.5% of holdfastd's CPU under make bench-sap's RSA load
+ * (libtasn1, GnuTLS and their mallocs, by perf). */
+bool hf_gw_tls_peer_sha256(struct MHD_Connection *conn, unsigned char sha256[32])
+{
+    gnutls_session_t session = checked_session(conn);
+    const gnutls_datum_t *leaf = session ? leaf_der(session) : NULL;
+
+    return leaf && SHA256(leaf->data, leaf->size, sha256) != NULL;
 }

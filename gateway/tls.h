@@ -40,10 +40,12 @@ int hf_gw_tls_cert_retrieve(gnutls_session_t session, const gnutls_datum_t *req_
                             gnutls_privkey_t *pkey);
 
 /* The verified client certificate of conn: subject DN (RFC 4514) and subjectAltName values
- * (NUL-separated, ending with an empty string). Both NULL without TLS, on a listener that asks
- * for none, or when an optional one was not presented.
+ * (NUL-separated, ending with an empty string). false, both NULL, without TLS, on a listener that
+ * asks for none, or when an optional one was not presented.
  * The strings are new (free()). */
-bool hf_gw_tls_peer(struct MHD_Connection *conn, char **subject, char **sans,
-                    unsigned char sha256[32]);
+bool hf_gw_tls_peer_names(struct MHD_Connection *conn, char **subject, char **sans);
+/* The SHA-256 of that certificate's DER (what a pin names), read from the session each call
+ * without parsing the certificate; false when there is none, as above. */
+bool hf_gw_tls_peer_sha256(struct MHD_Connection *conn, unsigned char sha256[32]);
 
 #endif /* HF_GATEWAY_TLS_H */
