@@ -6,9 +6,10 @@ EXTRA_PROGRAMS = tests/perf/bench-pkcs11 tests/perf/xks-presign tests/perf/mhd-f
 tests_perf_bench_audit_SOURCES = tests/perf/bench-audit.c
 tests_perf_bench_audit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit $(CUNIT_CFLAGS)
 tests_perf_bench_audit_LDADD = libhftest.la libholdfast-core.la $(CUNIT_LIBS) $(PTHREAD_LIBS)
-tests_perf_mhd_floor_SOURCES = tests/perf/mhd-floor.c
-tests_perf_mhd_floor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS)
-tests_perf_mhd_floor_LDADD = $(MHD_LIBS) $(PTHREAD_LIBS)
+tests_perf_mhd_floor_SOURCES = tests/perf/mhd-floor.c tests/perf/oaep-fixture.c \
+	tests/perf/oaep-fixture.h
+tests_perf_mhd_floor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS)
+tests_perf_mhd_floor_LDADD = $(MHD_LIBS) $(GNUTLS_LIBS) $(CRYPTO_LIBS) $(PTHREAD_LIBS)
 tests_perf_xks_presign_SOURCES = tests/perf/xks-presign.c
 tests_perf_xks_presign_LDADD = gateway/plugins/aws-xks/libhf-sigv4.la $(CRYPTO_LIBS)
 tests_perf_bench_pkcs11_SOURCES = tests/perf/bench-pkcs11.c tests/p11-client.h
@@ -56,9 +57,11 @@ bench-jwt: tests/perf/bench-jwt$(EXEEXT)
 .PHONY: bench-jwt
 
 # SAP HYOK through holdfastd over mutual TLS (tests/perf/bench-sap.sh): RSA-3072 OAEP decrypt
-# against raw OpenSSL (rsa-oaep-ref) on the same cores, and success audit on against off for RSA
-# and AES beside mhd-floor's suspend/straight ratio, in one run.
-tests_perf_rsa_oaep_ref_SOURCES = tests/perf/rsa-oaep-ref.c
+# against raw OpenSSL (rsa-oaep-ref) and against mhd-floor doing mutual TLS and the same decrypt
+# (its floor) on the same cores, and success audit on against off for RSA and AES beside
+# mhd-floor's suspend/straight ratio, in one run.
+tests_perf_rsa_oaep_ref_SOURCES = tests/perf/rsa-oaep-ref.c tests/perf/oaep-fixture.c \
+	tests/perf/oaep-fixture.h
 tests_perf_rsa_oaep_ref_LDADD = $(CRYPTO_LIBS) $(PTHREAD_LIBS)
 EXTRA_DIST += tests/perf/bench-sap.sh
 bench-sap: tests/perf/rsa-oaep-ref$(EXEEXT) tests/perf/mhd-floor$(EXEEXT) tests/load/hf-load$(EXEEXT) \

@@ -1,18 +1,17 @@
 /* rsa-oaep-ref: what raw OpenSSL does with RSA-3072 private-key operations on these cores, the
  * reference make bench-sap sets SAP's asymmetric-decrypt through holdfastd beside (target
  * >= 0.9x). Each thread decrypts the same RSAES-OAEP SHA-256 ciphertext of a 32-byte key (as
- * SAP's 384-byte ciphertexts) with its own context on one shared key, for SECONDS, and the total
- * is printed as "ops/s N" (wall clock), after the rate per CPU second.
+ * SAP's 384-byte ciphertexts; oaep-fixture.h, which mhd-floor --rsa-oaep decrypts too) with its
+ * own context on one shared key, for SECONDS, and the total is printed as "ops/s N" (wall
+ * clock), after the rate per CPU second.
  *
  *   rsa-oaep-ref [SECONDS [THREADS [BITS]]]   defaults 5, 2, 3072 */
 #include "hf-build.h"
 
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-#include <openssl/rsa.h>
+#include "tests/perf/oaep-fixture.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,23 +39,9 @@ static double now_s(void)
     return clock_s(CLOCK_MONOTONIC);
 }
 
-static EVP_PKEY_CTX *oaep_ctx(bool decrypt)
-{
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(key, NULL);
-
-    if (!ctx || (decrypt ? EVP_PKEY_decrypt_init(ctx) : EVP_PKEY_encrypt_init(ctx)) != 1 ||
-        EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) != 1 ||
-        EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) != 1 ||
-        EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) != 1) {
-        EVP_PKEY_CTX_free(ctx);
-        return NULL;
-    }
-    return ctx;
-}
-
 static void *worker(void *arg)
 {
-    EVP_PKEY_CTX *ctx = oaep_ctx(true);
+    EVP_PKEY_CTX *ctx = hf_perf_oaep_ctx(key, true);
     unsigned char pt[1024];
     unsigned long long n = 0;
     double end = now_s() + seconds;
@@ -70,7 +55,7 @@ static void *worker(void *arg)
     while (n % 16 != 0 || now_s() < end) {
         size_t ptlen = sizeof(pt);
 
-        if (EVP_PKEY_decrypt(ctx, pt, &ptlen, ct, ctlen) != 1 || ptlen != 32) {
+        if (EVP_PKEY_decrypt(ctx, pt, &ptlen, ct, ctlen) != 1 || ptlen != HF_PERF_OAEP_PT_LEN) {
             atomic_fetch_add(&failures, 1);
             break;
         }
@@ -85,8 +70,6 @@ int main(int argc, char **argv)
 {
     int threads = argc > 2 ? atoi(argv[2]) : 2, bits = argc > 3 ? atoi(argv[3]) : 3072;
     pthread_t tid[MAX_THREADS];
-    unsigned char pt[32];
-    EVP_PKEY_CTX *ctx;
     double t0, cpu0, elapsed, cpu;
 
     seconds = argc > 1 ? atof(argv[1]) : 5;
@@ -94,14 +77,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: rsa-oaep-ref [SECONDS [THREADS (1..%d) [BITS]]]\n", MAX_THREADS);
         return 2;
     }
-    key = EVP_RSA_gen((unsigned)bits);
     ctlen = sizeof(ct);
-    if (!key || RAND_bytes(pt, sizeof(pt)) != 1 || !(ctx = oaep_ctx(false)) ||
-        EVP_PKEY_encrypt(ctx, ct, &ctlen, pt, sizeof(pt)) != 1) {
+    if (!(key = hf_perf_oaep_fixture((unsigned)bits, ct, &ctlen))) {
         fprintf(stderr, "rsa-oaep-ref: no RSA-%d key or ciphertext\n", bits);
         return 1;
     }
-    EVP_PKEY_CTX_free(ctx);
     t0 = now_s();
     cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     for (int i = 0; i < threads; i++)
