@@ -1,6 +1,6 @@
-# aws-xks: the AWS KMS External Key Store proxy API v1 plugin (specs/aws-xks.md).
-# The pure parts (request parsing, the GCM construction, configuration, authorization rules) are a
-# convenience library, so the plugin, its unit tests and the fuzzer link the same code.
+# aws-xks: the AWS KMS External Key Store proxy API v1 plugin (specs/aws-xks.md), its two
+# libraries as ../plugin.mk says. The pure parts: request parsing, the GCM construction,
+# configuration, authorization rules.
 noinst_LTLIBRARIES += gateway/plugins/aws-xks/libhf-xks.la
 gateway_plugins_aws_xks_libhf_xks_la_SOURCES = \
 	gateway/plugins/aws-xks/request.c gateway/plugins/aws-xks/request.h \
@@ -9,11 +9,10 @@ gateway_plugins_aws_xks_libhf_xks_la_SOURCES = \
 	gateway/plugins/aws-xks/config.c gateway/plugins/aws-xks/config.h \
 	gateway/plugins/aws-xks/authz.c \
 	gateway/plugins/aws-xks/health-fleet.c gateway/plugins/aws-xks/health-fleet.h
-gateway_plugins_aws_xks_libhf_xks_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-gateway_plugins_aws_xks_libhf_xks_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
+gateway_plugins_aws_xks_libhf_xks_la_CPPFLAGS = $(HF_PLUGIN_CPPFLAGS)
+gateway_plugins_aws_xks_libhf_xks_la_LIBADD = $(HF_PLUGIN_LIBS)
 
-# The plugin: hf_* of plugin.h resolve from holdfastd when it loads the module (never link the
-# gateway in).
+# The plugin.
 plugin_LTLIBRARIES += gateway/plugins/aws-xks/aws-xks.la
 gateway_plugins_aws_xks_aws_xks_la_SOURCES = \
 	gateway/plugins/aws-xks/internal.h \
@@ -23,10 +22,10 @@ gateway_plugins_aws_xks_aws_xks_la_SOURCES = \
 	gateway/plugins/aws-xks/encrypt.c \
 	gateway/plugins/aws-xks/decrypt.c \
 	gateway/plugins/aws-xks/health.c
-gateway_plugins_aws_xks_aws_xks_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-gateway_plugins_aws_xks_aws_xks_la_LDFLAGS = -module -avoid-version -shared
+gateway_plugins_aws_xks_aws_xks_la_CPPFLAGS = $(HF_PLUGIN_CPPFLAGS)
+gateway_plugins_aws_xks_aws_xks_la_LDFLAGS = $(HF_PLUGIN_LDFLAGS)
 gateway_plugins_aws_xks_aws_xks_la_LIBADD = gateway/plugins/aws-xks/libhf-xks.la \
-	gateway/plugins/aws-xks/libhf-sigv4.la $(JSONC_LIBS) $(CRYPTO_LIBS) $(PTHREAD_LIBS)
+	gateway/plugins/aws-xks/libhf-sigv4.la $(HF_PLUGIN_LIBS) $(PTHREAD_LIBS)
 
 EXTRA_DIST += gateway/plugins/aws-xks/README.md
 

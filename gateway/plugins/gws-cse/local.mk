@@ -1,7 +1,6 @@
-# gws-cse: the Google Workspace CSE key service (KACLS) plugin (specs/gws-cse.md).
-# The pure parts (the op table and request bodies, configuration, the checks over claims, the
-# blob payload and resource key hash) are a convenience library, so the plugin, its unit tests
-# and the fuzzer link the same code.
+# gws-cse: the Google Workspace CSE key service (KACLS) plugin (specs/gws-cse.md), its two
+# libraries as ../plugin.mk says. The pure parts: the op table and request bodies,
+# configuration, the checks over claims, the blob payload and resource key hash.
 noinst_LTLIBRARIES += gateway/plugins/gws-cse/libhf-cse.la
 gateway_plugins_gws_cse_libhf_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/request.c gateway/plugins/gws-cse/request.h \
@@ -10,10 +9,10 @@ gateway_plugins_gws_cse_libhf_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/payload.c gateway/plugins/gws-cse/rkh.c \
 	gateway/plugins/gws-cse/payload.h \
 	gateway/plugins/gws-cse/minted.c gateway/plugins/gws-cse/minted.h
-gateway_plugins_gws_cse_libhf_cse_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-gateway_plugins_gws_cse_libhf_cse_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
+gateway_plugins_gws_cse_libhf_cse_la_CPPFLAGS = $(HF_PLUGIN_CPPFLAGS)
+gateway_plugins_gws_cse_libhf_cse_la_LIBADD = $(HF_PLUGIN_LIBS)
 
-# The plugin: plugin.h's hf_* resolve from holdfastd when it loads the module.
+# The plugin.
 plugin_LTLIBRARIES += gateway/plugins/gws-cse/gws-cse.la
 gateway_plugins_gws_cse_gws_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/internal.h \
@@ -31,10 +30,10 @@ gateway_plugins_gws_cse_gws_cse_la_SOURCES = \
 	gateway/plugins/gws-cse/delegate.c \
 	gateway/plugins/gws-cse/certs.c \
 	gateway/plugins/gws-cse/rewrap.c
-gateway_plugins_gws_cse_gws_cse_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-gateway_plugins_gws_cse_gws_cse_la_LDFLAGS = -module -avoid-version -shared
+gateway_plugins_gws_cse_gws_cse_la_CPPFLAGS = $(HF_PLUGIN_CPPFLAGS)
+gateway_plugins_gws_cse_gws_cse_la_LDFLAGS = $(HF_PLUGIN_LDFLAGS)
 gateway_plugins_gws_cse_gws_cse_la_LIBADD = gateway/plugins/gws-cse/libhf-cse.la \
-	$(JSONC_LIBS) $(CRYPTO_LIBS) $(PTHREAD_LIBS)
+	$(HF_PLUGIN_LIBS) $(PTHREAD_LIBS)
 
 EXTRA_DIST += gateway/plugins/gws-cse/README.md
 

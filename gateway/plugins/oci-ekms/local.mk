@@ -1,14 +1,14 @@
-# oci-ekms: the OCI External KMS (EKMS vendor API) plugin (specs/oci-ekms.md).
-# The pure parts (paths, bodies, scopes, configuration) are a convenience library, so the
-# plugin, its unit tests and the fuzzer link the same code. The blob is the gateway's.
+# oci-ekms: the OCI External KMS (EKMS vendor API) plugin (specs/oci-ekms.md), its two
+# libraries as ../plugin.mk says. The pure parts: paths, bodies, scopes, configuration. The
+# blob is the gateway's.
 noinst_LTLIBRARIES += gateway/plugins/oci-ekms/libhf-oci.la
 gateway_plugins_oci_ekms_libhf_oci_la_SOURCES = \
 	gateway/plugins/oci-ekms/request.c gateway/plugins/oci-ekms/request.h \
 	gateway/plugins/oci-ekms/config.c gateway/plugins/oci-ekms/config.h
-gateway_plugins_oci_ekms_libhf_oci_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-gateway_plugins_oci_ekms_libhf_oci_la_LIBADD = $(JSONC_LIBS) $(CRYPTO_LIBS)
+gateway_plugins_oci_ekms_libhf_oci_la_CPPFLAGS = $(HF_PLUGIN_CPPFLAGS)
+gateway_plugins_oci_ekms_libhf_oci_la_LIBADD = $(HF_PLUGIN_LIBS)
 
-# The plugin: plugin.h's hf_* resolve from holdfastd when it loads the module.
+# The plugin.
 plugin_LTLIBRARIES += gateway/plugins/oci-ekms/oci-ekms.la
 gateway_plugins_oci_ekms_oci_ekms_la_SOURCES = \
 	gateway/plugins/oci-ekms/internal.h \
@@ -18,10 +18,10 @@ gateway_plugins_oci_ekms_oci_ekms_la_SOURCES = \
 	gateway/plugins/oci-ekms/metadata.c \
 	gateway/plugins/oci-ekms/crypt.c \
 	gateway/plugins/oci-ekms/random.c
-gateway_plugins_oci_ekms_oci_ekms_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS)
-gateway_plugins_oci_ekms_oci_ekms_la_LDFLAGS = -module -avoid-version -shared
+gateway_plugins_oci_ekms_oci_ekms_la_CPPFLAGS = $(HF_PLUGIN_CPPFLAGS)
+gateway_plugins_oci_ekms_oci_ekms_la_LDFLAGS = $(HF_PLUGIN_LDFLAGS)
 gateway_plugins_oci_ekms_oci_ekms_la_LIBADD = gateway/plugins/oci-ekms/libhf-oci.la \
-	$(JSONC_LIBS) $(CRYPTO_LIBS)
+	$(HF_PLUGIN_LIBS)
 
 EXTRA_DIST += gateway/plugins/oci-ekms/README.md
 
