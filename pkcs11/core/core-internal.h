@@ -45,8 +45,13 @@ void core_secret_free(char *s);
  * make on first ([hsm]'s token) a key another member already holds (a second, different one).
  * core_root_pools_append: the root's members appended to *out as the pool HF_CORE_ROOT_POOL
  * (hf_core_pools_status). core_root_lock_path: STATE_DIR/hsm.lock, or hsm.MEMBER.lock. */
-CK_RV core_root_open(const struct hf_config *cfg, const char *pin, struct hf_hsm **hsm,
-                     struct hf_root **root);
+CK_RV core_root_open(const struct hf_config *cfg, const char *pin, struct hf_store *store,
+                     struct hf_hsm **hsm, struct hf_root **root);
+/* init: [hsm]'s key check values (root.h) stored as the store's reference unless it has one;
+ * CKR_KEY_CHANGED (logged) when it has another. core_root_open, for a pool: every member checked
+ * against the store's reference (store may be NULL: none); a store without one gets [hsm]'s when
+ * [hsm] passed (the first member to pass being the reference meanwhile, as before). */
+CK_RV core_root_reference_init(const struct hf_config *cfg, struct hf_store *store);
 CK_RV core_root_init_check(const struct hf_config *cfg, const char *pin, struct hf_hsm *first);
 CK_RV core_root_pools_append(struct hf_core *core, struct hf_core_pool_live **out, size_t *n);
 CK_RV core_root_lock_path(const struct hf_config *cfg, const char *member, char buf[PATH_MAX],

@@ -61,7 +61,7 @@ static CK_RV root_labels_fill(const struct hf_config *cfg, struct root_labels *l
     l->macs[0] = l->policy;
     l->macs[1] = HF_AUDIT_MAC_LABEL;
     l->macs[2] = HF_AUDIT_CHECKPOINT_LABEL;
-    l->keys = (struct hf_root_keys){cfg->kek_label, l->macs, 3};
+    l->keys = (struct hf_root_keys){cfg->kek_label, l->macs, 3, NULL};
     return rv;
 }
 
@@ -88,7 +88,91 @@ static CK_RV root_specs(const struct hf_config *cfg, const char *pin,
     return rv;
 }
 
-static CK_RV root_pool_open(const struct hf_config *cfg, const char *pin, struct hf_root **root)
+/* ---- the reference (root.h): [hsm]'s key check values, kept in the store ----
+ *
+ * In the store, not in a node's state_dir: every node of a cluster on one PostgreSQL reads the
+ * same reference, and it is read before any member is trusted (meta is read without the policy,
+ * whose MAC key is one of the keys being checked). It needs no MAC of its own: each value is a
+ * MAC of a fixed input under one of the root's keys, which only a token holding that key can
+ * make, so an edited reference can keep every member out (the open fails, naming them) but can
+ * let none in whose keys differ from the values written. */
+
+/* The store's reference: *ref malloc'd, or NULL when the store has none (made before). */
+static CK_RV ref_read(struct hf_store *store, char **ref)
+{
+    CK_RV rv;
+
+    *ref = NULL;
+    if (store == NULL) return CKR_OK;
+    rv = hf_store_meta_get(store, HF_META_ROOT_REFERENCE, ref);
+    if (rv == CKR_KEY_HANDLE_INVALID) rv = CKR_OK;
+    if (rv != CKR_OK)
+        hf_log_error("root: the store's reference could not be read (0x%lx)", (unsigned long)rv);
+    return rv;
+}
+
+/* A store made before the reference: today's rule chose the first member to pass; when that
+ * was [hsm] (member 0 passed: its values are the reference), they are the store's from now on.
+ * Insert if absent: of nodes doing it at once, one writes (and logs). */
+static void ref_adopt(struct hf_store *store, struct hf_root *root)
+{
+    struct hf_root_member_status st[HF_ROOT_MEMBERS_MAX];
+    char *text = NULL;
+    bool swapped = false;
+
+    if (hf_root_status(root, st, HF_ROOT_MEMBERS_MAX) == 0 || st[0].check != HF_ROOT_CHECK_SAME)
+        return;
+    if (hf_root_reference(root, &text) != CKR_OK) return;
+    if (hf_store_meta_swap(store, HF_META_ROOT_REFERENCE, NULL, text, &swapped) == CKR_OK &&
+        swapped)
+        hf_log_info("root: [hsm]'s key check values are the store's reference now (the store "
+                    "predates it): members are checked against them from the next open on");
+    free(text);
+}
+
+CK_RV core_root_reference_init(const struct hf_config *cfg, struct hf_store *store)
+{
+    struct root_labels labels;
+    struct hf_hsm *hsm = NULL;
+    char lock_buf[PATH_MAX];
+    const char *lock;
+    char *mine = NULL, *stored = NULL;
+    bool swapped = false;
+    CK_RV rv = root_labels_fill(cfg, &labels);
+
+    if (rv == CKR_OK) rv = core_root_lock_path(cfg, NULL, lock_buf, &lock);
+    if (rv == CKR_OK) rv = hf_hsm_open(cfg->hsm_module, lock, cfg->hsm_token, cfg->hsm_pin, &hsm);
+    if (rv == CKR_OK) rv = hf_root_reference_of_hsm(hsm, &labels.keys, &mine);
+    hf_hsm_close(hsm);
+    if (rv == CKR_OK) rv = hf_store_meta_swap(store, HF_META_ROOT_REFERENCE, NULL, mine, &swapped);
+    if (rv == CKR_OK && !swapped) rv = ref_read(store, &stored);
+    if (rv == CKR_OK && !swapped && stored != NULL && strcmp(stored, mine) != 0) {
+        hf_log_error("init: the store's root reference is not the key check values of [hsm] "
+                     "(token '%s'): its keys are not the ones the store's keys were made under",
+                     cfg->hsm_token);
+        rv = CKR_KEY_CHANGED;
+    }
+    if (rv != CKR_OK && rv != CKR_KEY_CHANGED)
+        hf_log_error("init: the root's reference could not be stored (0x%lx)", (unsigned long)rv);
+    free(mine);
+    free(stored);
+    return rv;
+}
+
+CK_RV hf_core_root_reference_is_stored(struct hf_core *core, bool *stored)
+{
+    char *ref = NULL;
+    CK_RV rv;
+
+    if (core == NULL || stored == NULL) return CKR_ARGUMENTS_BAD;
+    rv = ref_read(core->store, &ref);
+    *stored = rv == CKR_OK && ref != NULL;
+    free(ref);
+    return rv;
+}
+
+static CK_RV root_pool_open(const struct hf_config *cfg, const char *pin, const char *reference,
+                            struct hf_root **root)
 {
     struct hf_pool_member_spec specs[HF_ROOT_MEMBERS_MAX];
     struct hf_pool_options opts = {.queue_max = cfg->pool_queue_max,
@@ -99,6 +183,7 @@ static CK_RV root_pool_open(const struct hf_config *cfg, const char *pin, struct
     size_t n = 0;
     CK_RV rv = locks ? root_labels_fill(cfg, &labels) : CKR_HOST_MEMORY;
 
+    labels.keys.reference = reference;
     if (rv == CKR_OK) rv = root_specs(cfg, pin, specs, locks, &n);
     if (rv == CKR_OK) rv = hf_root_open_pool(specs, n, &opts, &labels.keys, root);
     if (rv != CKR_OK)
@@ -120,19 +205,25 @@ static CK_RV root_token_open(const struct hf_config *cfg, const char *pin, struc
     return rv;
 }
 
-CK_RV core_root_open(const struct hf_config *cfg, const char *pin, struct hf_hsm **hsm,
-                     struct hf_root **root)
+CK_RV core_root_open(const struct hf_config *cfg, const char *pin, struct hf_store *store,
+                     struct hf_hsm **hsm, struct hf_root **root)
 {
     char lock_buf[PATH_MAX];
     const char *lock;
+    char *ref = NULL;
     CK_RV rv = core_root_lock_path(cfg, NULL, lock_buf, &lock);
 
     *hsm = NULL;
     *root = NULL;
     if (rv == CKR_OK && cfg->softhsm2_conf) rv = hf_softhsm_repair_tokens(cfg->softhsm2_conf, lock);
     if (rv != CKR_OK) return rv;
-    rv = cfg->n_root_members > 0 ? root_pool_open(cfg, pin, root)
-                                 : root_token_open(cfg, pin, hsm, root);
+    if (cfg->n_root_members > 0) {
+        if ((rv = ref_read(store, &ref)) == CKR_OK) rv = root_pool_open(cfg, pin, ref, root);
+        if (rv == CKR_OK && ref == NULL && store != NULL) ref_adopt(store, *root);
+        free(ref);
+    } else {
+        rv = root_token_open(cfg, pin, hsm, root);
+    }
     if (rv != CKR_OK) return rv;
     if (!hf_root_has_kek(*root, cfg->kek_label)) {
         hf_log_error("backend token '%s' has no root KEK '%s': run `holdfast init`", cfg->hsm_token,
@@ -229,8 +320,9 @@ CK_RV hf_core_root_status(struct hf_core *core, struct hf_core_root_member **out
 CK_RV hf_core_root_check(const struct hf_config *cfg, struct hf_core_root_member **out, size_t *n)
 {
     struct hf_root *root = NULL;
+    struct hf_store *store = NULL;
     const char *pin = NULL;
-    char *owned = NULL;
+    char *owned = NULL, *ref = NULL;
     CK_RV rv;
 
     if (cfg == NULL || out == NULL || n == NULL) return CKR_ARGUMENTS_BAD;
@@ -238,10 +330,15 @@ CK_RV hf_core_root_check(const struct hf_config *cfg, struct hf_core_root_member
     *n = 0;
     if (cfg->n_root_members == 0) return CKR_OK;
     rv = core_hsm_pin(cfg, &pin, &owned);
-    if (rv == CKR_OK) rv = root_pool_open(cfg, pin, &root);
+    /* Checked as an open would check them: against the store's reference when it has one. */
+    if (rv == CKR_OK && hf_store_open(cfg->store_path, &store) == CKR_OK)
+        rv = ref_read(store, &ref);
+    hf_store_close(store);
+    if (rv == CKR_OK) rv = root_pool_open(cfg, pin, ref, &root);
     if (rv == CKR_OK) rv = root_members_get(cfg, root, out, n);
     hf_root_close(root);
     core_secret_free(owned);
+    free(ref);
     return rv;
 }
 

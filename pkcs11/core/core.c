@@ -276,6 +276,8 @@ CK_RV hf_core_init(struct hf_config *cfg, const char *so_pin, const char *user_p
     first = *cfg; /* after hsm_ensure, which resolves the PIN */
     first.n_root_members = 0;
     if (rv == CKR_OK) rv = init_audit(&first, cfg->n_root_members > 0, so_changed, user_changed);
+    /* After init_audit, whose open made the policy MAC key: the reference covers every key. */
+    if (rv == CKR_OK && cfg->n_root_members > 0) rv = core_root_reference_init(cfg, tmp.store);
 done:
     hf_store_close(tmp.store);
     return rv;
@@ -360,7 +362,7 @@ static CK_RV core_store_open(struct hf_core *core)
 static CK_RV core_hsm_open(struct hf_core *core, const char *pin)
 {
     const struct hf_config *cfg = core->cfg;
-    CK_RV rv = core_root_open(cfg, pin, &core->hsm, &core->root);
+    CK_RV rv = core_root_open(cfg, pin, core->store, &core->hsm, &core->root);
 
     if (rv != CKR_OK) return rv;
     return hf_local_open(core->root, cfg->kek_label, cfg->cache_max_keys, &core->local);
@@ -457,7 +459,7 @@ CK_RV hf_core_audit_verify(const struct hf_config *cfg, const char *path, bool a
     rv = core_hsm_pin(cfg, &pin, &owned_pin);
     if (rv == CKR_OK) rv = softhsm2_env_set(cfg);
     if (rv == CKR_OK) rv = core_store_open(&tmp);
-    if (rv == CKR_OK) rv = core_root_open(cfg, pin, &tmp.hsm, &tmp.root);
+    if (rv == CKR_OK) rv = core_root_open(cfg, pin, tmp.store, &tmp.hsm, &tmp.root);
     if (rv != CKR_OK) goto done;
     vc.root = tmp.root;
     vc.store = tmp.store;

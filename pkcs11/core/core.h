@@ -57,6 +57,8 @@ CK_RV hf_core_init_gateway_pin(const struct hf_config *cfg, const char *pin, boo
 #define HF_META_PIN_SO "pin.so"
 #define HF_META_PIN_USER "pin.user"
 #define HF_META_PIN_GATEWAY "pin.gateway"
+/* The root's reference key check values (root.h; core-root.c), written by `holdfast init`. */
+#define HF_META_ROOT_REFERENCE "root.reference"
 
 /* Opens an initialised key store. CKR_TOKEN_NOT_RECOGNIZED when init has not run. cfg is
  * borrowed: it must outlive the core (hf_core_config returns it). Installs the policy MAC checks
@@ -246,9 +248,14 @@ struct hf_core_root_member {
 /* The open core's root members, in config order ([hsm] first); *n 0 (*out NULL) for a root of
  * one token. Reads no backend. *out malloc'd: free(). */
 CK_RV hf_core_root_status(struct hf_core *core, struct hf_core_root_member **out, size_t *n);
-/* The same from a root opened over cfg's members for the call (no store: `holdfast init`'s
- * report, after which members that lack the keys are to be cloned from [hsm]). */
+/* The same from a root opened over cfg's members for the call, checked against the store's
+ * reference when it has one (`holdfast init`'s report, after which members that lack the keys
+ * are to be cloned from [hsm]). */
 CK_RV hf_core_root_check(const struct hf_config *cfg, struct hf_core_root_member **out, size_t *n);
+/* Whether the store holds the root's reference key check values, against which every member of a
+ * root pool is checked at open (written by `holdfast init`; a store made before gets them at the
+ * first open of a pool where [hsm] passes). */
+CK_RV hf_core_root_reference_is_stored(struct hf_core *core, bool *stored);
 
 /* The usable material of a version (local source: unwrapped once, then cached). New reference.
  * A pool version has none here: CKR_KEY_FUNCTION_NOT_PERMITTED (hf_core_key_gcm and

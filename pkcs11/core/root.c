@@ -4,6 +4,7 @@
 
 #include <openssl/crypto.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,11 @@ struct kcv {
     size_t len;
 };
 
+#define REF_STORED ((size_t)-1)
+/* The reference as text: this prefix, then each key's KCV in hex, the KEK's first, ','-separated
+ * (hf_root_reference). */
+#define REF_PREFIX "kcv1:"
+
 struct hf_root {
     struct hf_hsm *hsm;   /* one token: borrowed */
     struct hf_pool *pool; /* a pool: owned */
@@ -35,7 +41,7 @@ struct hf_root {
     size_t n_members;
     pthread_mutex_t lock; /* guards everything below */
     bool has_ref;
-    size_t ref_member;
+    size_t ref_member; /* REF_STORED: the reference was given at open (the store's) */
     struct kcv ref[ROOT_KEYS_MAX];
     enum hf_root_check check[HF_ROOT_MEMBERS_MAX];
     size_t differs[HF_ROOT_MEMBERS_MAX]; /* MISSING, DIFFERS: which key */
@@ -43,8 +49,8 @@ struct hf_root {
 
 /* ---- the key check ---- */
 
-/* The KCV of key i on the member whose session s is. */
-static CK_RV kcv_compute(struct hf_root *root, size_t i, struct hf_hsm *hsm, CK_SESSION_HANDLE s,
+/* The KCV of key i (labels[0] the KEK, the others MAC keys) on the token whose session s is. */
+static CK_RV kcv_compute(char *const *labels, size_t i, struct hf_hsm *hsm, CK_SESSION_HANDLE s,
                          struct kcv *out)
 {
     unsigned char *blob = NULL;
@@ -53,10 +59,10 @@ static CK_RV kcv_compute(struct hf_root *root, size_t i, struct hf_hsm *hsm, CK_
 
     if (i > 0) {
         out->len = HF_HSM_MAC_LEN;
-        return hf_hsm_hmac_on(hsm, s, root->labels[i], (const unsigned char *)KCV_MAC_INPUT,
+        return hf_hsm_hmac_on(hsm, s, labels[i], (const unsigned char *)KCV_MAC_INPUT,
                               sizeof(KCV_MAC_INPUT) - 1, out->v);
     }
-    rv = hf_hsm_wrap_on(hsm, s, root->labels[0], KCV_PLAIN, sizeof(KCV_PLAIN), &blob, &len);
+    rv = hf_hsm_wrap_on(hsm, s, labels[0], KCV_PLAIN, sizeof(KCV_PLAIN), &blob, &len);
     if (rv == CKR_OK && len > KCV_MAX) rv = CKR_FUNCTION_FAILED;
     if (rv == CKR_OK) memcpy(out->v, blob, out->len = len);
     free(blob);
@@ -68,15 +74,30 @@ static bool rv_is_key_missing(CK_RV rv)
     return rv == CKR_WRAPPING_KEY_HANDLE_INVALID || rv == CKR_KEY_HANDLE_INVALID;
 }
 
+/* Who the reference is, for people. Under root->lock, with has_ref. */
+static void ref_describe(const struct hf_root *root, char *buf, size_t len)
+{
+    if (root->ref_member == REF_STORED)
+        snprintf(buf, len, "the reference stored by `holdfast init` ([hsm]'s keys)");
+    else
+        snprintf(buf, len, "member %s's", root->names[root->ref_member]);
+}
+
 /* Notes member's refusal, logged when it is news. Under root->lock. */
 static void refusal_log(struct hf_root *root, size_t member, size_t key, bool missing)
 {
     enum hf_root_check now = missing ? HF_ROOT_CHECK_MISSING : HF_ROOT_CHECK_DIFFERS;
+    char ref[128];
 
     if (root->check[member] == now && root->differs[member] == key) return;
     root->check[member] = now;
     root->differs[member] = key;
-    if (missing && root->has_ref)
+    if (root->has_ref) ref_describe(root, ref, sizeof(ref));
+    if (missing && root->has_ref && root->ref_member == REF_STORED)
+        hf_log_error("root: member %s refused, kept out of service: it lacks the key '%s' (clone "
+                     "the token of [hsm] to it)",
+                     root->names[member], root->labels[key]);
+    else if (missing && root->has_ref)
         hf_log_error("root: member %s refused, kept out of service: it lacks the key '%s' (clone "
                      "the token of member %s to it)",
                      root->names[member], root->labels[key], root->names[root->ref_member]);
@@ -86,13 +107,15 @@ static void refusal_log(struct hf_root *root, size_t member, size_t key, bool mi
                      root->names[member], root->labels[key]);
     else
         hf_log_error("root: member %s refused, kept out of service: its key '%s' differs from "
-                     "member %s's (it is not a clone of that token)",
-                     root->names[member], root->labels[key], root->names[root->ref_member]);
+                     "%s (it is not a clone of that token)",
+                     root->names[member], root->labels[key], ref);
 }
 
 /* got against the reference, which got becomes when there is none yet. Under root->lock. */
 static CK_RV kcvs_compare(struct hf_root *root, size_t member, const struct kcv *got)
 {
+    char ref[128];
+
     if (!root->has_ref) {
         memcpy(root->ref, got, root->n_labels * sizeof(*got));
         root->ref_member = member;
@@ -105,9 +128,10 @@ static CK_RV kcvs_compare(struct hf_root *root, size_t member, const struct kcv 
         refusal_log(root, member, i, false);
         return CKR_KEY_CHANGED;
     }
-    if (root->check[member] != HF_ROOT_CHECK_SAME && root->check[member] != HF_ROOT_CHECK_PENDING)
-        hf_log_info("root: member %s holds the same keys as member %s now", root->names[member],
-                    root->names[root->ref_member]);
+    if (root->check[member] != HF_ROOT_CHECK_SAME && root->check[member] != HF_ROOT_CHECK_PENDING) {
+        ref_describe(root, ref, sizeof(ref));
+        hf_log_info("root: member %s holds the same keys as %s now", root->names[member], ref);
+    }
     root->check[member] = HF_ROOT_CHECK_SAME;
     return CKR_OK;
 }
@@ -123,7 +147,7 @@ static CK_RV member_check(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PT
     (void)f;
     if (member >= root->n_members) return CKR_ARGUMENTS_BAD;
     for (size_t i = 0; i < root->n_labels && rv == CKR_OK; i++) {
-        if ((rv = kcv_compute(root, i, hsm, s, &got[i])) == CKR_OK) continue;
+        if ((rv = kcv_compute(root->labels, i, hsm, s, &got[i])) == CKR_OK) continue;
         /* Anything else is the member's trouble of the moment: the probe tries again. */
         if (!rv_is_key_missing(rv)) return rv;
         pthread_mutex_lock(&root->lock);
@@ -184,6 +208,131 @@ static CK_RV root_fill(struct hf_root *root, const struct hf_pool_member_spec *m
     return CKR_OK;
 }
 
+/* ---- the reference as text ---- */
+
+static CK_RV ref_encode(const struct kcv *ref, size_t n, char **text)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t len = sizeof(REF_PREFIX);
+    char *t, *p;
+
+    for (size_t i = 0; i < n; i++)
+        len += 2 * ref[i].len + 1;
+    if ((t = malloc(len)) == NULL) return CKR_HOST_MEMORY;
+    p = t + strlen(strcpy(t, REF_PREFIX));
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) *p++ = ',';
+        for (size_t j = 0; j < ref[i].len; j++) {
+            *p++ = digits[ref[i].v[j] >> 4];
+            *p++ = digits[ref[i].v[j] & 15];
+        }
+    }
+    *p = '\0';
+    *text = t;
+    return CKR_OK;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* text into n KCVs: the KEK's a wrap (KCV_MAX), the MAC keys' HF_HSM_MAC_LEN each. */
+static bool ref_decode(const char *text, struct kcv *ref, size_t n)
+{
+    const char *p = text;
+
+    if (strncmp(p, REF_PREFIX, strlen(REF_PREFIX)) != 0) return false;
+    p += strlen(REF_PREFIX);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = 0;
+        if (i > 0 && *p++ != ',') return false;
+        while (hex_digit(p[0]) >= 0 && hex_digit(p[1]) >= 0) {
+            if (len == KCV_MAX) return false;
+            ref[i].v[len++] = (unsigned char)(hex_digit(p[0]) << 4 | hex_digit(p[1]));
+            p += 2;
+        }
+        if (i == 0 ? len == 0 : len != HF_HSM_MAC_LEN) return false;
+        ref[i].len = len;
+    }
+    return *p == '\0';
+}
+
+CK_RV hf_root_reference(struct hf_root *root, char **text)
+{
+    CK_RV rv = CKR_KEY_HANDLE_INVALID;
+
+    if (root == NULL || text == NULL) return CKR_ARGUMENTS_BAD;
+    *text = NULL;
+    if (root->pool == NULL) return rv;
+    pthread_mutex_lock(&root->lock);
+    if (root->has_ref) rv = ref_encode(root->ref, root->n_labels, text);
+    pthread_mutex_unlock(&root->lock);
+    return rv;
+}
+
+struct ref_call {
+    char *labels[ROOT_KEYS_MAX];
+    size_t n;
+    struct kcv kcv[ROOT_KEYS_MAX];
+};
+
+static CK_RV ref_fn(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, void *arg)
+{
+    struct ref_call *c = arg;
+    CK_RV rv = CKR_OK;
+
+    (void)f;
+    for (size_t i = 0; i < c->n && rv == CKR_OK; i++)
+        rv = kcv_compute(c->labels, i, hsm, s, &c->kcv[i]);
+    return rv;
+}
+
+static bool keys_are_valid(const struct hf_root_keys *keys);
+
+CK_RV hf_root_reference_of_hsm(struct hf_hsm *hsm, const struct hf_root_keys *keys, char **text)
+{
+    struct ref_call c = {.n = 0};
+    CK_RV rv;
+
+    if (hsm == NULL || text == NULL || !keys_are_valid(keys)) return CKR_ARGUMENTS_BAD;
+    *text = NULL;
+    c.labels[c.n++] = (char *)keys->kek_label;
+    for (size_t i = 0; i < keys->n_mac_labels; i++)
+        c.labels[c.n++] = (char *)keys->mac_labels[i];
+    if ((rv = hf_hsm_run(hsm, ref_fn, &c)) == CKR_OK) rv = ref_encode(c.kcv, c.n, text);
+    return rv;
+}
+
+/* Why no member could be put in service, one line naming each. */
+static void open_refused_log(struct hf_root *root)
+{
+    char line[1024];
+    size_t used = 0;
+
+    pthread_mutex_lock(&root->lock);
+    for (size_t i = 0; i < root->n_members && used < sizeof(line); i++) {
+        const char *why = root->check[i] == HF_ROOT_CHECK_MISSING   ? "lacks"
+                          : root->check[i] == HF_ROOT_CHECK_DIFFERS ? "other key"
+                                                                    : "unreachable";
+        const char *key =
+            root->check[i] == HF_ROOT_CHECK_MISSING || root->check[i] == HF_ROOT_CHECK_DIFFERS
+                ? root->labels[root->differs[i]]
+                : NULL;
+        int n = snprintf(line + used, sizeof(line) - used, "%s%s (%s%s%s%s)", i ? ", " : "",
+                         root->names[i], why, key ? " '" : "", key ? key : "", key ? "'" : "");
+        if (n > 0) used += (size_t)n;
+    }
+    pthread_mutex_unlock(&root->lock);
+    hf_log_error("root: no member holds %s: %s",
+                 root->ref_member == REF_STORED && root->has_ref
+                     ? "the keys of the reference stored by `holdfast init` ([hsm]'s)"
+                     : "the root's keys",
+                 line);
+}
+
 static bool keys_are_valid(const struct hf_root_keys *keys)
 {
     if (keys == NULL || keys->kek_label == NULL || keys->n_mac_labels >= ROOT_KEYS_MAX)
@@ -209,9 +358,22 @@ CK_RV hf_root_open_pool(const struct hf_pool_member_spec *members, size_t n_memb
     if (o.probe_fn != NULL || o.on_member_back != NULL) return CKR_ARGUMENTS_BAD;
     o.probe_fn = member_check;
     if ((o.probe_arg = root = root_new()) == NULL) return CKR_HOST_MEMORY;
+    rv = root_fill(root, members, n_members, keys);
+    if (rv == CKR_OK && keys->reference != NULL) {
+        /* Every member, the first included, is checked against it: none becomes the reference
+         * by being first. */
+        if (!ref_decode(keys->reference, root->ref, root->n_labels)) {
+            hf_log_error("root: the stored reference key check values are unreadable (%zu keys "
+                         "expected): the store was edited, or its root is another one",
+                         root->n_labels);
+            rv = CKR_DATA_INVALID;
+        }
+        root->has_ref = rv == CKR_OK;
+        root->ref_member = REF_STORED;
+    }
     /* The check runs inside hf_pool_open already, on each member it opens. */
-    if ((rv = root_fill(root, members, n_members, keys)) == CKR_OK)
-        rv = hf_pool_open(members, n_members, &o, &root->pool);
+    if (rv == CKR_OK) rv = hf_pool_open(members, n_members, &o, &root->pool);
+    if (rv == HF_POOL_RV_UNAVAILABLE) open_refused_log(root);
     if (rv != CKR_OK) {
         root_free(root);
         return rv;

@@ -12,12 +12,14 @@
  * because the HSM vendor's cloning put them there (a Luna HA group, an nShield security world; a
  * copy of the token directory for SoftHSMv2). That is checked, since a member with another KEK
  * would answer garbage for every blob: a member is put in service (at open, and each time the
- * probe would bring it back) only when its key check values equal the reference's, the first
- * member to pass at open. A KCV is the AES-KWP (RFC 5649, deterministic) wrap of a fixed 32-byte
- * value under the KEK, and an HMAC of a fixed string under each MAC key. A member that lacks a
- * key or whose values differ stays out of service, with one log line naming it and saying why
- * (again only after it passed in between). Keys are never made in a pool (hf_root_mac_key_ensure
- * only checks): `holdfast init` makes them on the first member alone, to be cloned.
+ * probe would bring it back) only when its key check values equal the reference's: those the
+ * caller gives (hf_root_keys.reference: the store's, recorded by `holdfast init` from [hsm]), or
+ * without them the first member to pass at open. A KCV is the AES-KWP (RFC 5649, deterministic)
+ * wrap of a fixed 32-byte value under the KEK, and an HMAC of a fixed string under each MAC key. A
+ * member that lacks a key or whose values differ stays out of service, with one log line naming it
+ * and saying why (again only after it passed in between). Keys are never made in a pool
+ * (hf_root_mac_key_ensure only checks): `holdfast init` makes them on the first member alone, to be
+ * cloned.
  *
  * Thread-safe. */
 #ifndef HF_ROOT_H
@@ -37,6 +39,10 @@ struct hf_root_keys {
     const char *kek_label;
     const char *const *mac_labels;
     size_t n_mac_labels;
+    /* The reference's key check values as hf_root_reference wrote them (the store keeps
+     * [hsm]'s, written by `holdfast init`: core-root.c), against which every member is checked;
+     * NULL: the first member to pass at open becomes the reference. */
+    const char *reference;
 };
 
 #define HF_ROOT_MEMBERS_MAX 8
@@ -45,11 +51,21 @@ struct hf_root_keys {
 CK_RV hf_root_of_hsm(struct hf_hsm *hsm, struct hf_root **out);
 /* A root over a pool of members (as hf_pool_open takes them; at most HF_ROOT_MEMBERS_MAX).
  * opts may be NULL; its probe_fn and on_member_back must be NULL (the root's own check is the
- * probe). HF_POOL_RV_UNAVAILABLE when no member passes the check; hf_pool_open's errors. */
+ * probe). HF_POOL_RV_UNAVAILABLE when no member passes the check (logged, naming each member
+ * and why); CKR_DATA_INVALID for a keys->reference that does not read as one; hf_pool_open's
+ * errors. */
 CK_RV hf_root_open_pool(const struct hf_pool_member_spec *members, size_t n_members,
                         const struct hf_pool_options *opts, const struct hf_root_keys *keys,
                         struct hf_root **out);
 void hf_root_close(struct hf_root *root);
+
+/* The reference a pool's members are checked against, as text (not secret: each value is a MAC
+ * of a fixed input under one of the keys, which only a token holding that key can make): "kcv1:"
+ * and each key's KCV in hex, the KEK's first, ','-separated. *text malloc'd.
+ * CKR_KEY_HANDLE_INVALID when there is none (no member has passed yet; a root of one token). */
+CK_RV hf_root_reference(struct hf_root *root, char **text);
+/* The same computed on one token (holdfast init's [hsm]), which must hold every key. */
+CK_RV hf_root_reference_of_hsm(struct hf_hsm *hsm, const struct hf_root_keys *keys, char **text);
 /* After fork(), in the child: nothing of the parent's is used or freed (a pool's probe thread
  * does not exist here; the token of a one-token root is the caller's to abandon). */
 void hf_root_abandon(struct hf_root *root);

@@ -62,6 +62,8 @@ struct hf_store_ops {
     CK_RV (*meta_get)(struct hf_store *store, const char *name, char **value);
     CK_RV (*meta_set)(struct hf_store *store, const char *name, const char *value);
     CK_RV (*meta_count_add)(struct hf_store *store, const char *name, uint64_t *count);
+    CK_RV (*meta_swap)(struct hf_store *store, const char *name, const char *expect,
+                       const char *value, bool *swapped);
     CK_RV (*policy_migrate)(struct hf_store *store, const struct hf_store_migration *m,
                             size_t *n);
     CK_RV (*object_insert)(struct hf_store *store, struct hf_store_object *obj);

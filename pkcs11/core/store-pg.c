@@ -177,6 +177,9 @@ enum stmt_id {
     ST_META_GET,
     ST_META_SET,
     ST_META_COUNT,
+    ST_META_ADD,
+    ST_META_SWAP,
+    ST_META_DROP,
     ST_OBJECT_INSERT,
     ST_OBJECT_GET,
     ST_OBJECT_UPDATE,
@@ -260,6 +263,12 @@ static const char *const stmt_sql[N_STMTS] = {
                       "ON CONFLICT (name) DO UPDATE SET value = (COALESCE(substring(meta.value "
                       "FROM '^\\s*([-+]?[0-9]{1,18})')::bigint, 0) + 1)::text "
                       "RETURNING value::bigint",
+    /* Each one statement: an UPDATE or DELETE locks the row and re-evaluates its WHERE on the
+     * newest committed version, an INSERT ... DO NOTHING waits for a concurrent insert of the
+     * name, so of processes swapping at once exactly one matches. */
+    [ST_META_ADD] = "INSERT INTO meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+    [ST_META_SWAP] = "UPDATE meta SET value = $1 WHERE name = $2 AND value = $3",
+    [ST_META_DROP] = "DELETE FROM meta WHERE name = $1 AND value = $2",
     [ST_OBJECT_INSERT] = "INSERT INTO objects (class, private, label, ckaid, value, attrs, "
                          "created) VALUES ($1,$2,$3,$4,$5,$6,$7) RETURNING id",
     [ST_OBJECT_GET] = "SELECT " OBJECT_COLS " FROM objects WHERE id = $1",
@@ -1849,6 +1858,31 @@ static CK_RV pg_meta_count_add(struct hf_store *store, const char *name, uint64_
     return rv;
 }
 
+static CK_RV pg_meta_swap(struct hf_store *store, const char *name, const char *expect,
+                          const char *value, bool *swapped)
+{
+    struct simple_write w = {.what = "swap meta"};
+    CK_RV rv;
+
+    if (expect == NULL) {
+        w.id = ST_META_ADD;
+        p_text(&w.p, name);
+        p_text(&w.p, value);
+    } else if (value == NULL) {
+        w.id = ST_META_DROP;
+        p_text(&w.p, name);
+        p_text(&w.p, expect);
+    } else {
+        w.id = ST_META_SWAP;
+        p_text(&w.p, value);
+        p_text(&w.p, name);
+        p_text(&w.p, expect);
+    }
+    rv = tx_run((struct pg_store *)store, TX_WRITE, WHAT_OTHER, simple_tx, &w);
+    *swapped = rv == CKR_OK && w.changed > 0;
+    return rv;
+}
+
 /* ---- migration to policy MACs ---- */
 
 struct migrate {
@@ -2561,6 +2595,7 @@ static const struct hf_store_ops pg_ops = {
     .meta_get = pg_meta_get,
     .meta_set = pg_meta_set,
     .meta_count_add = pg_meta_count_add,
+    .meta_swap = pg_meta_swap,
     .policy_migrate = pg_policy_migrate,
     .object_insert = pg_object_insert,
     .object_get = pg_object_get,

@@ -180,6 +180,9 @@ enum stmt_id {
     ST_META_GET,
     ST_META_SET,
     ST_META_COUNT,
+    ST_META_ADD,
+    ST_META_SWAP,
+    ST_META_DROP,
     ST_OBJECT_INSERT,
     ST_OBJECT_GET,
     ST_OBJECT_UPDATE,
@@ -258,6 +261,9 @@ static const char *const stmt_sql[N_STMTS] = {
     [ST_META_COUNT] = "INSERT INTO meta (name, value) VALUES (?, '1') "
                       "ON CONFLICT (name) DO UPDATE SET value = CAST(value AS INTEGER) + 1 "
                       "RETURNING CAST(value AS INTEGER)",
+    [ST_META_ADD] = "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+    [ST_META_SWAP] = "UPDATE meta SET value = ? WHERE name = ? AND value = ?",
+    [ST_META_DROP] = "DELETE FROM meta WHERE name = ? AND value = ?",
     [ST_OBJECT_INSERT] =
         "INSERT INTO objects (class, private, label, ckaid, value, attrs, created) "
         "VALUES (?,?,?,?,?,?,?)",
@@ -1362,6 +1368,40 @@ done:
     return rv;
 }
 
+/* One statement whatever the case, so that of processes swapping at once exactly one sees its
+ * expected value (SQLite's write lock serialises them; the WHERE reads the committed row). */
+static CK_RV sq_meta_swap(struct hf_store *store, const char *name, const char *expect,
+                          const char *value, bool *swapped)
+{
+    struct sqlite_store *s = store_lock(store);
+    enum stmt_id id = expect == NULL ? ST_META_ADD : value == NULL ? ST_META_DROP : ST_META_SWAP;
+    sqlite3_stmt *st;
+    bool bad;
+    CK_RV rv;
+
+    *swapped = false;
+    if ((rv = stmt_get(s, id, &st)) != CKR_OK) goto done;
+    if (id == ST_META_ADD)
+        bad = bind_text(st, 1, name) || bind_text(st, 2, value);
+    else if (id == ST_META_DROP)
+        bad = bind_text(st, 1, name) || bind_text(st, 2, expect);
+    else
+        bad = bind_text(st, 1, value) || bind_text(st, 2, name) || bind_text(st, 3, expect);
+    if (bad) {
+        rv = bind_fail(s, "swap meta");
+        goto done;
+    }
+    if ((rv = tx_begin(s, true)) != CKR_OK) goto done;
+    rv = step_done(s, st, "swap meta");
+    /* Read before the commit: the change count is the connection's last statement's. */
+    *swapped = rv == CKR_OK && sqlite3_changes(s->db) > 0;
+    rv = tx_end(s, rv, true);
+    if (rv != CKR_OK) *swapped = false;
+done:
+    store_unlock(s);
+    return rv;
+}
+
 /* ---- migration to policy MACs ---- */
 
 static CK_RV keys_mac(struct sqlite_store *s, const struct hf_store_migration *m, size_t *n)
@@ -2005,6 +2045,7 @@ static const struct hf_store_ops sqlite_ops = {
     .meta_get = sq_meta_get,
     .meta_set = sq_meta_set,
     .meta_count_add = sq_meta_count_add,
+    .meta_swap = sq_meta_swap,
     .policy_migrate = sq_policy_migrate,
     .object_insert = sq_object_insert,
     .object_get = sq_object_get,

@@ -610,6 +610,15 @@ CK_RV hf_store_meta_count_add(struct hf_store *store, const char *name, uint64_t
     return store->ops->meta_count_add(store, name, count);
 }
 
+CK_RV hf_store_meta_swap(struct hf_store *store, const char *name, const char *expect,
+                         const char *value, bool *swapped)
+{
+    return_val_if_fail(store && name && swapped && (expect || value), CKR_ARGUMENTS_BAD);
+    return_val_if_fail(*name, CKR_ATTRIBUTE_VALUE_INVALID);
+    *swapped = false;
+    return store->ops->meta_swap(store, name, expect, value, swapped);
+}
+
 CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *value)
 {
     return_val_if_fail(store && name && value, CKR_ARGUMENTS_BAD);

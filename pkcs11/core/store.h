@@ -175,6 +175,13 @@ CK_RV hf_store_meta_set(struct hf_store *store, const char *name, const char *va
 /* Adds one to the counter name (0 when absent, or not a number), atomically across processes,
  * and gives the new count. hf_store_meta_set(name, "0") resets it. */
 CK_RV hf_store_meta_count_add(struct hf_store *store, const char *name, uint64_t *count);
+/* Compare-and-set in one statement, atomic across processes and nodes: expect NULL writes value
+ * only when name is absent (insert if absent); value NULL deletes name only when it holds expect;
+ * both set it to value only when it holds expect. *swapped says whether it happened (false, with
+ * CKR_OK, when the row was not as expected: read it again). Claims and one-time values
+ * (core-pool-sync.c's replication-key claim, core-root.c's root reference). */
+CK_RV hf_store_meta_swap(struct hf_store *store, const char *name, const char *expect,
+                         const char *value, bool *swapped);
 
 /* ---- certificate and data objects ----
  * PKCS#11 CKO_CERTIFICATE and CKO_DATA token objects, kept beside the keys. They hold no key

@@ -84,12 +84,14 @@ json_object *hf_cli_root_json(const struct hf_core_root_member *m, size_t n)
     return arr;
 }
 
-static int members_json(const struct hf_core_root_member *m, size_t n, const char *token)
+static int members_json(const struct hf_core_root_member *m, size_t n, const char *token,
+                        bool ref_stored)
 {
     json_object *o = json_object_new_object();
 
     if (o == NULL) return HF_EXIT_FAILED;
     json_object_object_add(o, "token", json_object_new_string(token));
+    if (n > 0) json_object_object_add(o, "reference_stored", json_object_new_boolean(ref_stored));
     json_object_object_add(o, "members", hf_cli_root_json(m, n));
     return hf_cli_json_print(o);
 }
@@ -126,6 +128,7 @@ static int cmd_status(struct hf_cli *cli, int argc, char **argv)
 {
     struct hf_core_root_member *m = NULL;
     size_t n = 0;
+    bool ref_stored = false;
     CK_RV rv;
     int rc;
 
@@ -133,10 +136,21 @@ static int cmd_status(struct hf_cli *cli, int argc, char **argv)
     if ((rc = hf_cli_core(cli)) != HF_CLI_CONTINUE) return rc;
     if ((rv = hf_core_root_status(cli->core, &m, &n)) != CKR_OK)
         return hf_cli_fail(cli, rv, "the root's status");
-    if (cli->json)
-        rc = members_json(m, n, cli->cfg.hsm_token);
-    else
+    if (n > 0 && (rv = hf_core_root_reference_is_stored(cli->core, &ref_stored)) != CKR_OK) {
+        free(m);
+        return hf_cli_fail(cli, rv, "the root's reference");
+    }
+    if (cli->json) {
+        rc = members_json(m, n, cli->cfg.hsm_token, ref_stored);
+    } else {
         hf_cli_root_print(cli, m, n);
+        if (n > 0 && ref_stored)
+            printf("reference: stored (members are checked against [hsm]'s key check values, "
+                   "recorded by holdfast init)\n");
+        else if (n > 0)
+            printf("reference: not stored (a store made before it: the first member to pass at "
+                   "open is the reference until an open where [hsm] passes stores [hsm]'s)\n");
+    }
     free(m);
     return cli->json ? rc : HF_EXIT_OK;
 }

@@ -7,8 +7,9 @@
 #
 # 1. `holdfast init` with a member whose token lacks the keys says to clone [hsm]'s token to it,
 #    and `holdfast root status` keeps it out; once cloned it holds the same keys.
-# 2. A member with another KEK (another store's token) is refused, named in the log; and init
-#    refuses to make a KEK on a fresh [hsm] while a member holds one.
+# 2. A member with another KEK (another store's token) is refused, named in the log, also when
+#    [hsm] is down at open and it is listed first (init stored [hsm]'s key check values as the
+#    reference); and init refuses to make a KEK on a fresh [hsm] while a member holds one.
 # 3. holdfastd under hf-load XKS encrypt on a local key for D seconds; member hsm dies at D/3
 #    and comes back at 2D/3. While it is down a key is created and another rotated (root wraps
 #    in the CLI), each used through XKS at once (root unwraps and policy MACs in holdfastd), and
@@ -99,8 +100,17 @@ member c "$O/state/tokens"
 conf_write '[hsm.b]' "module = $T/b.so" '[hsm.c]' "module = $T/c.so" "pin_file = $O/state/hsm.pin"
 hf_expect_exit 0 hf root status
 check "$(keys_of c)" "other-keys down" "c, another store's token"
-grep -q "root: member c refused, kept out of service: its key 'holdfast-root-kek' differs from member hsm's" \
+grep -q "root: member c refused, kept out of service: its key 'holdfast-root-kek' differs from the reference stored by \`holdfast init\`" \
     "$HF_ERR" || hf_fail "no log line refusing c: $(cat "$HF_ERR")"
+grep -q "reference: stored" "$HF_OUT" || hf_fail "root status: no stored reference: $(cat "$HF_OUT")"
+# [hsm] down at open and c listed first: by the first-to-pass rule c would be the reference and
+# b refused; the reference init stored keeps c out and b serving.
+conf_write '[hsm.c]' "module = $T/c.so" "pin_file = $O/state/hsm.pin" '[hsm.b]' "module = $T/b.so"
+die hsm
+check "$(keys_of c) $(keys_of b)" "other-keys down same-keys up" "c and b with [hsm] down at open"
+hf_expect_exit 0 hf key create made-while-hsm-is-down --alg AES-256
+revive hsm
+conf_write '[hsm.b]' "module = $T/b.so" '[hsm.c]' "module = $T/c.so" "pin_file = $O/state/hsm.pin"
 hf_expect_exit 0 hf key create made-while-c-is-refused --alg AES-256
 # init on a fresh [hsm] while c holds a KEK: a second, different KEK is refused, none is made.
 F=$T/fresh

@@ -9,9 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pkcs11/core/core.h"
 #include "pkcs11/core/hsm.h"
 #include "pkcs11/core/root.h"
 #include "pkcs11/core/secmem.h"
+#include "pkcs11/core/store.h"
 
 /* The root over a pool (root.h) on real SoftHSMv2 tokens. Two members hold the same keys the way
  * a SoftHSMv2 clone does: member "b" is a copy of member "a"'s token directory, served by a copy
@@ -26,7 +28,7 @@
 
 static const char *const MACS[] = {"hf-root-kek.policy-mac", "holdfast-audit-chain",
                                    "holdfast-audit-checkpoint"};
-static const struct hf_root_keys KEYS = {KEK, MACS, 3};
+static const struct hf_root_keys KEYS = {KEK, MACS, 3, NULL};
 
 static struct hf_test_softhsm softhsm;
 static struct hf_hsm *keeper; /* a, held open: SoftHSMv2 reads SOFTHSM2_CONF at C_Initialize */
@@ -312,11 +314,196 @@ static CK_RV no_probe(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
     return CKR_OK;
 }
 
+/* ---- the stored reference ---- */
+
+/* The reference of a's keys, as `holdfast init` stores it. */
+static char *reference_of_a(void)
+{
+    char *ref = NULL;
+
+    CU_ASSERT_EQUAL(hf_root_reference_of_hsm(keeper, &KEYS, &ref), CKR_OK);
+    return ref;
+}
+
+static void dead_set(bool dead)
+{
+    FILE *fp;
+
+    if (!dead) {
+        unlink(b_dead);
+    } else if ((fp = fopen(b_dead, "w")) != NULL) {
+        fclose(fp);
+    }
+    sleep_ms(250); /* the shim looks every 100 ms */
+}
+
+static void test_with_a_stored_reference_a_member_with_other_keys_first_stays_out(void)
+{
+    /* [hsm] (b) down at open and c, with other keys, the first to answer: by the first-to-pass
+     * rule c would be the reference and a, the right clone, refused. */
+    struct hf_pool_member_spec specs[3] = {spec("b", b_module, TOKEN),
+                                           spec("c", HF_SOFTHSM_MODULE, TOKEN_OTHER),
+                                           spec("a", HF_SOFTHSM_MODULE, TOKEN)};
+    struct hf_pool_options opts = {.queue_max = 16, .probe_interval_ms = 50};
+    struct hf_root_member_status st[3];
+    struct hf_root_keys keys = KEYS;
+    struct hf_root *root = NULL;
+    char *ref = reference_of_a(), *in_use = NULL;
+
+    if (!have_b || ref == NULL) goto done;
+    dead_set(true);
+    keys.reference = ref;
+    CU_ASSERT_EQUAL_FATAL(hf_root_open_pool(specs, 3, &opts, &keys, &root), CKR_OK);
+    hf_root_status(root, st, 3);
+    CU_ASSERT_FALSE(st[0].pool.healthy);
+    CU_ASSERT_FALSE(st[1].pool.healthy);
+    CU_ASSERT_EQUAL(st[1].check, HF_ROOT_CHECK_DIFFERS);
+    CU_ASSERT_TRUE(st[2].pool.healthy);
+    CU_ASSERT_EQUAL(st[2].check, HF_ROOT_CHECK_SAME);
+    for (unsigned i = 0; i < 10; i++)
+        CU_ASSERT_TRUE(work_once(root, i));
+    CU_ASSERT_EQUAL(hf_root_reference(root, &in_use), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(in_use ? in_use : "", ref);
+    /* [hsm] back: it passes; c never does. */
+    dead_set(false);
+    CU_ASSERT_TRUE(health_wait(root, 0, true, 3000));
+    hf_root_status(root, st, 3);
+    CU_ASSERT_EQUAL(st[0].check, HF_ROOT_CHECK_SAME);
+    CU_ASSERT_FALSE(st[1].pool.healthy);
+    CU_ASSERT_EQUAL(st[1].pool.calls, 0);
+    hf_root_close(root);
+done:
+    free(in_use);
+    free(ref);
+}
+
+static void test_no_member_matching_the_stored_reference_fails_the_open(void)
+{
+    struct hf_pool_member_spec specs[2] = {spec("c", HF_SOFTHSM_MODULE, TOKEN_OTHER),
+                                           spec("d", HF_SOFTHSM_MODULE, TOKEN_BARE)};
+    struct hf_root_keys keys = KEYS;
+    struct hf_root *root = NULL;
+    char *ref = reference_of_a();
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+    keys.reference = ref;
+    CU_ASSERT_EQUAL(hf_root_open_pool(specs, 2, NULL, &keys, &root), HF_POOL_RV_UNAVAILABLE);
+    CU_ASSERT_PTR_NULL(root);
+    /* Cut short, or not a reference at all: refused before any member is asked. */
+    ref[strlen(ref) - 2] = '\0';
+    CU_ASSERT_EQUAL(hf_root_open_pool(specs, 2, NULL, &keys, &root), CKR_DATA_INVALID);
+    keys.reference = "kcv1:";
+    CU_ASSERT_EQUAL(hf_root_open_pool(specs, 2, NULL, &keys, &root), CKR_DATA_INVALID);
+    CU_ASSERT_PTR_NULL(root);
+    free(ref);
+}
+
+/* A core over the root pool [hsm] = b, [hsm.c] = c, [hsm.a] = a, in a state dir of its own. */
+static int core_conf_write(const char *dir, char *conf, size_t len)
+{
+    char pin[PATH_MAX + 16];
+    FILE *fp;
+
+    snprintf(pin, sizeof(pin), "%s/hsm.pin", dir);
+    if ((fp = fopen(pin, "w")) == NULL) return -1;
+    fprintf(fp, "%s\n", HF_TEST_USER_PIN);
+    fclose(fp);
+    chmod(pin, 0600);
+    snprintf(conf, len, "%s/holdfast.conf", dir);
+    if ((fp = fopen(conf, "w")) == NULL) return -1;
+    fprintf(fp,
+            "[holdfast]\nstate_dir = %s\n"
+            "[hsm]\nmodule = %s\ntoken = %s\npin_file = %s\nroot_kek_label = %s\n"
+            "softhsm2_conf =\n"
+            "[hsm.c]\nmodule = %s\ntoken = %s\n"
+            "[hsm.a]\nmodule = %s\ntoken = %s\n",
+            dir, b_module, TOKEN, pin, KEK, HF_SOFTHSM_MODULE, TOKEN_OTHER, HF_SOFTHSM_MODULE,
+            TOKEN);
+    fclose(fp);
+    return 0;
+}
+
+static char *stored_reference(const struct hf_config *cfg)
+{
+    struct hf_store *store = NULL;
+    char *ref = NULL;
+
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(cfg->store_path, &store), CKR_OK);
+    hf_store_meta_get(store, HF_META_ROOT_REFERENCE, &ref);
+    hf_store_close(store);
+    return ref;
+}
+
+static void test_init_stores_the_reference_and_an_old_store_gets_it_from_hsm(void)
+{
+    struct hf_config cfg;
+    struct hf_core *core = NULL;
+    struct hf_core_root_member *m = NULL;
+    struct hf_store *store = NULL;
+    char dir[PATH_MAX + 8], conf[PATH_MAX + 48], err[256];
+    char *ref = reference_of_a(), *got = NULL;
+    bool swapped = false, stored = false;
+    size_t n = 0;
+
+    if (!have_b || ref == NULL) goto out;
+    snprintf(dir, sizeof(dir), "%s/core", softhsm.dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+    CU_ASSERT_EQUAL_FATAL(core_conf_write(dir, conf, sizeof(conf)), 0);
+    CU_ASSERT_EQUAL_FATAL(hf_config_load(conf, &cfg, err, sizeof(err)), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_core_init(&cfg, HF_TEST_SO_PIN, HF_TEST_USER_PIN, false), CKR_OK);
+    got = stored_reference(&cfg);
+    CU_ASSERT_STRING_EQUAL(got ? got : "", ref); /* [hsm]'s: b is a clone of a */
+    free(got);
+
+    /* A store made before the reference: none stored. [hsm] down at open, c first to pass: the
+     * old rule stands, and nothing is stored from c. */
+    CU_ASSERT_EQUAL_FATAL(hf_store_open(cfg.store_path, &store), CKR_OK);
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, HF_META_ROOT_REFERENCE, ref, NULL, &swapped), CKR_OK);
+    CU_ASSERT_TRUE(swapped);
+    hf_store_close(store);
+    dead_set(true);
+    if (hf_core_open(&cfg, &core) == CKR_OK) {
+        CU_ASSERT_EQUAL(hf_core_root_reference_is_stored(core, &stored), CKR_OK);
+        CU_ASSERT_FALSE(stored);
+        hf_core_close(core);
+        core = NULL;
+    }
+    CU_ASSERT_PTR_NULL(got = stored_reference(&cfg));
+    free(got);
+    /* [hsm] passes at this open: its values become the store's. */
+    dead_set(false);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_root_reference_is_stored(core, &stored), CKR_OK);
+    CU_ASSERT_TRUE(stored);
+    hf_core_close(core);
+    core = NULL;
+    got = stored_reference(&cfg);
+    CU_ASSERT_STRING_EQUAL(got ? got : "", ref);
+    free(got);
+    /* From then on [hsm] down at open changes nothing: c stays out, a serves. */
+    dead_set(true);
+    CU_ASSERT_EQUAL_FATAL(hf_core_open(&cfg, &core), CKR_OK);
+    CU_ASSERT_EQUAL(hf_core_root_status(core, &m, &n), CKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT_STRING_EQUAL(m[1].name, "c");
+    CU_ASSERT_EQUAL(m[1].check, HF_ROOT_CHECK_DIFFERS);
+    CU_ASSERT_FALSE(m[1].status.healthy);
+    CU_ASSERT_STRING_EQUAL(m[2].name, "a");
+    CU_ASSERT_EQUAL(m[2].check, HF_ROOT_CHECK_SAME);
+    CU_ASSERT_TRUE(m[2].status.healthy);
+    free(m);
+    hf_core_close(core);
+    dead_set(false);
+    hf_config_free(&cfg);
+out:
+    free(ref);
+}
+
 static void test_open_refuses_bad_arguments(void)
 {
     struct hf_pool_member_spec specs[HF_ROOT_MEMBERS_MAX + 1];
     struct hf_pool_options opts = {.probe_fn = no_probe};
-    struct hf_root_keys no_kek = {NULL, MACS, 3};
+    struct hf_root_keys no_kek = {NULL, MACS, 3, NULL};
     struct hf_root *root = NULL;
 
     for (size_t i = 0; i <= HF_ROOT_MEMBERS_MAX; i++)
@@ -343,6 +530,12 @@ int main(void)
         {"a pool never makes a key", test_a_pool_never_makes_a_key},
         {"one token is the token itself", test_one_token_is_the_token_itself},
         {"open refuses bad arguments", test_open_refuses_bad_arguments},
+        {"with a stored reference a member with other keys first stays out",
+         test_with_a_stored_reference_a_member_with_other_keys_first_stays_out},
+        {"no member matching the stored reference fails the open",
+         test_no_member_matching_the_stored_reference_fails_the_open},
+        {"init stores the reference and an old store gets it from [hsm]",
+         test_init_stores_the_reference_and_an_old_store_gets_it_from_hsm},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {

@@ -1423,6 +1423,98 @@ static void test_meta_counts_add_atomically_across_handles(void)
     free(v);
 }
 
+static void test_meta_swap_inserts_sets_and_drops_only_as_expected(void)
+{
+    bool swapped = true;
+    char *v = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "claim", NULL, NULL, &swapped), CKR_ARGUMENTS_BAD);
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "", NULL, "a", &swapped),
+                    CKR_ATTRIBUTE_VALUE_INVALID);
+    /* Insert if absent, once. */
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "claim", NULL, "a", &swapped), CKR_OK);
+    CU_ASSERT_TRUE(swapped);
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "claim", NULL, "b", &swapped), CKR_OK);
+    CU_ASSERT_FALSE(swapped);
+    /* Set only over the value expected. */
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "claim", "b", "c", &swapped), CKR_OK);
+    CU_ASSERT_FALSE(swapped);
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "claim", "a", "c", &swapped), CKR_OK);
+    CU_ASSERT_TRUE(swapped);
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "other", "a", "c", &swapped), CKR_OK);
+    CU_ASSERT_FALSE(swapped); /* absent is not "a" */
+    CU_ASSERT_EQUAL_FATAL(hf_store_meta_get(store, "claim", &v), CKR_OK);
+    CU_ASSERT_STRING_EQUAL(v, "c");
+    free(v);
+    /* Drop only the value expected. */
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "claim", "a", NULL, &swapped), CKR_OK);
+    CU_ASSERT_FALSE(swapped);
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "claim", "c", NULL, &swapped), CKR_OK);
+    CU_ASSERT_TRUE(swapped);
+    CU_ASSERT_EQUAL(hf_store_meta_get(store, "claim", &v), CKR_KEY_HANDLE_INVALID);
+    CU_ASSERT_EQUAL(raw_int("SELECT count(*) FROM meta"), 0);
+}
+
+/* Each thread, on a handle of its own, claims "race.N" for round N, as processes claim a pool's
+ * replication key (core-pool-sync.c): from absent, then taking over the previous holder's. */
+struct swapper {
+    int id, errors, won_insert, won_takeover;
+};
+
+static void *swap_many(void *arg)
+{
+    struct swapper *w = arg;
+    struct hf_store *own = NULL;
+    char name[32], mine[32];
+    bool swapped;
+
+    if (hf_store_open(locator, &own) != CKR_OK) {
+        w->errors++;
+        return NULL;
+    }
+    snprintf(mine, sizeof(mine), "holder-%d", w->id);
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof(name), "race.%d", i);
+        if (hf_store_meta_swap(own, name, NULL, mine, &swapped) != CKR_OK) w->errors++;
+        w->won_insert += swapped;
+        if (hf_store_meta_swap(own, name, "taken", mine, &swapped) != CKR_OK) w->errors++;
+        w->won_takeover += swapped;
+    }
+    hf_store_close(own);
+    return NULL;
+}
+
+static void test_meta_swap_has_one_winner_across_handles(void)
+{
+    struct swapper w[4] = {{0}};
+    pthread_t t[4];
+    int inserts = 0, takeovers = 0;
+    bool swapped;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    /* Rounds 0..4 start taken, so the takeover swap has a value to expect; 5..9 start absent. */
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "race.%d", i);
+        CU_ASSERT_EQUAL(hf_store_meta_set(store, name, "taken"), CKR_OK);
+    }
+    for (int i = 0; i < 4; i++) {
+        w[i].id = i;
+        pthread_create(&t[i], NULL, swap_many, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(w[i].errors, 0);
+        inserts += w[i].won_insert;
+        takeovers += w[i].won_takeover;
+    }
+    CU_ASSERT_EQUAL(inserts, 5);   /* one per absent round */
+    CU_ASSERT_EQUAL(takeovers, 5); /* one per taken round */
+    CU_ASSERT_EQUAL(hf_store_meta_swap(store, "race.0", "taken", "x", &swapped), CKR_OK);
+    CU_ASSERT_FALSE(swapped);
+}
+
 /* How long until st's link_state answers want for switch-1 after other changed it; 0: never
  * within bound_ms. The change's own commit counts (t0 is taken before it). */
 static uint64_t switch_latency_us(struct hf_store *other, bool want, uint64_t bound_ms)
@@ -1488,6 +1580,9 @@ static CU_TestInfo link_meta_tests[] = {
     T("link types seeded, added idempotently, listed sorted", test_link_types_seeded_added_listed),
     T("meta set, get, overwrite", test_meta_set_get_overwrite),
     T("meta counts add atomically across handles", test_meta_counts_add_atomically_across_handles),
+    T("meta swap inserts, sets and drops only as expected",
+      test_meta_swap_inserts_sets_and_drops_only_as_expected),
+    T("meta swap has one winner across handles", test_meta_swap_has_one_winner_across_handles),
     T("a block through another handle stops the link",
       test_a_block_through_another_handle_stops_the_link),
     T("objects insert, get, list, update label and id, delete, ids never reused",
