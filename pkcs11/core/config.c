@@ -50,6 +50,7 @@ static const struct config_key config_keys[] = {
     {"holdfast", "node", V_STR, FIELD(node), 0, 0},
     {"token", "label", V_STR, FIELD(token_label), 0, 0},
     {"token", "pin_attempts", V_UINT, FIELD(pin_attempts), 1, 1000},
+    {"token", "pin_iterations", V_UINT, FIELD(pin_iterations), 1000, 10000000},
     {"store", "path", V_PATH, FIELD(store_path), 0, 0},
     {"hsm", "module", V_STR, FIELD(hsm_module), 0, 0},
     {"hsm", "token", V_STR, FIELD(hsm_token), 0, 0},
@@ -472,6 +473,7 @@ static void scalars_default(struct hf_config *cfg)
     cfg->audit_checkpoint_interval_ms = 1000;
     cfg->cache_max_keys = 4096;
     cfg->pin_attempts = 10;
+    cfg->pin_iterations = 100000;
     cfg->pool_queue_max = HF_POOL_QUEUE_MAX_DEFAULT;
     cfg->pool_queue_wait_ms = HF_POOL_QUEUE_WAIT_MS;
     cfg->pool_call_timeout_ms = HF_POOL_CALL_TIMEOUT_MS;

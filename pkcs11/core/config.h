@@ -43,6 +43,9 @@ struct hf_config {
     char *node;        /* [holdfast] node: names this process's audit records (default: hostname) */
     char *token_label; /* [token] label: the Holdfast PKCS#11 token's label (default "holdfast") */
     unsigned pin_attempts; /* [token] pin_attempts: wrong PINs in a row that lock one (10) */
+    /* [token] pin_iterations: PBKDF2 rounds of a PIN record written from now on (100000); a record
+     * keeps the count it was made with, so changing it needs no migration. */
+    unsigned pin_iterations;
     char *store_path;      /* [store] path (default state_dir/holdfast.db) */
     char *hsm_module;      /* [hsm] module: backend PKCS#11 module path (default: SoftHSMv2) */
     char *hsm_token;       /* [hsm] token: label of the backend token holding the root KEK */

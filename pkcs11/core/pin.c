@@ -1,5 +1,6 @@
 #include "hf-build.h"
 
+#include "config.h"
 #include "core.h"
 #include "log.h"
 
@@ -11,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Login is rare, so every guess at the PIN hashes of a stolen store may cost this much (tens of
- * milliseconds on one core) without slowing anyone who knows the PIN. */
-#define PIN_ITERATIONS 100000U
-/* A tampered store must not turn one check into hours of work. */
+/* The rounds of a new record are [token] pin_iterations (100000 by default: login is rare, so
+ * every guess at the PIN hashes of a stolen store may cost tens of milliseconds on one core
+ * without slowing anyone who knows the PIN). A tampered store must not turn one check into hours
+ * of work. */
 #define PIN_ITERATIONS_MAX 10000000UL
 #define PIN_SALT_LEN 16
 #define PIN_HASH_LEN 32
@@ -108,6 +109,7 @@ CK_RV hf_core_pin_set(struct hf_core *core, enum hf_user user, const char *pin, 
     unsigned char salt[PIN_SALT_LEN], hash[PIN_HASH_LEN];
     char salt_b64[4 * ((PIN_SALT_LEN + 2) / 3) + 1], hash_b64[4 * ((PIN_HASH_LEN + 2) / 3) + 1];
     char rec[sizeof(PIN_SCHEME) + 12 + sizeof(salt_b64) + sizeof(hash_b64)];
+    unsigned iter;
     CK_RV rv;
 
     if (core == NULL || (pin == NULL && len > 0)) return CKR_ARGUMENTS_BAD;
@@ -116,11 +118,12 @@ CK_RV hf_core_pin_set(struct hf_core *core, enum hf_user user, const char *pin, 
     if (!pin_len_is_valid(len)) return CKR_PIN_LEN_RANGE;
     rv = hf_random(salt, sizeof(salt));
     if (rv != CKR_OK) goto done;
-    rv = pbkdf2(pin, len, salt, sizeof(salt), PIN_ITERATIONS, hash);
+    iter = hf_core_config(core)->pin_iterations;
+    rv = pbkdf2(pin, len, salt, sizeof(salt), iter, hash);
     if (rv != CKR_OK) goto done;
     b64_encode(salt, sizeof(salt), salt_b64);
     b64_encode(hash, sizeof(hash), hash_b64);
-    snprintf(rec, sizeof(rec), PIN_SCHEME "$%u$%s$%s", PIN_ITERATIONS, salt_b64, hash_b64);
+    snprintf(rec, sizeof(rec), PIN_SCHEME "$%u$%s$%s", iter, salt_b64, hash_b64);
     rv = hf_store_meta_set(hf_core_store(core), pin_meta_name(user), rec);
 done:
     OPENSSL_cleanse(hash, sizeof(hash));

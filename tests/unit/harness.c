@@ -4,6 +4,24 @@
 
 #include <CUnit/Basic.h>
 #include <stdio.h>
+#ifdef HAVE_VALGRIND_VALGRIND_H
+#include <valgrind/valgrind.h>
+#endif
+
+bool hf_test_under_valgrind(void)
+{
+#ifdef HAVE_VALGRIND_VALGRIND_H
+    return RUNNING_ON_VALGRIND != 0;
+#else
+    return false;
+#endif
+}
+
+int hf_test_rounds(int n)
+{
+    if (hf_test_under_valgrind()) return n / 8 > 2 ? n / 8 : 2;
+    return n;
+}
 
 int hf_test_run(CU_SuiteInfo *suites)
 {

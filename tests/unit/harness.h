@@ -8,6 +8,7 @@
 #define HF_TEST_HARNESS_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <CUnit/CUnit.h>
 
 #include "pkcs11/core/config.h"
@@ -61,6 +62,14 @@ struct hf_test_softhsm {
 int hf_test_softhsm_setup(struct hf_test_softhsm *hsm, const char *prefix);
 /* Removes the dir; tolerates a setup that failed or never ran. */
 void hf_test_softhsm_teardown(struct hf_test_softhsm *hsm);
+
+/* How many rounds to run of a loop that repeats work for races or load: n, but n / 8 (at least
+ * 2) under valgrind, which runs one thread at a time 20-50 times slower. Memcheck sees a memory
+ * error in the first rounds if at all; the plain and ASan runs keep every round for the races. */
+int hf_test_rounds(int n);
+/* For the few cases that leave out under valgrind work that another case already takes through
+ * the same code (say why where it is used). */
+bool hf_test_under_valgrind(void);
 
 /* Registers suites, runs them in CUnit's basic mode (verbose), returns the process exit code:
  * 0 when every assertion passed, 1 otherwise (so automake counts failures). */

@@ -413,6 +413,8 @@ static void test_bad_numbers_are_refused(void)
     load_fails_at("[cache]\nmax_keys = many\n", 2, "max_keys: 'many' is not a number");
     load_fails_at("[token]\npin_attempts = 0\n", 2, "pin_attempts");
     load_fails_at("[token]\npin_attempts = 1001\n", 2, "pin_attempts");
+    load_fails_at("[token]\npin_iterations = 999\n", 2, "pin_iterations");
+    load_fails_at("[token]\npin_iterations = 10000001\n", 2, "pin_iterations");
     load_fails_at("[cache]\nmax_keys = -1\n", 2, "not a number");
     load_fails_at("[cache]\nmax_keys = 0\n", 2, "not a number");
     load_fails_at("[cache]\nmax_keys = 12abc\n", 2, "not a number");
@@ -565,6 +567,8 @@ static void test_sample_documents_the_defaults(void)
     CU_ASSERT_EQUAL(cfg.pool_call_timeout_ms, def.pool_call_timeout_ms);
     CU_ASSERT_EQUAL(cfg.pin_attempts, def.pin_attempts);
     CU_ASSERT_EQUAL(def.pin_attempts, 10);
+    CU_ASSERT_EQUAL(cfg.pin_iterations, def.pin_iterations);
+    CU_ASSERT_EQUAL(def.pin_iterations, 100000);
     CU_ASSERT_EQUAL(cfg.hsm_concurrency, def.hsm_concurrency);
     CU_ASSERT_EQUAL(cfg.n_root_members, 0);
     hf_config_free(&cfg);

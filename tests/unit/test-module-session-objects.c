@@ -741,7 +741,7 @@ static void *worker_main(void *arg)
         w->failures++;
         return NULL;
     }
-    for (int i = 0; i < ROUNDS; i++) {
+    for (int i = 0; i < hf_test_rounds(ROUNDS); i++) {
         CK_OBJECT_HANDLE aes = 0, rsa = 0;
         CK_ULONG siglen = sizeof(sig);
         if (aes_session_key(s, "threaded", NULL, &aes) != CKR_OK) w->failures++;
