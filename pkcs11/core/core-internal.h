@@ -78,6 +78,11 @@ CK_RV core_pool_version(struct hf_core *core, const struct hf_key_version *v, st
 CK_RV core_pool_key_generate(struct hf_core *core, const char *name, enum hf_alg alg, unsigned bits,
                              struct hf_key_version *v);
 void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_pool *pool);
+/* How long a claim on a pool's replication key may stand unchanged before a waiting process
+ * takes it over (core-pool-sync.c): far above a live claimant's few HSM calls, so only a dead
+ * one is taken over (a slow one loses nothing but its own key). Tests lower it. */
+#define HF_CORE_REPL_TAKEOVER_MS 5000
+extern unsigned hf_core_repl_takeover_ms;
 void core_pool_resync(struct hf_core *core, const char *name, struct hf_pool *pool, size_t member);
 /* core-pool-backup.c, export pools (pool-backup.h). core_pool_backup_kek: the pool's backup KEK
  * in clear, made and stored first when create and the store has none (*kek: hf_secmem, free with

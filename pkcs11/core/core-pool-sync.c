@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the pool's versions in the store ---- */
 
@@ -72,11 +73,180 @@ static CK_RV versions_read(struct hf_core *core, const char *name, struct pool_v
     return rv;
 }
 
-/* ---- the replication key ---- */
+/* ---- the replication key ----
+ *
+ * Generated once per pool, by one process among all those on the store (every node of a
+ * cluster): the generation is claimed in the store's meta, "pool.replication:NAME", whose value
+ * is "claim CREATED TAG" while a process makes it and "made CREATED TAG" once it is published
+ * (CREATED the pool row's, so a removed pool's value is never taken for its successor's; TAG 16
+ * random hex digits). Every change is hf_store_meta_swap, one statement: of processes claiming
+ * at once exactly one inserts the claim. The claimant makes the key under a pending label of its
+ * own (hf_pool_repl_generate_claimed), swaps its claim to "made" and only then gives the key its
+ * label; the others wait, copying the key once a member holds it. A claim unchanged for
+ * hf_core_repl_takeover_ms (as each waiter sees it: no clocks compared between nodes) is taken
+ * over by a swap from that very value, so a claimant that died blocks nobody for ever; one that
+ * was only slow then fails its own swap to "made" and destroys its pending key, which nothing
+ * could have used: two keys never carry the label. */
+
+#define REPL_META_PREFIX "pool.replication:"
+#define REPL_POLL_US 20000
+
+unsigned hf_core_repl_takeover_ms = HF_CORE_REPL_TAKEOVER_MS;
+
+struct repl_claim {
+    struct hf_core *core;
+    const char *name;
+    struct hf_pool *pool;
+    size_t member;
+    char repl[HF_POOL_REPL_LABEL_MAX];
+    char meta[sizeof(REPL_META_PREFIX) + HF_POOL_NAME_MAX];
+    long long created;
+    char tag[17];
+    char mine[64]; /* "claim CREATED TAG" */
+    char made[64]; /* "made CREATED TAG" */
+};
+
+/* The claim's value, parsed: word "claim" or "made", the pool's created time and the tag. */
+static bool claim_parse(const char *v, char word[8], long long *created, char tag[17])
+{
+    char extra;
+
+    return sscanf(v, "%7s %lld %16s %c", word, created, tag, &extra) == 3 &&
+           (strcmp(word, "claim") == 0 || strcmp(word, "made") == 0);
+}
+
+/* hf_pool_repl_generate_claimed's publish: our claim becomes "made", if it still stands. */
+static CK_RV claim_publish(void *arg)
+{
+    struct repl_claim *c = arg;
+    bool swapped = false;
+    CK_RV rv = hf_store_meta_swap(c->core->store, c->meta, c->mine, c->made, &swapped);
+
+    return rv != CKR_OK ? rv : swapped ? CKR_OK : CKR_FUNCTION_REJECTED;
+}
+
+/* Our claim stands: the key, unless a member holds one already (made before claims were, or
+ * the published key of a claimant whose claim was taken over after it published: none is). */
+static CK_RV claim_make(struct repl_claim *c)
+{
+    bool swapped = false;
+    CK_RV rv = hf_pool_repl_ensure(c->pool, c->repl, c->member, false);
+
+    if (rv == CKR_KEY_HANDLE_INVALID)
+        rv = hf_pool_repl_generate_claimed(c->pool, c->repl, c->member, c->tag, claim_publish, c);
+    else if (rv == CKR_OK)
+        rv = claim_publish(c);
+    if (rv == CKR_OK) {
+        hf_log_info("pool %s: replication key made", c->name);
+        return CKR_OK;
+    }
+    /* Lost to a takeover: the key is the taker's. Otherwise let the others try at once. */
+    if (rv != CKR_FUNCTION_REJECTED)
+        hf_store_meta_swap(c->core->store, c->meta, c->mine, NULL, &swapped);
+    return rv;
+}
+
+static CK_RV claim_init(struct repl_claim *c)
+{
+    struct hf_store_pool def = {0};
+    unsigned char nonce[8];
+    CK_RV rv = hf_store_pool_get(c->core->store, c->name, &def);
+
+    if (rv != CKR_OK) return rv;
+    c->created = (long long)def.created;
+    hf_store_pool_clear(&def);
+    if ((rv = hf_random(nonce, sizeof(nonce))) != CKR_OK) return rv;
+    for (size_t i = 0; i < sizeof(nonce); i++)
+        snprintf(c->tag + 2 * i, 3, "%02x", nonce[i]);
+    hf_pool_repl_label(c->name, c->repl);
+    snprintf(c->meta, sizeof(c->meta), "%s%s", REPL_META_PREFIX, c->name);
+    snprintf(c->mine, sizeof(c->mine), "claim %lld %s", c->created, c->tag);
+    snprintf(c->made, sizeof(c->made), "made %lld %s", c->created, c->tag);
+    return CKR_OK;
+}
+
+/* The replication key on member when no member in service holds it and the store has no
+ * version of the pool: made by the one process whose claim stands, copied by the others. Waits
+ * at most three takeover times. */
+static CK_RV repl_claimed(struct hf_core *core, const char *name, struct hf_pool *pool,
+                          size_t member)
+{
+    struct repl_claim c = {.core = core, .name = name, .pool = pool, .member = member};
+    char seen[64] = "", word[8], tag[17];
+    uint64_t t0 = hf_monotonic_us(), seen_at = t0, takeover_us;
+    long long created;
+    CK_RV rv = claim_init(&c);
+
+    takeover_us = (uint64_t)hf_core_repl_takeover_ms * 1000u;
+    while (rv == CKR_OK) {
+        char *cur = NULL;
+        bool swapped = false, ours = false;
+        uint64_t now = hf_monotonic_us();
+
+        if (now - t0 > 3 * takeover_us) {
+            hf_log_warn("pool %s: no replication key after %u ms of waiting for its maker", name,
+                        3 * hf_core_repl_takeover_ms);
+            return CKR_KEY_HANDLE_INVALID;
+        }
+        rv = hf_store_meta_get(core->store, c.meta, &cur);
+        if (rv == CKR_KEY_HANDLE_INVALID) {
+            rv = hf_store_meta_swap(core->store, c.meta, NULL, c.mine, &ours);
+        } else if (rv == CKR_OK &&
+                   (!claim_parse(cur, word, &created, tag) || created != c.created)) {
+            /* A removed pool's (or an unreadable) value: not this pool's claim. */
+            rv = hf_store_meta_swap(core->store, c.meta, cur, c.mine, &ours);
+        } else if (rv == CKR_OK && strcmp(word, "made") == 0) {
+            free(cur);
+            hf_pool_repl_adopt(pool, c.repl, tag);
+            return hf_pool_repl_ensure(pool, c.repl, member, false);
+        } else if (rv == CKR_OK) {
+            /* Another's claim: its key, once published and labelled, is copied here. */
+            rv = hf_pool_repl_ensure(pool, c.repl, member, false);
+            if (rv != CKR_KEY_HANDLE_INVALID) {
+                free(cur);
+                return rv;
+            }
+            rv = CKR_OK;
+            if (strcmp(cur, seen) != 0) {
+                snprintf(seen, sizeof(seen), "%s", cur);
+                seen_at = now;
+            } else if (now - seen_at >= takeover_us) {
+                rv = hf_store_meta_swap(core->store, c.meta, cur, c.mine, &swapped);
+                if ((ours = swapped))
+                    hf_log_warn("pool %s: the replication key's claim '%s' stood %u ms unchanged: "
+                                "taken over",
+                                name, cur, hf_core_repl_takeover_ms);
+            }
+            if (rv == CKR_OK && !ours) usleep(REPL_POLL_US);
+        }
+        free(cur);
+        if (rv == CKR_OK && ours) {
+            rv = claim_make(&c);
+            if (rv != CKR_FUNCTION_REJECTED) return rv;
+            rv = CKR_OK; /* taken over meanwhile: read what the taker published */
+        }
+    }
+    return rv;
+}
+
+/* member holds the pool's replication key, copied from a member that has it, or made by one
+ * process (repl_claimed) when may_generate: the store has no version of the pool (once one was
+ * copied, a member out of service may hold the only key, and a second one under its label
+ * would make copies between them fail). */
+static CK_RV repl_member_ensure(struct hf_core *core, const char *name, struct hf_pool *pool,
+                                size_t member, bool may_generate)
+{
+    char repl[HF_POOL_REPL_LABEL_MAX];
+    CK_RV rv;
+
+    hf_pool_repl_label(name, repl);
+    rv = hf_pool_repl_ensure(pool, repl, member, false);
+    if (rv != CKR_KEY_HANDLE_INVALID || !may_generate) return rv;
+    return repl_claimed(core, name, pool, member);
+}
 
 void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_pool *pool)
 {
-    char repl[HF_POOL_REPL_LABEL_MAX];
     struct pool_versions pv;
     size_t n = hf_pool_status(pool, NULL, 0);
     bool may_generate;
@@ -85,14 +255,12 @@ void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_
         hf_log_warn("pool %s: its versions could not be read: replication key left as it is", name);
         return;
     }
-    /* Once a version was copied, some member holds the key, maybe one out of service now. */
     may_generate = pv.live.n == 0 && pv.dead.n == 0;
     versions_free(&pv);
-    hf_pool_repl_label(name, repl);
-    /* The first member in service makes it when nobody has it; the others copy it from a
-     * holder. Members out of service get it at their re-sync. */
+    /* The first member in service gets it (made, or copied from a holder); the others copy it.
+     * Members out of service get it at their re-sync. */
     for (size_t i = 0; i < n; i++) {
-        CK_RV rv = hf_pool_repl_ensure(pool, repl, i, may_generate);
+        CK_RV rv = repl_member_ensure(core, name, pool, i, may_generate);
         if (rv == CKR_OK)
             may_generate = false;
         else if (rv != HF_POOL_RV_UNAVAILABLE)
@@ -231,7 +399,7 @@ void core_pool_resync(struct hf_core *core, const char *name, struct hf_pool *po
         return;
     }
     hf_pool_repl_label(name, repl);
-    rv = hf_pool_repl_ensure(pool, repl, member, pv.live.n == 0 && pv.dead.n == 0);
+    rv = repl_member_ensure(core, name, pool, member, pv.live.n == 0 && pv.dead.n == 0);
     if (rv == CKR_OK) rv = hf_pool_labels(pool, member, &labels, &n_labels);
     if (rv != CKR_OK) {
         /* Out of service again, or no replication key anywhere in service: the next time it

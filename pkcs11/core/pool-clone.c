@@ -531,3 +531,111 @@ CK_RV hf_pool_repl_ensure(struct hf_pool *pool, const char *repl_label, size_t m
     if (!may_generate) return CKR_KEY_HANDLE_INVALID;
     return hf_pool_run_on_slow(pool, member, repl_gen_fn, (void *)repl_label);
 }
+
+/* ---- a claimed generation (core-pool-sync.c) ---- */
+
+/* The label a claimant's replication key has until its claim is published: nobody looks for it,
+ * so nothing is copied under a key whose claim may yet lose. */
+static CK_RV pending_repl_label(const char *repl_label, const char *tag, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s%s#%s", HF_POOL_PENDING_LABEL_PREFIX, repl_label, tag);
+
+    return n > 0 && (size_t)n < len ? CKR_OK : CKR_ARGUMENTS_BAD;
+}
+
+struct pending_call {
+    const char *label;   /* the replication key's */
+    const char *pending; /* its pending label */
+    bool existed;        /* generate: the member held the replication key already */
+};
+
+static CK_RV pending_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                            CK_SESSION_HANDLE s, void *arg)
+{
+    struct pending_call *c = arg;
+    CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
+    CK_ULONG len = 32;
+    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX + 1];
+    size_t nt = hf_pool_key_template(HF_POOL_OBJ_REPLICATION, c->pending, tmpl);
+    CK_OBJECT_HANDLE h;
+
+    (void)member;
+    if ((c->existed = key_find(hsm, s, CKO_SECRET_KEY, c->label, &h) == CKR_OK)) return CKR_OK;
+    if (key_find(hsm, s, CKO_SECRET_KEY, c->pending, &h) == CKR_OK) return CKR_OK;
+    tmpl[nt++] = (CK_ATTRIBUTE){CKA_VALUE_LEN, &len, sizeof(len)};
+    return f->C_GenerateKey(s, &mech, tmpl, (CK_ULONG)nt, &h);
+}
+
+/* The pending key gets the replication key's label (publish) or is destroyed (drop). */
+static CK_RV pending_finish(struct hf_hsm *hsm, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
+                            struct pending_call *c, bool publish)
+{
+    CK_ATTRIBUTE named[] = {{CKA_LABEL, (void *)c->label, strlen(c->label)},
+                            {CKA_ID, (void *)c->label, strlen(c->label)}};
+    CK_OBJECT_HANDLE h;
+    CK_RV rv = key_find(hsm, s, CKO_SECRET_KEY, c->pending, &h);
+
+    if (rv != CKR_OK) return rv;
+    rv = publish ? f->C_SetAttributeValue(s, h, named, 2) : f->C_DestroyObject(s, h);
+    /* The cached handle now names the published key, or nothing. */
+    if (rv == CKR_OK || rv_is_stale_handle(rv))
+        hf_hsm_object_forget(hsm, CKO_SECRET_KEY, c->pending);
+    return rv;
+}
+
+static CK_RV pending_publish_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                                CK_SESSION_HANDLE s, void *arg)
+{
+    (void)member;
+    return pending_finish(hsm, f, s, arg, true);
+}
+
+static CK_RV pending_drop_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                             CK_SESSION_HANDLE s, void *arg)
+{
+    (void)member;
+    return pending_finish(hsm, f, s, arg, false);
+}
+
+CK_RV hf_pool_repl_generate_claimed(struct hf_pool *pool, const char *repl_label, size_t member,
+                                    const char *tag, hf_pool_claim_fn publish, void *arg)
+{
+    char pending[HF_POOL_REPL_LABEL_MAX + sizeof(HF_POOL_PENDING_LABEL_PREFIX) + 64];
+    struct pending_call c = {repl_label, pending, false};
+    CK_RV rv, drop;
+
+    if (pool == NULL || repl_label == NULL || tag == NULL || publish == NULL)
+        return CKR_ARGUMENTS_BAD;
+    if ((rv = pending_repl_label(repl_label, tag, pending, sizeof(pending))) != CKR_OK) return rv;
+    if ((rv = hf_pool_run_on_slow(pool, member, pending_gen_fn, &c)) != CKR_OK) return rv;
+    /* Made meanwhile by a process that held no claim: that one is the key; publish says so. */
+    if (c.existed) return publish(arg);
+    if ((rv = publish(arg)) == CKR_OK) return hf_pool_run_on(pool, member, pending_publish_fn, &c);
+    /* Not ours to publish (taken over, or the store failed): gone before anybody could use it. */
+    if ((drop = hf_pool_run_on(pool, member, pending_drop_fn, &c)) != CKR_OK)
+        hf_log_warn("pool: an unpublished replication key stays on a member under '%s' (0x%lx): "
+                    "nothing uses it",
+                    pending, (unsigned long)drop);
+    return rv;
+}
+
+CK_RV hf_pool_repl_adopt(struct hf_pool *pool, const char *repl_label, const char *tag)
+{
+    char pending[HF_POOL_REPL_LABEL_MAX + sizeof(HF_POOL_PENDING_LABEL_PREFIX) + 64];
+    struct pending_call c = {repl_label, pending, false};
+    size_t n = hf_pool_status(pool, NULL, 0);
+    CK_RV rv = CKR_KEY_HANDLE_INVALID;
+
+    if (pool == NULL || repl_label == NULL || tag == NULL) return CKR_ARGUMENTS_BAD;
+    if (pending_repl_label(repl_label, tag, pending, sizeof(pending)) != CKR_OK)
+        return CKR_ARGUMENTS_BAD;
+    for (size_t i = 0; i < n; i++) {
+        rv = hf_pool_run_on(pool, i, pending_publish_fn, &c);
+        if (rv == CKR_OK) {
+            hf_log_info("pool: a published replication key left pending (its maker stopped "
+                        "half-way) is labelled now");
+            return CKR_OK;
+        }
+    }
+    return CKR_KEY_HANDLE_INVALID;
+}

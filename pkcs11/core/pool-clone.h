@@ -83,6 +83,20 @@ bool hf_pool_labels_has(char *const *labels, size_t n, const char *label);
 CK_RV hf_pool_repl_ensure(struct hf_pool *pool, const char *repl_label, size_t member,
                           bool may_generate);
 
+/* A generation claimed across processes (core-pool-sync.c): generates the replication key on
+ * member under a pending label of its own (HF_POOL_PENDING_LABEL_PREFIX, repl_label, '#', tag),
+ * which nothing looks for, then calls publish(arg), which answers CKR_OK only when the claim
+ * named by tag still stands and is now published; the key then gets repl_label. Any other answer
+ * destroys the pending key (nothing could have used it) and is returned. When member holds the
+ * replication key already, publish's answer, nothing generated. */
+typedef CK_RV (*hf_pool_claim_fn)(void *arg);
+CK_RV hf_pool_repl_generate_claimed(struct hf_pool *pool, const char *repl_label, size_t member,
+                                    const char *tag, hf_pool_claim_fn publish, void *arg);
+/* A claim published whose maker stopped before the relabel: the pending key tagged tag, on the
+ * first member in service that holds it, gets repl_label. CKR_KEY_HANDLE_INVALID when none
+ * does. */
+CK_RV hf_pool_repl_adopt(struct hf_pool *pool, const char *repl_label, const char *tag);
+
 /* Copies the object of kind obj labelled label from member src to member dst under the
  * replication key; CKR_OK at once when dst has it already. */
 CK_RV hf_pool_clone_copy(struct hf_pool *pool, const char *repl_label, const char *label,

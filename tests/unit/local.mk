@@ -15,6 +15,7 @@ UNIT_TESTS = \
 	tests/unit/test-hsm-multiprocess \
 	tests/unit/test-pool \
 	tests/unit/test-root \
+	tests/unit/test-pool-repl \
 	tests/unit/test-source-pool \
 	tests/unit/test-audit \
 	tests/unit/test-core \
@@ -71,6 +72,9 @@ tests_unit_test_root_LDADD = $(UNIT_LDADD)
 tests_unit_test_pool_SOURCES = tests/unit/test-pool.c
 tests_unit_test_pool_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_pool_LDADD = $(UNIT_LDADD)
+tests_unit_test_pool_repl_SOURCES = tests/unit/test-pool-repl.c
+tests_unit_test_pool_repl_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_pool_repl_LDADD = $(UNIT_LDADD)
 tests_unit_test_source_pool_SOURCES = tests/unit/test-source-pool.c tests/unit/module-loader.h
 tests_unit_test_source_pool_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_source_pool_LDADD = $(UNIT_LDADD)
