@@ -14,6 +14,7 @@ struct hf_gw_keys_entry {
     uint64_t fetched_us;
     enum hf_status status; /* what the lookup answered: OK or KEY_NOT_FOUND */
     struct hf_key_ref ref;
+    char source[HF_POOL_NAME_BUF]; /* a link's key: CKA_HF_SOURCE, "" when the module has none */
     CK_OBJECT_HANDLE object;
     CK_ULONG state, version;
     char version_uuid[37];

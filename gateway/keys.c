@@ -11,6 +11,7 @@
 #include "gateway/keys-internal.h"
 #include "gateway/keys.h"
 #include "gateway/p11.h"
+#include "gateway/request.h"
 
 #include <openssl/ec.h>
 #include <openssl/objects.h>
@@ -155,9 +156,23 @@ static CK_ULONG ec_bits(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_OBJECT_H
     return bits;
 }
 
+/* The key's source ("local" or an HSM pool's name): asked on its own, since another vendor's
+ * module refuses the attribute (CKR_ATTRIBUTE_TYPE_INVALID), which would fail the whole read;
+ * its keys count as local. */
+static void source_read(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE o,
+                        char source[HF_POOL_NAME_BUF])
+{
+    CK_ATTRIBUTE a = {CKA_HF_SOURCE, source, HF_POOL_NAME_BUF - 1};
+
+    if (f->C_GetAttributeValue(s, o, &a, 1) != CKR_OK || a.ulValueLen >= HF_POOL_NAME_BUF)
+        a.ulValueLen = 0;
+    source[a.ulValueLen] = '\0';
+}
+
 /* The current version of key uuid into ref (uuid, name, type, bits, state, usage, version,
- * handles). */
-static enum hf_status current_find(CK_SESSION_HANDLE s, const char *uuid, struct hf_key_ref *ref)
+ * handles) and its source. */
+static enum hf_status current_find(CK_SESSION_HANDLE s, const char *uuid, struct hf_key_ref *ref,
+                                   char source[HF_POOL_NAME_BUF])
 {
     CK_FUNCTION_LIST_PTR f = hf_p11_functions();
     CK_BBOOL yes = CK_TRUE;
@@ -228,6 +243,7 @@ static enum hf_status current_find(CK_SESSION_HANDLE s, const char *uuid, struct
         }
     }
     if (ref->state == HF_STATE_DESTROYED) return HF_STATUS_KEY_NOT_FOUND;
+    source_read(f, s, ref->current, source);
     return HF_STATUS_OK;
 }
 
@@ -288,6 +304,7 @@ static enum hf_status key_fetch(const HF_LINK_INFO *info, const struct hf_gw_key
     out->fetched_us = hf_now_us();
     if (old && old->status == HF_STATUS_OK && strcmp(old->ref.uuid, info->key_uuid) == 0) {
         out->ref = old->ref;
+        memcpy(out->source, old->source, sizeof(out->source)); /* a key never moves */
         if (current_is_still(s, &out->ref)) {
             out->status = HF_STATUS_OK;
             return HF_STATUS_OK;
@@ -295,7 +312,7 @@ static enum hf_status key_fetch(const HF_LINK_INFO *info, const struct hf_gw_key
     }
     memset(&out->ref, 0, sizeof(out->ref));
     memcpy(out->ref.uuid, info->key_uuid, sizeof(out->ref.uuid));
-    out->status = current_find(s, info->key_uuid, &out->ref);
+    out->status = current_find(s, info->key_uuid, &out->ref, out->source);
     if (out->status != HF_STATUS_OK && out->status != HF_STATUS_KEY_NOT_FOUND)
         return HF_STATUS_UNAVAILABLE;
     return HF_STATUS_OK;
@@ -329,6 +346,9 @@ HF_PLUGIN_EXPORT enum hf_status hf_keys_by_link(const char *link_type, const cha
     if (cached.status != HF_STATUS_OK) return cached.status;
     *out = cached.ref;
     out->blocked = info.blocked == CK_TRUE;
+    /* Every way a plugin reaches a key passes here: the request learns where its key lives
+     * (server.c hands pool keys to their workers). */
+    hf_gw_request_key_source(cached.source);
     return HF_STATUS_OK;
 }
 

@@ -28,6 +28,7 @@ GATEWAY_SOURCES = \
 	gateway/tls.c gateway/tls.h \
 	gateway/p11.c gateway/p11.h \
 	gateway/p11-pool.c \
+	gateway/hsm-workers.c gateway/hsm-workers.h \
 	gateway/keys.c gateway/keys.h gateway/keys-internal.h \
 	gateway/key-check.c \
 	gateway/blob.c gateway/blob.h \
@@ -41,6 +42,7 @@ GATEWAY_SOURCES = \
 	gateway/preauth.c gateway/preauth.h \
 	gateway/metrics.c gateway/metrics.h \
 	gateway/metrics-pool.c \
+	gateway/metrics-hsm.c \
 	gateway/linger.c gateway/linger.h \
 	gateway/log.c gateway/log.h \
 	gateway/plugins.c gateway/plugins.h \

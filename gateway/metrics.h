@@ -50,6 +50,11 @@ char *hf_gw_metrics_render(bool key_source_up, const HF_AUDIT_STATUS *audit, siz
 /* The HSM pools' series (metrics-pool.c) for members (hf_p11_pool_status's array, pool after
  * pool), new (free()); "" for none, NULL when out of memory. Pure. */
 char *hf_gw_metrics_pool_render(const HF_POOL_MEMBER_STATUS *members, size_t n, size_t *len);
+/* The HSM pools' worker sets (metrics-hsm.c): n pools' names and snapshots (hsm-workers.h) as
+ * text; *len its length. NULL when out of memory. */
+struct hf_gw_workers_stats;
+char *hf_gw_metrics_hsm_render(const char *const *pools, const struct hf_gw_workers_stats *st,
+                               size_t n, size_t *len);
 void hf_gw_metrics_shutdown(void);
 
 #endif /* HF_GATEWAY_METRICS_H */

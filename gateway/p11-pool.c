@@ -3,15 +3,36 @@
  * operation's path: the module reads every pool's state for it. */
 #include "hf-build.h"
 
+#include "gateway/hsm-workers.h"
 #include "gateway/p11.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* One call usually does: room for this many members is asked for first, so a scrape reads the
  * pools once; a larger answer is asked for again at its size (and again should a pool be added
  * in between: three rounds at most, a store that keeps changing is not worth holding it for). */
 #define POOL_STATUS_FIRST_GUESS 16
 #define POOL_STATUS_TRIES 3
+
+struct merge {
+    HF_POOL_MEMBER_STATUS *m;
+    size_t n;
+};
+
+/* A request on a pool key waits for a member in the gateway's worker queue now, not in the
+ * module's (hsm-workers.h), and a full one is answered there: from outside (health answers,
+ * /metrics) both are the pool's, so its queue and refusals include the gateway's. */
+static void merge_one(const char *pool, const struct hf_gw_workers_stats *st, void *arg)
+{
+    struct merge *mg = arg;
+
+    for (size_t i = 0; i < mg->n; i++) {
+        if (strncmp(mg->m[i].pool, pool, sizeof(mg->m[i].pool)) != 0) continue;
+        mg->m[i].queue_waiting += (CK_ULONG)st->queued;
+        mg->m[i].throttled += st->throttled;
+    }
+}
 
 HF_PLUGIN_EXPORT bool hf_p11_pool_status(HF_POOL_MEMBER_STATUS **out, size_t *n)
 {
@@ -29,6 +50,8 @@ HF_PLUGIN_EXPORT bool hf_p11_pool_status(HF_POOL_MEMBER_STATUS **out, size_t *n)
         if (m == NULL) return false;
         rv = v->HF_GetPoolStatus(m, &count);
         if (rv == CKR_OK && count > 0) {
+            struct merge mg = {m, count};
+            hf_gw_hsm_workers_each(merge_one, &mg);
             *out = m;
             *n = count;
             return true;

@@ -461,6 +461,13 @@ HF_PLUGIN_EXPORT CK_RV hf_p11_begin(struct hf_request *req, const char *operatio
     CK_RV rv;
 
     if (!req || !session) return CKR_ARGUMENTS_BAD;
+    /* A pool key (or any key after one) on a listener thread: no module call at all, so the
+     * first pass leaves no record; the pool's workers run the handler again (server.c). */
+    if (req->hsm_pool[0] && req->may_defer) {
+        req->deferred = true;
+        return HF_GW_CKR_DEFERRED;
+    }
+    if (req->hsm_pool[0] && req->hsm_refuse != CKR_OK) return req->hsm_refuse;
     if (!atomic_load(&p11.open)) return CKR_CRYPTOKI_NOT_INITIALIZED;
     if (!(ts = thread_sessions())) return CKR_HOST_MEMORY;
     for (int attempt = 0;; attempt++) {

@@ -7,6 +7,12 @@
 
 #include "gateway/plugin.h"
 
+/* hf_p11_begin's answer on a listener thread when the request's key lives in an HSM pool: the
+ * handler is to stop without side effects (every plugin fails the request, as for any session
+ * it cannot have), and server.c runs it again on the pool's workers. Unknown to
+ * hf_status_from_ckr (an internal error), it never reaches an answer or a record. */
+#define HF_GW_CKR_DEFERRED (CKR_VENDOR_DEFINED | 0x48470001UL)
+
 /* Loads module, initialises it (CKF_OS_LOCKING_OK), finds the token labelled token_label (NULL:
  * the first slot with a token) and logs in with pin (NULL: no login). */
 bool hf_gw_p11_open(const char *module, const char *token_label, const char *pin, char *err,

@@ -4,6 +4,7 @@
 #include "hf-build.h"
 
 #include "gateway/rate.h"
+#include "gateway/request.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -71,7 +72,13 @@ HF_PLUGIN_EXPORT void hf_rate_free(struct hf_rate *rate)
 HF_PLUGIN_EXPORT enum hf_status hf_request_rate_check(struct hf_request *req, struct hf_rate *rate,
                                                       const char *who)
 {
-    if (hf_rate_allow(rate)) return HF_STATUS_OK;
+    /* A handler run again from the start (its key is an HSM pool's: server.c) took its token in
+     * the first run: the same request is not charged twice. */
+    if (req && hf_gw_request_rate_is_spent(req, rate)) return HF_STATUS_OK;
+    if (hf_rate_allow(rate)) {
+        if (req) hf_gw_request_rate_spend(req, rate);
+        return HF_STATUS_OK;
+    }
     return hf_request_fail(req, HF_STATUS_THROTTLED, "%s is over its rate limit of %g per second",
                            who, rate->per_second);
 }

@@ -210,6 +210,80 @@ enum hf_status hf_request_outcome(const struct hf_request *req, unsigned *http_s
     return req->replied ? HF_STATUS_OK : HF_STATUS_INTERNAL;
 }
 
+/* ---- running a handler again (server.c: HSM pool keys) ------------------------------------ */
+
+static _Thread_local struct hf_request *bound;
+
+void hf_gw_request_bind(struct hf_request *req)
+{
+    bound = req;
+}
+
+void hf_gw_request_key_source(const char *source)
+{
+    struct hf_request *req = bound;
+
+    /* The first pool decides where the request runs: a request on keys of two pools (none of
+     * the APIs makes one) waits on the first pool's workers, and the second pool still bounds
+     * its own calls. */
+    if (!req || req->hsm_pool[0] || !source || !source[0] || strcmp(source, "local") == 0) return;
+    /* The module spells a pool key's source "pool:NAME" (holdfast.h says NAME); either reads. */
+    if (strncmp(source, "pool:", 5) == 0) source += 5;
+    snprintf(req->hsm_pool, sizeof(req->hsm_pool), "%s", source);
+}
+
+static void str_forget(char **field)
+{
+    str_clear_free(*field);
+    *field = NULL;
+}
+
+void hf_gw_request_rerun_reset(struct hf_request *req)
+{
+    if (req->reply) OPENSSL_clear_free(req->reply, req->reply_len);
+    req->reply = NULL;
+    req->reply_len = 0;
+    req->replied = req->failed = req->reply_empty = false;
+    req->status = HF_STATUS_OK;
+    req->message[0] = '\0';
+    req->http_status = 0;
+    req->error_name = NULL;
+    req->content_type = NULL;
+    hf_gw_reply_headers_clear(req);
+    hf_gw_audit_fields_clear(req);
+    str_forget(&req->caller);
+    str_forget(&req->cloud_request_id);
+    str_forget(&req->key_ref);
+    str_forget(&req->link_type);
+    str_forget(&req->link_id);
+    req->authenticated = req->unaudited = false;
+    if (req->route) {
+        req->operation = req->route->route->operation;
+        req->series = req->route->series;
+    }
+    req->p11_began = false;
+    req->p11_session = CK_INVALID_HANDLE;
+    req->seq_before = 0;
+    req->hsm_pool[0] = '\0';
+    req->may_defer = req->deferred = false;
+    req->hsm_refuse = CKR_OK;
+    req->rerun = true;
+}
+
+bool hf_gw_request_rate_is_spent(const struct hf_request *req, const struct hf_rate *rate)
+{
+    for (size_t i = 0; req->rerun && i < req->nrates_spent; i++)
+        if (req->rates_spent[i] == rate) return true;
+    return false;
+}
+
+void hf_gw_request_rate_spend(struct hf_request *req, const struct hf_rate *rate)
+{
+    /* Past four limits (no API checks more than one), a rerun takes its token again. */
+    if (!req->rerun && req->nrates_spent < sizeof(req->rates_spent) / sizeof(req->rates_spent[0]))
+        req->rates_spent[req->nrates_spent++] = rate;
+}
+
 /* ---- plugin.h accessors ------------------------------------------------------------------- */
 
 HF_PLUGIN_EXPORT const char *hf_request_id(const struct hf_request *req)

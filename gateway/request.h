@@ -7,6 +7,7 @@
 #ifndef HF_GATEWAY_REQUEST_H
 #define HF_GATEWAY_REQUEST_H
 
+#include "gateway/hsm-workers.h"
 #include "gateway/plugin.h"
 #include "gateway/router.h"
 
@@ -27,6 +28,7 @@ enum hf_gw_phase {
     HF_GW_PHASE_HEADERS,  /* created from the request line, nothing decided yet */
     HF_GW_PHASE_BODY,     /* routed, reading the body */
     HF_GW_PHASE_DISCARD,  /* answer known (e.g. 413 on a chunked body), body thrown away */
+    HF_GW_PHASE_HSM,      /* suspended: its handler runs on an HSM pool's worker */
     HF_GW_PHASE_AUDIT,    /* handled; waiting for its audit record to be durable */
     HF_GW_PHASE_RESPOND,  /* ready to queue the response */
     HF_GW_PHASE_RESPONDED /* response queued */
@@ -100,11 +102,24 @@ struct hf_request {
     CK_SESSION_HANDLE p11_session;
     CK_ULONG_LONG seq_before;
 
+    /* HSM pool keys (server.c, hsm-workers.h). A handler on a listener thread that reaches for
+     * a pool key is cut short at hf_p11_begin and run again from the start on the pool's
+     * workers; keys.c names the pool of every key the request resolves. */
+    char hsm_pool[HF_POOL_NAME_BUF]; /* the first pool key's pool; "" for none */
+    bool may_defer;    /* a listener thread with workers on: hf_p11_begin defers a pool key */
+    bool deferred;     /* it did: nothing of this pass is answered or recorded */
+    bool rerun;        /* the handler runs again (on a worker, or to be answered throttled) */
+    CK_RV hsm_refuse;  /* CKR_OK, or what hf_p11_begin answers for a pool key (throttled) */
+    struct hf_gw_job job;
+    const struct hf_rate *rates_spent[4]; /* tokens taken in the first pass (rate.c) */
+    size_t nrates_spent;
+
     /* waiting for the audit record (server.c): wait_lock orders the writer thread's callback
-     * against the handler's suspend */
+     * against the handler's suspend, and a worker's end against the connection's */
     pthread_mutex_t wait_lock;
     CK_ULONG_LONG audit_seq;
     bool waiting, suspended, durable, orphaned;
+    bool hsm_pending; /* wait_lock: queued or running on a worker */
     uint64_t done_us;
 };
 
@@ -126,6 +141,19 @@ bool hf_request_peer_set(struct hf_request *req, const char *subject, const char
 void hf_request_peer_sha256_set(struct hf_request *req, const unsigned char sha256[32]);
 /* Whether the request's API records its successes ([audit] success_events, per API). */
 bool hf_gw_request_success_events(const struct hf_request *req);
+
+/* Binds req to this thread while its handler runs (NULL: unbinds), so that keys.c, which has
+ * no request in hand, can tell it which key source a lookup found. */
+void hf_gw_request_bind(struct hf_request *req);
+/* keys.c: the request bound to this thread resolved a key of source ("local" or a pool). */
+void hf_gw_request_key_source(const char *source);
+/* Before the handler runs again from the start: everything a handler sets is forgotten (reply,
+ * failure, audit context and fields, operation), except the rate tokens it took (rate.c). */
+void hf_gw_request_rerun_reset(struct hf_request *req);
+/* rate.c: whether this request took a token from rate in a pass before this one; and noting
+ * that it takes one now. */
+bool hf_gw_request_rate_is_spent(const struct hf_request *req, const struct hf_rate *rate);
+void hf_gw_request_rate_spend(struct hf_request *req, const struct hf_rate *rate);
 
 /* reply.c: frees the extra response headers (hf_request_free). */
 void hf_gw_reply_headers_clear(struct hf_request *req);

@@ -18,11 +18,23 @@
  * client that trickles a byte now and then is never idle. Every connection therefore has a
  * deadline for its request line and headers (from accept, or from its previous answer plus the
  * idle allowance), and an upload must keep up a minimum rate; a sweeper thread shuts down the
- * socket of any that falls behind, and libmicrohttpd closes it as a peer that went away. */
+ * socket of any that falls behind, and libmicrohttpd closes it as a peer that went away.
+ *
+ * HSM pool keys (hsm_*): a listener thread multiplexes many connections, so it never waits on
+ * an HSM. A handler that reaches for a pool key there is stopped at hf_p11_begin before any
+ * module call (p11.h, HF_GW_CKR_DEFERRED); its pass is forgotten, the connection suspended, and
+ * the handler runs again from the start on the pool's workers (hsm-workers.h), which settle the
+ * outcome and its audit record there (the record of the key operation is read from the worker's
+ * session) and resume the connection, directly or through the audit wait. Handlers are free of
+ * side effects before their key operation (rate tokens are the request's: rate.c), so a plugin
+ * needs no continuation. A full queue is answered at once by the handler run again on the
+ * listener with hf_p11_begin answering CKR_FUNCTION_REJECTED for the pool key: the same
+ * throttling error, with the same record, a busy pool gives. */
 #include "hf-build.h"
 
 #include "gateway/server.h"
 #include "gateway/audit.h"
+#include "gateway/hsm-workers.h"
 #include "gateway/linger.h"
 #include "gateway/log.h"
 #include "gateway/metrics.h"
@@ -38,6 +50,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +67,13 @@ static struct {
     /* on_request's closure: the listener's number in the config, the router it uses */
     size_t listener_of[HF_GW_MAX_LISTENERS];
     size_t n;
-    atomic_int waiting; /* requests registered for an audit callback that has not come */
+    atomic_int waiting;  /* requests registered for an audit callback that has not come */
+    atomic_int hsm_jobs; /* requests handed to an HSM pool's workers, not back yet */
     struct hf_gw_series *healthz, *metrics, *route;
     size_t max_body;      /* for the gateway's own endpoints, which have no generation */
     uint64_t header_us;   /* header_timeout */
     uint64_t idle_us;     /* connection_timeout: between requests of a keep-alive connection */
     size_t body_min_rate; /* bytes per second; 0: no floor */
-    unsigned hsm_threads; /* threads each listener has beyond one per core (hsm_calls_max) */
     pthread_t sweeper;
     bool sweeping;
     atomic_bool sweep_stop;
@@ -312,16 +325,25 @@ static enum MHD_Result audit_wait(struct hf_request *req, CK_ULONG_LONG seq)
     return MHD_YES;
 }
 
-/* After the handler (or a refusal): settle the outcome, make sure of the audit record, and
- * answer once it is durable. */
-static enum MHD_Result request_finish(struct hf_request *req)
+/* The outcome settled and the audit record made sure of (req->audit_seq: 0 when there is none
+ * to wait for), on the thread that ran the handler: the key operation's record is found on
+ * that thread's session. */
+static void request_settle(struct hf_request *req)
 {
     CK_ULONG_LONG seq = 0;
 
     outcome_settle(req);
     if (!hf_gw_audit_record(req, hf_gw_request_success_events(req), &seq)) audit_failed(req);
-    if (seq == 0) return respond(req);
-    return audit_wait(req, seq);
+    req->audit_seq = seq;
+}
+
+/* After the handler (or a refusal): settle the outcome, make sure of the audit record, and
+ * answer once it is durable. */
+static enum MHD_Result request_finish(struct hf_request *req)
+{
+    request_settle(req);
+    if (req->audit_seq == 0) return respond(req);
+    return audit_wait(req, req->audit_seq);
 }
 
 static bool body_is_pending(const struct hf_request *req, struct MHD_Connection *conn)
@@ -434,15 +456,136 @@ static enum MHD_Result refuse_mid_body(struct hf_request *req, struct MHD_Connec
     return MHD_NO; /* libmicrohttpd closes the connection */
 }
 
-static enum MHD_Result request_run(struct hf_request *req)
+/* Runs the route's handler on this thread, the request bound to it (keys.c names the source of
+ * each key it resolves). */
+static void handler_run(struct hf_request *req)
 {
     const struct hf_gw_route *route = req->route;
     enum hf_status status;
 
+    hf_gw_request_bind(req);
     status = route->route->handle(route->plugin->state, req);
+    hf_gw_request_bind(NULL);
     if (status != HF_STATUS_OK && !req->failed)
         hf_request_fail(req, status, "%s failed", route->route->operation);
     hf_gw_p11_request_end(req);
+}
+
+/* ---- HSM pool keys: the handler on a worker (top of the file) ---------------------------- */
+
+/* The connection ended while the request was with a worker (shutdown): nobody answers it. */
+static void hsm_orphan_free(struct hf_request *req)
+{
+    hf_gw_generation_unref(req->gen);
+    req->gen = NULL;
+    req->route = NULL;
+    hf_request_free(req);
+}
+
+/* On the worker: the connection stays suspended until the record is durable (on_durable
+ * resumes it), so the answer costs one suspension, not two. */
+static void hsm_audit_wait(struct hf_request *req)
+{
+    const HF_FUNCTION_LIST *v = hf_p11_vendor();
+    bool orphan;
+
+    atomic_fetch_add(&srv.waiting, 1);
+    hf_gw_metrics_audit_waiting_add(1);
+    if (v && v->HF_AuditNotifyDurable(req->audit_seq, on_durable, req) == CKR_OK) return;
+    /* Not registered: no callback will come. */
+    audit_failed(req);
+    pthread_mutex_lock(&req->wait_lock);
+    req->waiting = false;
+    req->phase = HF_GW_PHASE_RESPOND;
+    orphan = req->orphaned;
+    pthread_mutex_unlock(&req->wait_lock);
+    atomic_fetch_sub(&srv.waiting, 1);
+    hf_gw_metrics_audit_waiting_add(-1);
+    if (orphan)
+        hf_request_free(req); /* on_completed saw it waiting and let go of the rest */
+    else
+        MHD_resume_connection(req->conn);
+}
+
+/* The worker is done with req: on to the audit wait, or back to the listener to answer. */
+static void hsm_done(struct hf_request *req)
+{
+    bool orphan, wait = req->audit_seq != 0;
+
+    pthread_mutex_lock(&req->wait_lock);
+    req->hsm_pending = false;
+    orphan = req->orphaned;
+    if (!orphan) {
+        req->phase = wait ? HF_GW_PHASE_AUDIT : HF_GW_PHASE_RESPOND;
+        req->waiting = wait;
+    }
+    pthread_mutex_unlock(&req->wait_lock);
+    if (orphan)
+        hsm_orphan_free(req);
+    else if (wait)
+        hsm_audit_wait(req);
+    else
+        MHD_resume_connection(req->conn);
+    /* Last: hf_gw_server_stop waits for this before the daemons go. */
+    atomic_fetch_sub(&srv.hsm_jobs, 1);
+}
+
+static void hsm_job(struct hf_gw_job *job, bool late)
+{
+    struct hf_request *req = (struct hf_request *)((char *)job - offsetof(struct hf_request, job));
+    bool orphan;
+
+    pthread_mutex_lock(&req->wait_lock);
+    orphan = req->orphaned;
+    pthread_mutex_unlock(&req->wait_lock);
+    if (!orphan) {
+        /* Waited past the limit: answered as the pool answers a caller its queue held as long. */
+        if (late) req->hsm_refuse = CKR_FUNCTION_REJECTED;
+        handler_run(req);
+        request_settle(req);
+    }
+    hsm_done(req);
+}
+
+/* The first pass reached for a pool key: forget it, then hand the request to the pool's
+ * workers, or, with no room there, answer the API's throttling error now. */
+static enum MHD_Result hsm_defer(struct hf_request *req)
+{
+    struct hf_gw_workers *w = hf_gw_hsm_workers_of(req->hsm_pool);
+
+    hf_gw_request_rerun_reset(req);
+    if (!w || !hf_gw_workers_reserve(w)) {
+        /* No set at all (more pools than sets): as before workers existed, on this thread. */
+        if (w) req->hsm_refuse = CKR_FUNCTION_REJECTED;
+        handler_run(req);
+        return request_finish(req);
+    }
+    req->job.fn = hsm_job;
+    atomic_fetch_add(&srv.hsm_jobs, 1);
+    /* Suspended before the worker can see it, so its resume always finds it suspended. */
+    pthread_mutex_lock(&req->wait_lock);
+    req->hsm_pending = true;
+    req->phase = HF_GW_PHASE_HSM;
+    MHD_suspend_connection(req->conn);
+    req->suspended = true;
+    pthread_mutex_unlock(&req->wait_lock);
+    hf_gw_workers_push(w, &req->job);
+    return MHD_YES;
+}
+
+/* Resumed by a worker with no record to wait for: its writes are seen through wait_lock. */
+static enum MHD_Result hsm_resumed(struct hf_request *req)
+{
+    pthread_mutex_lock(&req->wait_lock);
+    pthread_mutex_unlock(&req->wait_lock);
+    return respond(req);
+}
+
+static enum MHD_Result request_run(struct hf_request *req)
+{
+    req->may_defer = hf_gw_hsm_workers_are_on();
+    handler_run(req);
+    if (req->deferred) return hsm_defer(req);
     return request_finish(req);
 }
 
@@ -669,25 +812,62 @@ static void healthz_answer(struct hf_request *req)
         req->http_status = 500;
 }
 
-/* The gateway's series, then the HSM pools' (read from the module here, on a scrape only). */
+/* page + more (freed) into page; on failure page stays as it was. */
+static char *page_append(char *page, size_t *len, char *more, size_t more_len)
+{
+    char *joined = more ? realloc(page, *len + more_len + 1) : NULL;
+
+    if (joined) {
+        memcpy(joined + *len, more, more_len + 1);
+        *len += more_len;
+        page = joined;
+    }
+    free(more);
+    return page;
+}
+
+struct hsm_sets {
+    const char *names[64];
+    char name_buf[64][64];
+    struct hf_gw_workers_stats st[64];
+    size_t n;
+};
+
+static void hsm_set_collect(const char *pool, const struct hf_gw_workers_stats *st, void *arg)
+{
+    struct hsm_sets *s = arg;
+
+    if (s->n >= 64) return;
+    snprintf(s->name_buf[s->n], sizeof(s->name_buf[s->n]), "%s", pool);
+    s->names[s->n] = s->name_buf[s->n];
+    s->st[s->n++] = *st;
+}
+
+/* The gateway's series, then the HSM pools' (read from the module here, on a scrape only) and
+ * their worker sets'. */
 static char *metrics_page(size_t *len)
 {
     HF_AUDIT_STATUS st;
     bool audit_known = hf_gw_p11_audit_status(&st);
     HF_POOL_MEMBER_STATUS *members = NULL;
-    size_t n = 0, pools_len = 0;
+    size_t n = 0, more_len = 0;
     char *page = hf_gw_metrics_render(hf_gw_p11_is_healthy(), audit_known ? &st : NULL, len);
-    char *pools = NULL, *joined;
+    struct hsm_sets *sets;
 
-    if (page == NULL || !hf_p11_pool_status(&members, &n) || n == 0) goto done;
-    if ((pools = hf_gw_metrics_pool_render(members, n, &pools_len)) == NULL) goto done;
-    if ((joined = realloc(page, *len + pools_len + 1)) == NULL) goto done;
-    memcpy(joined + *len, pools, pools_len + 1);
-    page = joined;
-    *len += pools_len;
-done:
-    free(pools);
+    if (page == NULL) return NULL;
+    if (hf_p11_pool_status(&members, &n) && n > 0) {
+        char *pools = hf_gw_metrics_pool_render(members, n, &more_len);
+        page = page_append(page, len, pools, more_len);
+    }
     free(members);
+    if ((sets = calloc(1, sizeof(*sets))) != NULL) {
+        hf_gw_hsm_workers_each(hsm_set_collect, sets);
+        if (sets->n > 0) {
+            char *more = hf_gw_metrics_hsm_render(sets->names, sets->st, sets->n, &more_len);
+            page = page_append(page, len, more, more_len);
+        }
+        free(sets);
+    }
     return page;
 }
 
@@ -868,7 +1048,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return audit_resumed(req);
     case HF_GW_PHASE_RESPOND:
-        return respond(req);
+        return hsm_resumed(req);
+    case HF_GW_PHASE_HSM:
+        *upload_data_size = 0;
+        return MHD_YES; /* called before the worker's resume: keep waiting */
     case HF_GW_PHASE_RESPONDED:
     default:
         *upload_data_size = 0;
@@ -880,7 +1063,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct hf_request *req = *con_cls;
-    bool orphan = false;
+    bool orphan = false, with_worker;
 
     conn_answered(conn);
     if (!req) return;
@@ -888,7 +1071,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req->counted) hf_gw_metrics_inflight_add(-1);
     pthread_mutex_lock(&req->wait_lock);
     if (req->waiting && !req->durable) orphan = req->orphaned = true;
+    if ((with_worker = req->hsm_pending)) orphan = req->orphaned = true;
     pthread_mutex_unlock(&req->wait_lock);
+    /* A worker may be running its handler, on the generation's route: it frees all (hsm_done). */
+    if (with_worker) return;
     /* The route lives in the generation: nothing of it is touched after this. */
     hf_gw_generation_unref(req->gen);
     req->gen = NULL;
@@ -952,30 +1138,11 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- start and stop ----------------------------------------------------------------------- */
 
-/* The calls the HSM pools' members may have in flight at once, all pools together. A request on
- * a pool key holds its worker thread while its member works (pkcs11/core/pool.h), and a member
- * at its limit queues more or answers throttled; with only a thread per core, two requests
- * waiting on a 25 ms HSM would leave no thread for anything else and cap a pool far under
- * members x limit / latency (Little's law). */
-static unsigned hsm_calls_max(void)
-{
-    HF_POOL_MEMBER_STATUS *m = NULL;
-    size_t n = 0;
-    unsigned long sum = 0;
-
-    if (!hf_p11_pool_status(&m, &n)) return 0;
-    for (size_t i = 0; i < n; i++)
-        sum += m[i].concurrency;
-    free(m);
-    return sum > 256 ? 256 : (unsigned)sum;
-}
-
-/* threads = N as configured; by default one per core plus one per HSM call that may be in
- * flight, so requests on local keys keep a thread per core while the HSMs are busy. */
+/* threads = N as configured; by default one per core: a listener thread never waits on an
+ * HSM (calls on pool keys run on the pools' workers, hsm-workers.h), so it needs no spares. */
 static unsigned threads_of(const struct hf_gw_config *cfg)
 {
-    long n =
-        cfg->threads ? (long)cfg->threads : sysconf(_SC_NPROCESSORS_ONLN) + (long)srv.hsm_threads;
+    long n = cfg->threads ? (long)cfg->threads : sysconf(_SC_NPROCESSORS_ONLN);
 
     return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
@@ -1066,14 +1233,14 @@ bool hf_gw_server_start(const struct hf_gw_config *cfg, char *err, size_t errlen
     srv.healthz = hf_gw_metrics_series("gateway", "healthz", 0);
     srv.metrics = hf_gw_metrics_series("gateway", "metrics", 0);
     srv.route = hf_gw_metrics_series("gateway", "route", 0);
-    srv.hsm_threads = cfg->threads ? 0 : hsm_calls_max();
-    if (srv.hsm_threads)
-        hf_gw_log_info("HSM pools: %u more threads per listener, one per call their members may "
-                       "have in flight",
-                       srv.hsm_threads);
-    if (!sweeper_start(cfg, err, errlen)) return false;
+    if (!hf_gw_hsm_workers_start(err, errlen)) return false;
+    if (!sweeper_start(cfg, err, errlen)) {
+        hf_gw_hsm_workers_stop();
+        return false;
+    }
     if (!hf_gw_linger_start(err, errlen)) {
         sweeper_stop();
+        hf_gw_hsm_workers_stop();
         return false;
     }
     for (size_t i = 0; i < cfg->nlistens; i++)
@@ -1097,17 +1264,24 @@ void hf_gw_server_stop(unsigned timeout_ms)
         MHD_socket s = MHD_quiesce_daemon(srv.daemons[i]);
         if (s != MHD_INVALID_SOCKET) close(s);
     }
-    /* Suspended connections end with the daemon: let their audit callbacks come first. */
-    while (atomic_load(&srv.waiting) > 0 && hf_now_us() < deadline) {
+    /* Suspended connections end with the daemon: let their workers and audit callbacks come
+     * first. */
+    while ((atomic_load(&srv.waiting) > 0 || atomic_load(&srv.hsm_jobs) > 0) &&
+           hf_now_us() < deadline) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
     if (atomic_load(&srv.waiting) > 0)
         hf_gw_log_warn("stopping with %d requests still waiting for their audit record",
                        atomic_load(&srv.waiting));
+    if (atomic_load(&srv.hsm_jobs) > 0)
+        hf_gw_log_warn("stopping with %d requests still with HSM workers",
+                       atomic_load(&srv.hsm_jobs));
     sweeper_stop();
     for (size_t i = 0; i < srv.n; i++)
         MHD_stop_daemon(srv.daemons[i]);
     srv.n = 0;
+    /* After the daemons: jobs still queued belong to closed connections and only free them. */
+    hf_gw_hsm_workers_stop();
     hf_gw_linger_stop(); /* after the daemons: their last closes may still adopt */
 }
