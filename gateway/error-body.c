@@ -1,8 +1,11 @@
-/* Error bodies that more than one API uses (plugin.h): a plugin points its error_body here
- * rather than keeping its own copy. */
+/* Errors that more than one API answers (plugin.h): the error body and table of the APIs whose
+ * code is the HTTP status (a plugin points its error_body and errors here rather than keeping
+ * its own copy), and a failed PKCS#11 call in an API's statuses (hf_request_fail_ckr). */
 #include "hf-build.h"
 
 #include "gateway/plugin.h"
+
+_Static_assert(HF_STATUS_COUNT < 32, "struct hf_ckr_policy's mask holds every status");
 
 /* OCI's spec ("Errors", "Limits OCI sets": it retries a 503 once) and SAP's Decision (Thales
  * lists only 400, 401, 403, 404 and 500) agree row for row. */
@@ -40,4 +43,17 @@ HF_PLUGIN_EXPORT struct json_object *hf_error_body_code_message(const char *name
         return NULL;
     }
     return o;
+}
+
+HF_PLUGIN_EXPORT enum hf_status hf_request_fail_ckr(struct hf_request *req, CK_RV rv,
+                                                    const char *what,
+                                                    const struct hf_ckr_policy *policy)
+{
+    uint32_t kept = policy != NULL ? policy->kept : HF_STATUS_ALL;
+    enum hf_status st = hf_status_from_ckr(rv);
+
+    if (st == HF_STATUS_OK || !(kept & HF_STATUS_BIT(st)))
+        st = policy != NULL ? policy->otherwise : HF_STATUS_INTERNAL;
+    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what ? what : "PKCS#11",
+                           (unsigned long)rv);
 }

@@ -228,6 +228,21 @@ CK_RV hf_p11_begin(struct hf_request *req, const char *operation, CK_SESSION_HAN
  * an HSM pool's CKR_FUNCTION_REJECTED, every member busy and its queue full: THROTTLED; its
  * CKR_DEVICE_ERROR, no healthy member: UNAVAILABLE). */
 enum hf_status hf_status_from_ckr(CK_RV rv);
+/* How an API answers a failed PKCS#11 call (hf_request_fail_ckr): which of hf_status_from_ckr's
+ * statuses it keeps (a mask of HF_STATUS_BIT), and what every other becomes. HF_STATUS_OK (a
+ * CK_RV that is no failure) is never kept. */
+#define HF_STATUS_BIT(s) (UINT32_C(1) << (s))
+#define HF_STATUS_ALL (HF_STATUS_BIT(HF_STATUS_COUNT) - 1)
+struct hf_ckr_policy {
+    uint32_t kept;
+    enum hf_status otherwise;
+};
+/* Fails req for rv, what (e.g. "encrypt", "opening a session") failing: hf_status_from_ckr(rv)
+ * kept or replaced as policy says (NULL: every status kept, HF_STATUS_OK made
+ * HF_STATUS_INTERNAL), with the message "<what> failed (PKCS#11 0x<rv>)". Returns that status,
+ * so: return hf_request_fail_ckr(req, rv, "decrypt", &api_ckr_policy); */
+enum hf_status hf_request_fail_ckr(struct hf_request *req, CK_RV rv, const char *what,
+                                   const struct hf_ckr_policy *policy);
 /* Every HSM pool member's live status on this node (holdfast.h's HF_POOL_MEMBER_STATUS, from the
  * module's HF_GetPoolStatus, 1.6), pool after pool: *out malloc'd (free()), *n entries (0: no
  * pool). false when the module cannot say (another vendor's, or older). For health answers and

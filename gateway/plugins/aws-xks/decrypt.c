@@ -88,7 +88,7 @@ enum hf_status hf_xks_handle_decrypt(void *state, struct hf_request *req)
         goto done;
     }
     if (rv != CKR_OK) {
-        st = hf_xks_fail_ckr(req, rv, "decrypt");
+        st = hf_request_fail_ckr(req, rv, "decrypt", NULL);
         goto done;
     }
     if ((reply = json_object_new_object()) == NULL ||

@@ -52,7 +52,7 @@ static enum hf_status verify_round_trip(struct hf_xks_call *call, const struct h
 
     if (back == NULL) return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
     if ((rv = hf_p11_begin(req, "encrypt.verify", &s)) != CKR_OK) {
-        st = hf_xks_fail_ckr(req, rv, "opening a session");
+        st = hf_request_fail_ckr(req, rv, "opening a session", NULL);
         goto done;
     }
     rv = hf_xks_gcm_open(hf_p11_functions(), s, key->current, out->iv, HF_XKS_IV_LEN, b->aad.data,
@@ -63,7 +63,8 @@ static enum hf_status verify_round_trip(struct hf_xks_call *call, const struct h
                              "verified",
                              call->key_id);
     } else if (rv != CKR_OK) {
-        st = hf_xks_fail_ckr(req, rv, "decrypting the fresh ciphertext for its integrity check");
+        st = hf_request_fail_ckr(req, rv, "decrypting the fresh ciphertext for its integrity check",
+                                 NULL);
     } else if (CRYPTO_memcmp(back, b->input.data, b->input.len) != 0) {
         st = hf_request_fail(req, HF_STATUS_INTERNAL,
                              "the fresh ciphertext decrypted to something else");
@@ -140,7 +141,7 @@ enum hf_status hf_xks_handle_encrypt(void *state, struct hf_request *req)
     rv = hf_xks_gcm_seal(hf_p11_functions(), s, key.current, out.iv, b->aad.data, b->aad.len,
                          out.cm, HF_XKS_CM_LEN, b->input.data, b->input.len, out.ct, out.tag);
     if (rv != CKR_OK) {
-        st = hf_xks_fail_ckr(req, rv, "encrypt");
+        st = hf_request_fail_ckr(req, rv, "encrypt", NULL);
         goto done;
     }
     if (b->want_cdiv) {

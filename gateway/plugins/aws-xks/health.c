@@ -115,12 +115,12 @@ static enum hf_status health_check(struct hf_xks_call *call, struct hf_request *
     member_describe(s, m);
     rv = hf_xks_gcm_seal(hf_p11_functions(), s, key.current, iv, NULL, 0, cm, sizeof(cm), probe,
                          sizeof(probe), ct, tag);
-    if (rv != CKR_OK) return hf_xks_fail_ckr(req, rv, "health check: encrypt");
+    if (rv != CKR_OK) return hf_request_fail_ckr(req, rv, "health check: encrypt", NULL);
     if ((rv = hf_p11_begin(req, "health.decrypt", &s)) != CKR_OK)
-        return hf_xks_fail_ckr(req, rv, "health check: opening a session");
+        return hf_request_fail_ckr(req, rv, "health check: opening a session", NULL);
     rv = hf_xks_gcm_open(hf_p11_functions(), s, key.current, iv, sizeof(iv), NULL, 0, cm,
                          sizeof(cm), ct, sizeof(ct), tag, back);
-    if (rv != CKR_OK) return hf_xks_fail_ckr(req, rv, "health check: decrypt");
+    if (rv != CKR_OK) return hf_request_fail_ckr(req, rv, "health check: decrypt", NULL);
     if (CRYPTO_memcmp(back, probe, sizeof(probe)) != 0)
         return hf_request_fail(req, HF_STATUS_INTERNAL,
                                "health check: the probe decrypted to something else");

@@ -65,8 +65,6 @@ enum hf_status hf_xks_session_begin(const struct hf_xks_call *call, struct hf_re
  * when not. */
 enum hf_status hf_xks_key_gcm_check(const struct hf_xks_call *call, const struct hf_key_ref *key,
                                     struct hf_request *req);
-/* Fails the request with the status of a key operation's CK_RV; what says which operation. */
-enum hf_status hf_xks_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
 
 /* SigV4 (and the store's mTLS subject rule). HF_STATUS_OK or the request is failed with 401. */
 enum hf_status hf_xks_authenticate(const struct hf_xks_store *store, struct hf_xks_store_rt *rt,

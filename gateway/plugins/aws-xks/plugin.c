@@ -286,14 +286,6 @@ enum hf_status hf_xks_key_gcm_check(const struct hf_xks_call *call, const struct
     return HF_STATUS_OK;
 }
 
-enum hf_status hf_xks_fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
-{
-    enum hf_status st = hf_status_from_ckr(rv);
-
-    if (st == HF_STATUS_OK) st = HF_STATUS_INTERNAL;
-    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
-}
-
 enum hf_status hf_xks_session_begin(const struct hf_xks_call *call, struct hf_request *req,
                                     const char *operation, CK_SESSION_HANDLE *session)
 {
@@ -303,9 +295,11 @@ enum hf_status hf_xks_session_begin(const struct hf_xks_call *call, struct hf_re
     if (st != HF_STATUS_OK) return st;
     if ((rv = hf_p11_begin(req, operation, session)) != CKR_OK)
         /* The health check's probe names itself (its audit operation is health.encrypt). */
-        return hf_xks_fail_ckr(req, rv,
-                               call->body.op == HF_XKS_OP_HEALTH ? "health check: opening a session"
-                                                                 : "opening a session");
+        return hf_request_fail_ckr(req, rv,
+                                   call->body.op == HF_XKS_OP_HEALTH
+                                       ? "health check: opening a session"
+                                       : "opening a session",
+                                   NULL);
     return HF_STATUS_OK;
 }
 

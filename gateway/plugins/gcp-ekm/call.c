@@ -119,24 +119,6 @@ void hf_ekm_call_end(struct hf_ekm_call *call)
     call->email = NULL;
 }
 
-enum hf_status hf_ekm_fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
-{
-    enum hf_status st = hf_status_from_ckr(rv);
-
-    switch (st) {
-    case HF_STATUS_BAD_CIPHERTEXT:
-    case HF_STATUS_KEY_DISABLED:
-    case HF_STATUS_KEY_USAGE:
-    case HF_STATUS_THROTTLED:
-    case HF_STATUS_TIMEOUT:
-        break;
-    default:
-        /* A vanished handle, a failed login, a dead HSM: nothing the customer decided. */
-        st = HF_STATUS_UNAVAILABLE;
-    }
-    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
-}
-
 enum hf_status hf_ekm_deadline_check(const struct hf_ekm_call *call, struct hf_request *req)
 {
     return hf_request_deadline_check(req, call->ep->deadline_ms, HF_STATUS_UNAVAILABLE);

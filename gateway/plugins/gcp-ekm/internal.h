@@ -50,9 +50,10 @@ void hf_ekm_call_end(struct hf_ekm_call *call);
  * authenticated; otherwise the request is failed with 401. */
 enum hf_status hf_ekm_authenticate(struct hf_ekm_call *call, struct hf_request *req);
 
-/* A key operation's CK_RV as the spec's table wants it: only deliberate refusals (blocked
- * link, state, usage) stay 403, a bad blob is 400, every other fault is transient (503). */
-enum hf_status hf_ekm_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
+/* A key operation's CK_RV as the spec's table wants it (hf_request_fail_ckr's policy): only
+ * deliberate refusals (blocked link, state, usage) stay 403, a bad blob is 400, every other
+ * fault is transient (503). */
+extern const struct hf_ckr_policy hf_ekm_ckr;
 /* The endpoint's deadline passed: 503 rather than a key operation nobody waits for. */
 enum hf_status hf_ekm_deadline_check(const struct hf_ekm_call *call, struct hf_request *req);
 

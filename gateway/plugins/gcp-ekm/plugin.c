@@ -38,6 +38,14 @@ static const struct hf_error_map ekm_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_BAD_GATEWAY] = {500, "INTERNAL"}, /* EKM makes no outbound call */
 };
 
+/* A failed PKCS#11 call: deliberate refusals keep their status; a vanished handle, a failed
+ * login, a dead HSM is nothing the customer decided (503). */
+const struct hf_ckr_policy hf_ekm_ckr = {
+    HF_STATUS_BIT(HF_STATUS_BAD_CIPHERTEXT) | HF_STATUS_BIT(HF_STATUS_KEY_DISABLED) |
+        HF_STATUS_BIT(HF_STATUS_KEY_USAGE) | HF_STATUS_BIT(HF_STATUS_THROTTLED) |
+        HF_STATUS_BIT(HF_STATUS_TIMEOUT),
+    HF_STATUS_UNAVAILABLE};
+
 /* google.rpc.Code numbers of the names above. */
 static int grpc_code(const char *name)
 {

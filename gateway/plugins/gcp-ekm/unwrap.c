@@ -81,7 +81,7 @@ enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
         return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
     if ((st = hf_ekm_deadline_check(call, req)) != HF_STATUS_OK) goto done;
     if ((rv = hf_p11_begin(req, "unwrap", &s)) != CKR_OK) {
-        st = hf_ekm_fail_ckr(req, rv, "opening a session");
+        st = hf_request_fail_ckr(req, rv, "opening a session", &hf_ekm_ckr);
         goto done;
     }
     rv = hf_blob_open(hf_p11_functions(), s, object, HF_EKM_API, call->key.uuid, &blob, b->aad.data,
@@ -94,7 +94,7 @@ enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
         goto done;
     }
     if (rv != CKR_OK) {
-        st = hf_ekm_fail_ckr(req, rv, "unwrap");
+        st = hf_request_fail_ckr(req, rv, "unwrap", &hf_ekm_ckr);
         goto done;
     }
     if ((reply = reply_new(call, pt, pt_len)) == NULL) {

@@ -40,14 +40,14 @@ enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
     }
     if ((st = hf_ekm_deadline_check(call, req)) != HF_STATUS_OK) goto done;
     if ((rv = hf_p11_begin(req, b->health_check ? "wrap.health_check" : "wrap", &s)) != CKR_OK) {
-        st = hf_ekm_fail_ckr(req, rv, "opening a session");
+        st = hf_request_fail_ckr(req, rv, "opening a session", &hf_ekm_ckr);
         goto done;
     }
     rv = hf_blob_seal(hf_p11_functions(), s, call->key.current, call->key.version, HF_EKM_API,
                       call->key.uuid, iv, b->aad.data, b->aad.len, b->input.data, b->input.len,
                       blob);
     if (rv != CKR_OK) {
-        st = hf_ekm_fail_ckr(req, rv, "wrap");
+        st = hf_request_fail_ckr(req, rv, "wrap", &hf_ekm_ckr);
         goto done;
     }
     if ((reply = reply_new(blob, blob_len)) == NULL) {

@@ -155,8 +155,9 @@ bool hf_cse_opened_is_for(const struct hf_cse_opened *o, const char *resource_na
 /* The blob's perimeter_id as a new C string (free()); NULL out of memory. */
 char *hf_cse_opened_perimeter(const struct hf_cse_opened *o);
 
-/* A key operation's CK_RV in the spec's words: refusals 403, a bad blob 400, the rest 503. */
-enum hf_status hf_cse_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
+/* A key operation's CK_RV in the spec's words (hf_request_fail_ckr's policy): refusals 403, a
+ * bad blob 400, the rest 503. */
+extern const struct hf_ckr_policy hf_cse_ckr;
 
 /* ---- CORS and replies (cors.c) ------------------------------------------------------------- */
 

@@ -10,18 +10,6 @@
 
 #include <openssl/crypto.h>
 
-enum hf_status hf_cse_fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
-{
-    enum hf_status st = hf_status_from_ckr(rv);
-
-    /* Deliberate refusals keep their status; a slow or dead HSM, a lost session or login is
-     * the backend being unavailable (503), never the caller's fault. */
-    if (st != HF_STATUS_BAD_CIPHERTEXT && st != HF_STATUS_KEY_DISABLED &&
-        st != HF_STATUS_KEY_USAGE && st != HF_STATUS_THROTTLED)
-        st = HF_STATUS_UNAVAILABLE;
-    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
-}
-
 /* A session for the op's one key operation, once the deadline allows it. */
 static enum hf_status session_begin(struct hf_cse_call *call, struct hf_request *req,
                                     CK_SESSION_HANDLE *s)
@@ -32,7 +20,7 @@ static enum hf_status session_begin(struct hf_cse_call *call, struct hf_request 
 
     if (st != HF_STATUS_OK) return st;
     if ((rv = hf_p11_begin(req, call->info->name, s)) != CKR_OK)
-        return hf_cse_fail_ckr(req, rv, "opening a session");
+        return hf_request_fail_ckr(req, rv, "opening a session", &hf_cse_ckr);
     return HF_STATUS_OK;
 }
 
@@ -58,7 +46,7 @@ enum hf_status hf_cse_kek_seal(struct hf_cse_call *call, struct hf_request *req,
     rv = hf_blob_seal(hf_p11_functions(), s, call->kek.current, call->kek.version, api,
                       call->kek.uuid, iv, NULL, 0, pt, len, out);
     if (rv != CKR_OK) {
-        st = hf_cse_fail_ckr(req, rv, "sealing under the KEK");
+        st = hf_request_fail_ckr(req, rv, "sealing under the KEK", &hf_cse_ckr);
         goto done;
     }
     *blob = out;
@@ -118,7 +106,7 @@ enum hf_status hf_cse_kek_open(struct hf_cse_call *call, struct hf_request *req,
         goto done;
     }
     if (rv != CKR_OK) {
-        st = hf_cse_fail_ckr(req, rv, "opening under the KEK");
+        st = hf_request_fail_ckr(req, rv, "opening under the KEK", &hf_cse_ckr);
         goto done;
     }
     *pt = out;

@@ -170,20 +170,21 @@ enum hf_status hf_cse_pk_run(struct hf_cse_call *call, struct hf_request *req,
     st = hf_request_deadline_check(req, call->px->deadline_ms, HF_STATUS_UNAVAILABLE);
     if (st != HF_STATUS_OK) goto done;
     if ((rv = hf_p11_begin(req, call->info->name, &s)) != CKR_OK) {
-        st = hf_cse_fail_ckr(req, rv, "opening a session");
+        st = hf_request_fail_ckr(req, rv, "opening a session", &hf_cse_ckr);
         goto done;
     }
     rv = p11->C_CreateObject(s, t.attrs, N_FIXED + N_RSA_PARTS, &obj);
     parts_clear(&t); /* the module holds its own copy now */
     memset(&t, 0, sizeof(t));
     if (rv != CKR_OK) {
-        st = hf_cse_fail_ckr(req, rv, "creating the private key's session object");
+        st = hf_request_fail_ckr(req, rv, "creating the private key's session object", &hf_cse_ckr);
         goto done;
     }
     got = cap;
     rv = object_use(p11, s, obj, alg, m, in, in_len, buf, &got);
     if (rv != CKR_OK) {
-        st = hf_cse_fail_ckr(req, rv, alg->use == HF_CSE_PK_SIGN ? "signing" : "decrypting");
+        st = hf_request_fail_ckr(req, rv, alg->use == HF_CSE_PK_SIGN ? "signing" : "decrypting",
+                                 &hf_cse_ckr);
         goto done;
     }
     *out = buf;

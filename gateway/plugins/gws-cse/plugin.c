@@ -15,7 +15,7 @@
 /* ---- the error table and body ---------------------------------------------------------------- */
 
 /* The spec's "Errors". TIMEOUT is rewrap's peer timing out (504): a slow HSM is reported as
- * UNAVAILABLE by hf_cse_fail_ckr. UNSUPPORTED is an op this prefix does not enable (501); the
+ * UNAVAILABLE by hf_cse_ckr. UNSUPPORTED is an op this prefix does not enable (501); the
  * plugin never passes it as a field's over-cap status. */
 static const struct hf_error_map cse_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_OK] = {200, ""},
@@ -36,6 +36,13 @@ static const struct hf_error_map cse_errors[HF_STATUS_COUNT] = {
     [HF_STATUS_INTERNAL] = {500, "INTERNAL"},
     [HF_STATUS_BAD_GATEWAY] = {502, "BAD_GATEWAY"},
 };
+
+/* A failed PKCS#11 call: deliberate refusals keep their status; a slow or dead HSM, a lost
+ * session or login is the backend being unavailable (503), never the caller's fault. */
+const struct hf_ckr_policy hf_cse_ckr = {
+    HF_STATUS_BIT(HF_STATUS_BAD_CIPHERTEXT) | HF_STATUS_BIT(HF_STATUS_KEY_DISABLED) |
+        HF_STATUS_BIT(HF_STATUS_KEY_USAGE) | HF_STATUS_BIT(HF_STATUS_THROTTLED),
+    HF_STATUS_UNAVAILABLE};
 
 /* error_body gets the name only: the names above are distinct per HTTP status, so the name
  * gives the body's code back. */

@@ -27,14 +27,13 @@ static enum hf_status version_find(struct hf_request *req, const struct hf_key_r
     return hf_dke_key_may(req, key, HF_KEY_OP_DECRYPT, v->state, "decrypt");
 }
 
+/* A bad OAEP ciphertext names the field; every other CK_RV keeps its status. */
 static enum hf_status fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
 {
-    enum hf_status st = hf_status_from_ckr(rv);
-
     if (rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE)
         return hf_request_fail(req, HF_STATUS_BAD_CIPHERTEXT,
                                "value: not a ciphertext of this key version (OAEP)");
-    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
+    return hf_request_fail_ckr(req, rv, what, NULL);
 }
 
 static enum hf_status oaep_decrypt(struct hf_request *req, const struct hf_key_version *v,

@@ -169,19 +169,15 @@ enum hf_status hf_oci_version_find(struct hf_oci_call *call, struct hf_request *
 
 enum hf_status hf_oci_fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
 {
+    static const struct hf_ckr_policy oci_ckr = {HF_STATUS_BIT(HF_STATUS_BAD_CIPHERTEXT) |
+                                                     HF_STATUS_BIT(HF_STATUS_THROTTLED) |
+                                                     HF_STATUS_BIT(HF_STATUS_TIMEOUT),
+                                                 HF_STATUS_UNAVAILABLE};
     enum hf_status st = hf_status_from_ckr(rv);
 
-    switch (st) {
-    case HF_STATUS_BAD_CIPHERTEXT:
-    case HF_STATUS_THROTTLED:
-    case HF_STATUS_TIMEOUT:
-        break;
-    case HF_STATUS_KEY_DISABLED:
-    case HF_STATUS_KEY_USAGE:
+    /* A key the module refuses (blocked, state, usage) is OCI's one "key disabled" 403. */
+    if (st == HF_STATUS_KEY_DISABLED || st == HF_STATUS_KEY_USAGE)
         return hf_request_fail(req, HF_STATUS_KEY_DISABLED,
                                "key disabled: %s refused (PKCS#11 0x%lx)", what, (unsigned long)rv);
-    default:
-        st = HF_STATUS_UNAVAILABLE;
-    }
-    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
+    return hf_request_fail_ckr(req, rv, what, &oci_ckr);
 }

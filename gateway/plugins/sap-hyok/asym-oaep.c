@@ -32,7 +32,7 @@ enum hf_status sap_asym_encrypt(struct hf_sap_call *call, struct hf_request *req
     rv = hf_rsa_oaep_encrypt(hf_p11_functions(), s, call->version.pub, alg.hash.mech, pt, pt_len,
                              ct, &ct_len);
     if (rv != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv, "encrypt");
+        st = hf_request_fail_ckr(req, rv, "encrypt", &hf_sap_ckr);
         goto done;
     }
     st = hf_sap_asym_reply(call, req, "ciphertext", ct, ct_len, &alg);
@@ -68,9 +68,10 @@ enum hf_status sap_asym_decrypt(struct hf_sap_call *call, struct hf_request *req
                              pt, &pt_len);
     if (rv != CKR_OK) {
         /* One message for every OAEP failure: which step failed is Manger's oracle. */
-        st = hf_sap_fail_ckr(req, rv,
-                             "decrypt (ciphertext, algorithm and key_version_id must be "
-                             "those of the encryption)");
+        st = hf_request_fail_ckr(req, rv,
+                                 "decrypt (ciphertext, algorithm and key_version_id must be "
+                                 "those of the encryption)",
+                                 &hf_sap_ckr);
         goto done;
     }
     if ((o = json_object_new_object()) != NULL &&

@@ -51,7 +51,7 @@ enum hf_status sap_asym_sign(struct hf_sap_call *call, struct hf_request *req)
     if ((rv = p11->C_SignInit(s, &in.m.mech, call->version.object)) == CKR_OK)
         rv = p11->C_Sign(s, in.msg, in.msg_len, sig, &sig_len);
     if (rv != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv, "sign");
+        st = hf_request_fail_ckr(req, rv, "sign", &hf_sap_ckr);
         goto done;
     }
     st = hf_sap_asym_reply(call, req, "signature", sig, sig_len, &in.alg);
@@ -89,7 +89,7 @@ enum hf_status sap_asym_verify(struct hf_sap_call *call, struct hf_request *req)
     /* The spec's Decision: a signature that does not verify, of any length, is an answer
      * (valid:false), not an error; the module's record of the operation says why. */
     if (rv != CKR_OK && rv != CKR_SIGNATURE_INVALID && rv != CKR_SIGNATURE_LEN_RANGE) {
-        st = hf_sap_fail_ckr(req, rv, "verify");
+        st = hf_request_fail_ckr(req, rv, "verify", &hf_sap_ckr);
         goto done;
     }
     st = hf_sap_reply(req, valid_reply(rv == CKR_OK));

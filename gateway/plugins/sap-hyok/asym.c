@@ -58,7 +58,8 @@ enum hf_status hf_sap_asym_session(struct hf_request *req, CK_SESSION_HANDLE *s)
 {
     CK_RV rv = hf_p11_begin(req, NULL, s);
 
-    return rv == CKR_OK ? HF_STATUS_OK : hf_sap_fail_ckr(req, rv, "opening a session");
+    return rv == CKR_OK ? HF_STATUS_OK
+                        : hf_request_fail_ckr(req, rv, "opening a session", &hf_sap_ckr);
 }
 
 /* Adds a string member to o; false if out of memory. */

@@ -194,25 +194,13 @@ enum hf_status hf_sap_key_is_aes(const struct hf_sap_call *call, struct hf_reque
                            call->external_key_id);
 }
 
-enum hf_status hf_sap_fail_ckr(struct hf_request *req, CK_RV rv, const char *what)
-{
-    enum hf_status st = hf_status_from_ckr(rv);
-
-    switch (st) {
-    case HF_STATUS_BAD_REQUEST: /* an OAEP plaintext over k - 2 hLen - 2, a bad parameter */
-    case HF_STATUS_BAD_CIPHERTEXT:
-    case HF_STATUS_KEY_DISABLED:
-    case HF_STATUS_KEY_USAGE:
-    case HF_STATUS_KEY_NOT_FOUND:
-    case HF_STATUS_THROTTLED:
-    case HF_STATUS_TIMEOUT:
-    case HF_STATUS_UNAVAILABLE:
-        break;
-    default:
-        st = HF_STATUS_INTERNAL;
-    }
-    return hf_request_fail(req, st, "%s failed (PKCS#11 0x%lx)", what, (unsigned long)rv);
-}
+const struct hf_ckr_policy hf_sap_ckr = {
+    /* BAD_REQUEST: an OAEP plaintext over k - 2 hLen - 2, a bad parameter. */
+    HF_STATUS_BIT(HF_STATUS_BAD_REQUEST) | HF_STATUS_BIT(HF_STATUS_BAD_CIPHERTEXT) |
+        HF_STATUS_BIT(HF_STATUS_KEY_DISABLED) | HF_STATUS_BIT(HF_STATUS_KEY_USAGE) |
+        HF_STATUS_BIT(HF_STATUS_KEY_NOT_FOUND) | HF_STATUS_BIT(HF_STATUS_THROTTLED) |
+        HF_STATUS_BIT(HF_STATUS_TIMEOUT) | HF_STATUS_BIT(HF_STATUS_UNAVAILABLE),
+    HF_STATUS_INTERNAL};
 
 enum hf_status hf_sap_member_b64(const struct hf_sap_call *call, struct hf_request *req,
                                  const char *name, bool required, size_t max_len,

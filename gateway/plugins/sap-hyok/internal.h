@@ -6,7 +6,7 @@
  *     pin, body, request_metadata, tenant, group, key, version; the audit fields); only when it
  *     succeeds is the route's function called, with every member of struct hf_sap_call filled.
  *     The function answers with hf_sap_reply / hf_reply_json (HF_STATUS_OK) or fails the
- *     request with hf_request_fail or hf_sap_fail_ckr, and returns that status. plugin.c
+ *     request with hf_request_fail or hf_request_fail_ckr, and returns that status. plugin.c
  *     releases the call afterwards (hf_sap_call_end): an operation frees only what it
  *     allocated itself.
  *   - Reading the body: call->body is the parsed object (unknown members ignored). The
@@ -16,8 +16,8 @@
  *   - Before the key operation: hf_sap_key_is_rsa (an asymmetric route on an AES key: 403)
  *     and hf_sap_key_may(call, req, op) (blocked link, state, usage: 403).
  *   - The key operation: hf_p11_begin(req, NULL, &s) right before it, on call->version.object
- *     (private or secret) or call->version.pub (public, RSA); CK_RVs through hf_sap_fail_ckr.
- *     That operation's audit record is the request's.
+ *     (private or secret) or call->version.pub (public, RSA); CK_RVs through
+ * hf_request_fail_ckr(..., &hf_sap_ckr). That operation's audit record is the request's.
  *   - Audit fields: the pipeline sets six (keystore_id, sap_tenant_id, sap_group_id,
  *     sap_user_type, sap_request_id, cert_sha256) of plugin.h's HF_AUDIT_FIELDS_MAX (8).
  *   - Secrets (plaintexts) are freed with OPENSSL_clear_free, reply objects holding one with
@@ -81,9 +81,9 @@ enum hf_status hf_sap_key_may(const struct hf_sap_call *call, struct hf_request 
 enum hf_status hf_sap_key_is_rsa(const struct hf_sap_call *call, struct hf_request *req);
 enum hf_status hf_sap_key_is_aes(const struct hf_sap_call *call, struct hf_request *req);
 
-/* A key operation's CK_RV in the spec's table: a bad tag or padding 400, blocked or state 403,
- * queue full 429, pool down or late 503, else 500. what names the step ("decrypt"). */
-enum hf_status hf_sap_fail_ckr(struct hf_request *req, CK_RV rv, const char *what);
+/* A key operation's CK_RV in the spec's table (hf_request_fail_ckr's policy): a bad tag or
+ * padding 400, blocked or state 403, queue full 429, pool down or late 503, else 500. */
+extern const struct hf_ckr_policy hf_sap_ckr;
 
 /* Body members of call->body, failing the request with 400 (or 500 out of memory) themselves.
  * A base64 member (standard, padded): *data malloc'd (OPENSSL_clear_free(*data, *len)), NULL

@@ -49,7 +49,7 @@ static enum hf_status seal_reply(struct hf_sap_call *call, struct hf_request *re
     rv = hf_sap_gcm_seal(hf_p11_functions(), s, call->version.object, iv, aad, aad_len, pt, len, ct,
                          tag);
     if (rv != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv, "encrypt");
+        st = hf_request_fail_ckr(req, rv, "encrypt", &hf_sap_ckr);
         goto done;
     }
     st = hf_sap_reply(
@@ -83,7 +83,7 @@ enum hf_status hf_sap_sym_encrypt(struct hf_sap_call *call, struct hf_request *r
         (st = sym_checks(call, req, HF_KEY_OP_ENCRYPT)))
         goto done;
     if ((rv = hf_p11_begin(req, NULL, &s)) != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv, "opening a session");
+        st = hf_request_fail_ckr(req, rv, "opening a session", &hf_sap_ckr);
         goto done;
     }
     st = seal_reply(call, req, s, pt, pt_len, aad, aad_len, false);
@@ -129,15 +129,17 @@ enum hf_status hf_sap_sym_decrypt(struct hf_sap_call *call, struct hf_request *r
         goto done;
     }
     if ((rv = hf_p11_begin(req, NULL, &s)) != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv, "opening a session");
+        st = hf_request_fail_ckr(req, rv, "opening a session", &hf_sap_ckr);
         goto done;
     }
     rv = hf_sap_gcm_open(hf_p11_functions(), s, call->version.object, iv, aad, aad_len, ct, len,
                          tag, pt);
     if (rv != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv,
-                             "decrypt (ciphertext, iv, tag, aad and key_version_id must be those "
-                             "of the encryption)");
+        st = hf_request_fail_ckr(
+            req, rv,
+            "decrypt (ciphertext, iv, tag, aad and key_version_id must be those "
+            "of the encryption)",
+            &hf_sap_ckr);
         goto done;
     }
     if ((o = json_object_new_object()) != NULL && !hf_sap_reply_add_b64(o, "plaintext", pt, len)) {
@@ -168,11 +170,11 @@ enum hf_status hf_sap_random_bytes(struct hf_sap_call *call, struct hf_request *
     if ((pt = OPENSSL_malloc((size_t)n)) == NULL)
         return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
     if ((rv = hf_p11_begin(req, NULL, &s)) != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv, "opening a session");
+        st = hf_request_fail_ckr(req, rv, "opening a session", &hf_sap_ckr);
         goto done;
     }
     if ((rv = hf_p11_functions()->C_GenerateRandom(s, pt, (CK_ULONG)n)) != CKR_OK) {
-        st = hf_sap_fail_ckr(req, rv, "drawing random bytes");
+        st = hf_request_fail_ckr(req, rv, "drawing random bytes", &hf_sap_ckr);
         goto done;
     }
     st = seal_reply(call, req, s, pt, (size_t)n, NULL, 0, true);
