@@ -202,10 +202,12 @@ static CK_RV repl_claimed(struct hf_core *core, const char *name, struct hf_pool
         } else if (rv == CKR_OK) {
             /* Another's claim: its key, once published and labelled, is copied here. */
             rv = hf_pool_repl_ensure(pool, c.repl, member, false);
-            if (rv != CKR_KEY_HANDLE_INVALID) {
+            if (rv == CKR_OK || rv == HF_POOL_RV_UNAVAILABLE) {
                 free(cur);
                 return rv;
             }
+            /* Not there yet, or the token's trouble of the moment (SoftHSMv2 answered
+             * CKR_GENERAL_ERROR to a search beside the claimant's generation): ask again. */
             rv = CKR_OK;
             if (strcmp(cur, seen) != 0) {
                 snprintf(seen, sizeof(seen), "%s", cur);
