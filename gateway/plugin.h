@@ -197,6 +197,11 @@ enum hf_status hf_request_fail(struct hf_request *req, enum hf_status status, co
 /* The success reply: body is serialised compactly on one line (JSON_C_TO_STRING_PLAIN) and
  * freed; the gateway adds Content-Type: application/json. */
 void hf_reply_json(struct hf_request *req, unsigned http_status, struct json_object *body);
+/* A handler's last step: hf_reply_json(req, http_status, body) and HF_STATUS_OK; a NULL body
+ * (building it ran out of memory) fails req with HF_STATUS_INTERNAL, "out of memory", and
+ * returns that. So: return hf_reply_json_or_fail(req, 200, reply_new(...)); */
+enum hf_status hf_reply_json_or_fail(struct hf_request *req, unsigned http_status,
+                                     struct json_object *body);
 /* A success reply without a body (a CORS preflight's 204). */
 void hf_reply_empty(struct hf_request *req, unsigned http_status);
 /* One more response header, sent with whatever the request is answered, an error body included

@@ -1,6 +1,6 @@
-/* plugin.h's replies: hf_reply_json, hf_reply_empty (a bodiless success) and hf_reply_header,
- * the extra headers a plugin wants on whatever the request is answered (server.c sends them on
- * every path that writes a response). */
+/* plugin.h's replies: hf_reply_json (and hf_reply_json_or_fail, a handler's last step),
+ * hf_reply_empty (a bodiless success) and hf_reply_header, the extra headers a plugin wants on
+ * whatever the request is answered (server.c sends them on every path that writes a response). */
 #include "hf-build.h"
 
 #include "gateway/log.h"
@@ -75,6 +75,14 @@ HF_PLUGIN_EXPORT void hf_reply_json(struct hf_request *req, unsigned http_status
     /* json-c keeps the serialisation inside the object; it may be a plaintext. */
     if (s) OPENSSL_cleanse((void *)s, len);
     json_object_put(body);
+}
+
+HF_PLUGIN_EXPORT enum hf_status hf_reply_json_or_fail(struct hf_request *req, unsigned http_status,
+                                                      struct json_object *body)
+{
+    if (body == NULL) return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
+    hf_reply_json(req, http_status, body);
+    return HF_STATUS_OK;
 }
 
 HF_PLUGIN_EXPORT void hf_reply_empty(struct hf_request *req, unsigned http_status)

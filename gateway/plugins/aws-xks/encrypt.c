@@ -111,7 +111,6 @@ enum hf_status hf_xks_handle_encrypt(void *state, struct hf_request *req)
     struct hf_xks_call call;
     struct hf_key_ref key;
     struct sealed out = {0};
-    struct json_object *reply;
     const struct hf_xks_request *b;
     CK_SESSION_HANDLE s;
     enum hf_status st;
@@ -153,12 +152,7 @@ enum hf_status hf_xks_handle_encrypt(void *state, struct hf_request *req)
         }
         if ((st = verify_round_trip(&call, &key, &out, req)) != HF_STATUS_OK) goto done;
     }
-    if ((reply = reply_body(&call, &out)) == NULL) {
-        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-        goto done;
-    }
-    hf_reply_json(req, 200, reply);
-    st = HF_STATUS_OK;
+    st = hf_reply_json_or_fail(req, 200, reply_body(&call, &out));
 done:
     free(out.ct);
     hf_xks_call_end(&call);

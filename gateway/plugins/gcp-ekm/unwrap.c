@@ -66,7 +66,6 @@ enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
     struct hf_blob blob;
     CK_OBJECT_HANDLE object = CK_INVALID_HANDLE;
     CK_SESSION_HANDLE s;
-    struct json_object *reply;
     unsigned char *pt = NULL;
     size_t pt_len = 0;
     enum hf_status st;
@@ -97,12 +96,7 @@ enum hf_status hf_ekm_unwrap(struct hf_ekm_call *call, struct hf_request *req)
         st = hf_request_fail_ckr(req, rv, "unwrap", &hf_ekm_ckr);
         goto done;
     }
-    if ((reply = reply_new(call, pt, pt_len)) == NULL) {
-        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-        goto done;
-    }
-    hf_reply_json(req, 200, reply);
-    st = HF_STATUS_OK;
+    st = hf_reply_json_or_fail(req, 200, reply_new(call, pt, pt_len));
 done:
     OPENSSL_clear_free(pt, pt_len + 1);
     return st;

@@ -24,7 +24,6 @@ enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
     const struct hf_ekm_request *b = &call->body;
     unsigned char iv[HF_BLOB_IV_LEN], *blob = NULL;
     const size_t blob_len = HF_BLOB_OVERHEAD + b->input.len;
-    struct json_object *reply;
     CK_SESSION_HANDLE s;
     enum hf_status st;
     CK_RV rv;
@@ -50,12 +49,7 @@ enum hf_status hf_ekm_wrap(struct hf_ekm_call *call, struct hf_request *req)
         st = hf_request_fail_ckr(req, rv, "wrap", &hf_ekm_ckr);
         goto done;
     }
-    if ((reply = reply_new(blob, blob_len)) == NULL) {
-        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-        goto done;
-    }
-    hf_reply_json(req, 200, reply);
-    st = HF_STATUS_OK;
+    st = hf_reply_json_or_fail(req, 200, reply_new(blob, blob_len));
 done:
     free(blob);
     return st;

@@ -42,7 +42,6 @@ enum hf_status hf_oci_encrypt(struct hf_oci_call *call, struct hf_request *req)
     struct hf_key_version v = {.version = call->key.version, .object = call->key.current};
     unsigned char iv[HF_BLOB_IV_LEN], *blob = NULL;
     const size_t blob_len = HF_BLOB_OVERHEAD + b->plaintext.len;
-    struct json_object *o;
     CK_SESSION_HANDLE s;
     enum hf_status st;
     CK_RV rv;
@@ -71,12 +70,7 @@ enum hf_status hf_oci_encrypt(struct hf_oci_call *call, struct hf_request *req)
         st = hf_oci_fail_ckr(req, rv, "encrypt");
         goto done;
     }
-    if ((o = encrypt_reply(call, v.uuid, blob, blob_len)) == NULL) {
-        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-        goto done;
-    }
-    hf_reply_json(req, 200, o);
-    st = HF_STATUS_OK;
+    st = hf_reply_json_or_fail(req, 200, encrypt_reply(call, v.uuid, blob, blob_len));
 done:
     free(blob);
     return st;

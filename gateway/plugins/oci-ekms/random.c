@@ -26,7 +26,6 @@ enum hf_status hf_oci_random(struct hf_oci_call *call, struct hf_request *req)
 {
     unsigned n = call->body.length;
     unsigned char *buf = NULL;
-    struct json_object *o;
     CK_SESSION_HANDLE s;
     enum hf_status st;
     CK_RV rv;
@@ -43,12 +42,7 @@ enum hf_status hf_oci_random(struct hf_oci_call *call, struct hf_request *req)
         st = hf_oci_fail_ckr(req, rv, "C_GenerateRandom");
         goto done;
     }
-    if ((o = reply_new(buf, n)) == NULL) {
-        st = hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-        goto done;
-    }
-    hf_reply_json(req, call->st->cfg.random_status, o);
-    st = HF_STATUS_OK;
+    st = hf_reply_json_or_fail(req, call->st->cfg.random_status, reply_new(buf, n));
 done:
     /* The caller may use them as key material. */
     OPENSSL_clear_free(buf, n);

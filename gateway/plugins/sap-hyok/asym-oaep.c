@@ -79,7 +79,7 @@ enum hf_status sap_asym_decrypt(struct hf_sap_call *call, struct hf_request *req
         hf_json_put_wiped(o);
         o = NULL;
     }
-    st = hf_sap_reply(req, o);
+    st = hf_reply_json_or_fail(req, 200, o);
 done:
     OPENSSL_cleanse(pt, sizeof(pt));
     free(ct);

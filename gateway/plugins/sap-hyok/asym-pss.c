@@ -92,7 +92,7 @@ enum hf_status sap_asym_verify(struct hf_sap_call *call, struct hf_request *req)
         st = hf_request_fail_ckr(req, rv, "verify", &hf_sap_ckr);
         goto done;
     }
-    st = hf_sap_reply(req, valid_reply(rv == CKR_OK));
+    st = hf_reply_json_or_fail(req, 200, valid_reply(rv == CKR_OK));
 done:
     free(sig);
     free(in.msg);

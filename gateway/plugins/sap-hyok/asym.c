@@ -85,7 +85,7 @@ enum hf_status hf_sap_asym_reply(const struct hf_sap_call *call, struct hf_reque
         json_object_put(o);
         o = NULL;
     }
-    return hf_sap_reply(req, o);
+    return hf_reply_json_or_fail(req, 200, o);
 }
 
 /* The version's public key as PEM SubjectPublicKeyInfo ("-----BEGIN PUBLIC KEY-----"), a new
@@ -125,5 +125,5 @@ enum hf_status sap_public_key(struct hf_sap_call *call, struct hf_request *req)
         o = NULL;
     }
     free(pem);
-    return hf_sap_reply(req, o);
+    return hf_reply_json_or_fail(req, 200, o);
 }

@@ -252,10 +252,3 @@ bool hf_sap_reply_add_b64(struct json_object *reply, const char *name, const uns
     json_object_put(v);
     return false;
 }
-
-enum hf_status hf_sap_reply(struct hf_request *req, struct json_object *reply)
-{
-    if (reply == NULL) return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
-    hf_reply_json(req, 200, reply);
-    return HF_STATUS_OK;
-}

@@ -5,7 +5,7 @@
  *   - plugin.c routes the request and hf_sap_call_begin runs the shared pipeline (keystore,
  *     pin, body, request_metadata, tenant, group, key, version; the audit fields); only when it
  *     succeeds is the route's function called, with every member of struct hf_sap_call filled.
- *     The function answers with hf_sap_reply / hf_reply_json (HF_STATUS_OK) or fails the
+ *     The function answers with hf_reply_json_or_fail / hf_reply_json (HF_STATUS_OK) or fails the
  *     request with hf_request_fail or hf_request_fail_ckr, and returns that status. plugin.c
  *     releases the call afterwards (hf_sap_call_end): an operation frees only what it
  *     allocated itself.
@@ -104,8 +104,6 @@ bool hf_sap_reply_add_version(const struct hf_sap_call *call, struct json_object
 /* Adds a base64 member (hf_json_base64); false if out of memory. */
 bool hf_sap_reply_add_b64(struct json_object *reply, const char *name, const unsigned char *data,
                           size_t len);
-/* Sends reply with 200, or fails the request with 500 when reply is NULL (out of memory). */
-enum hf_status hf_sap_reply(struct hf_request *req, struct json_object *reply);
 
 /* ---- the operations, after hf_sap_call_begin ---------------------------------------------- */
 

@@ -16,5 +16,5 @@ enum hf_status hf_sap_keystore_metadata(struct hf_sap_call *call, struct hf_requ
         json_object_put(o);
         o = NULL;
     }
-    return hf_sap_reply(req, o);
+    return hf_reply_json_or_fail(req, 200, o);
 }

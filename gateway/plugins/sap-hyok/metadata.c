@@ -63,11 +63,11 @@ enum hf_status hf_sap_key_metadata(struct hf_sap_call *call, struct hf_request *
         json_object_object_add(o, "key_ops", ops)) {
         json_object_put(ops);
         json_object_put(o);
-        return hf_sap_reply(req, NULL);
+        return hf_request_fail(req, HF_STATUS_INTERNAL, "out of memory");
     }
     if (json_object_object_add(o, "key_spec", json_object_new_string(spec)) != 0) {
         json_object_put(o);
         o = NULL;
     }
-    return hf_sap_reply(req, o);
+    return hf_reply_json_or_fail(req, 200, o);
 }

@@ -52,8 +52,8 @@ static enum hf_status seal_reply(struct hf_sap_call *call, struct hf_request *re
         st = hf_request_fail_ckr(req, rv, "encrypt", &hf_sap_ckr);
         goto done;
     }
-    st = hf_sap_reply(
-        req, sealed_reply(call, iv, ct, tag, len, aad, aad_len, with_plaintext ? pt : NULL));
+    st = hf_reply_json_or_fail(
+        req, 200, sealed_reply(call, iv, ct, tag, len, aad, aad_len, with_plaintext ? pt : NULL));
 done:
     free(ct);
     return st;
@@ -146,7 +146,7 @@ enum hf_status hf_sap_sym_decrypt(struct hf_sap_call *call, struct hf_request *r
         hf_json_put_wiped(o);
         o = NULL;
     }
-    st = hf_sap_reply(req, o);
+    st = hf_reply_json_or_fail(req, 200, o);
 done:
     OPENSSL_clear_free(pt, len);
     free(ct);

@@ -64,7 +64,7 @@ enum hf_status hf_sap_versions_metadata(struct hf_sap_call *call, struct hf_requ
         goto done;
     }
     hf_sap_paging_select(&p, versions, n, sel, &total, &first, &count);
-    st = hf_sap_reply(req, page_new(&p, versions, sel, total, first, count));
+    st = hf_reply_json_or_fail(req, 200, page_new(&p, versions, sel, total, first, count));
 done:
     free(sel);
     free(versions);
