@@ -229,6 +229,10 @@ const HF_FUNCTION_LIST *hf_p11_vendor(void);
  * (so that operation's audit record is the request's). Call right before each key operation;
  * operation overrides the route's name when not NULL (e.g. "encrypt.verify"). */
 CK_RV hf_p11_begin(struct hf_request *req, const char *operation, CK_SESSION_HANDLE *session);
+/* Whether hf_p11_begin cut this pass of the handler short: its key lives in an HSM pool, and the
+ * handler runs again on the pool's workers. What the handler concluded from this pass (a health
+ * result, anything it would cache) is not to be kept. */
+bool hf_request_deferred(const struct hf_request *req);
 /* The enum hf_status for a CK_RV from a key operation (CKR_HF_LINK_BLOCKED: KEY_DISABLED, ...;
  * an HSM pool's CKR_FUNCTION_REJECTED, every member busy and its queue full: THROTTLED; its
  * CKR_DEVICE_ERROR, no healthy member: UNAVAILABLE). */

@@ -512,3 +512,8 @@ hf_request_deadline_check(struct hf_request *req, unsigned deadline_ms, enum hf_
         "operation could start",
         (unsigned long long)((hf_now_us() - hf_request_received_us(req)) / 1000u), deadline_ms);
 }
+
+HF_PLUGIN_EXPORT bool hf_request_deferred(const struct hf_request *req)
+{
+    return req != NULL && req->deferred;
+}

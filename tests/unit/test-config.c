@@ -543,7 +543,7 @@ static void test_sample_documents_the_defaults(void)
     fclose(in);
     fclose(out);
     /* Every key of config.h is documented. */
-    CU_ASSERT_EQUAL(keys, 22);
+    CU_ASSERT_EQUAL(keys, 23);
     CU_ASSERT_EQUAL(skipped, 2);
     CU_ASSERT_EQUAL_FATAL(hf_config_load(conf_path, &cfg, err, sizeof(err)), CKR_OK);
     CU_ASSERT_EQUAL_FATAL(hf_config_set_defaults(&def, "/var/lib/holdfast"), CKR_OK);

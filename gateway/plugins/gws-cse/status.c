@@ -52,6 +52,9 @@ static bool is_healthy(struct hf_cse_call *call, struct hf_request *req)
     /* Not under the lock: no lock is held across a call into the HSM (STYLE.md). Two pages
      * at once may both probe; the later result stays. */
     ok = kek_round_trip(call->px, req);
+    /* A KEK in an HSM pool: this pass stopped before the round trip, which runs on the pool's
+     * workers; a failure it did not see is not the KEK's. */
+    if (hf_request_deferred(req)) return false;
     pthread_mutex_lock(&h->lock);
     h->checked_us = hf_now_us();
     h->ok = ok;
