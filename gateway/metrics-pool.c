@@ -156,17 +156,16 @@ static void pool_families_write(FILE *f, const HF_POOL_MEMBER_STATUS *m, size_t 
 }
 
 /* pool.h's buckets as a Prometheus histogram: bucket i holds [2^i, 2^(i+1)) us, so its upper
- * edge 2^(i+1) us is the le of the running count; the last is open-ended (+Inf). The executor
- * keeps no sum of latencies, so there is no _sum line: rates come from _count, quantiles from
- * the buckets (histogram_quantile). */
+ * edge 2^(i+1) us is the le of the running count; the last is open-ended (+Inf). _sum is in
+ * seconds with microsecond digits, so a mean (rate of _sum over rate of _count) loses nothing. */
 static void latency_write(FILE *f, const HF_POOL_MEMBER_STATUS *m, size_t n)
 {
     const char *name = "holdfast_pool_member_call_duration_seconds";
     struct labels l;
 
     fprintf(f,
-            "# HELP %s Time of a call on the member, queue wait excluded (no _sum: the pool "
-            "keeps none).\n# TYPE %s histogram\n",
+            "# HELP %s Time of a call on the member, queue wait excluded.\n# TYPE %s "
+            "histogram\n",
             name, name);
     for (size_t i = 0; i < n; i++) {
         unsigned long long cum = 0;
@@ -179,6 +178,9 @@ static void latency_write(FILE *f, const HF_POOL_MEMBER_STATUS *m, size_t n)
         }
         fprintf(f, "%s_bucket{pool=\"%s\",member=\"%s\",le=\"+Inf\"} %llu\n", name, l.pool,
                 l.member, cum);
+        fprintf(f, "%s_sum{pool=\"%s\",member=\"%s\"} %llu.%06llu\n", name, l.pool, l.member,
+                (unsigned long long)(m[i].latency_sum_us / 1000000u),
+                (unsigned long long)(m[i].latency_sum_us % 1000000u));
         fprintf(f, "%s_count{pool=\"%s\",member=\"%s\"} %llu\n", name, l.pool, l.member, cum);
     }
 }

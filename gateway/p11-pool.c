@@ -1,5 +1,5 @@
 /* plugin.h's hf_p11_pool_status: every HSM pool member's live status through the module's
- * HF_GetPoolStatus (vendor interface 1.6), for the health answers and /metrics. Never on a key
+ * HF_GetPoolStatus (vendor interface 1.7: its struct gained the latency sum there), for the health answers and /metrics. Never on a key
  * operation's path: the module reads every pool's state for it. */
 #include "hf-build.h"
 
@@ -42,7 +42,7 @@ HF_PLUGIN_EXPORT bool hf_p11_pool_status(HF_POOL_MEMBER_STATUS **out, size_t *n)
     if (out == NULL || n == NULL) return false;
     *out = NULL;
     *n = 0;
-    if (v == NULL || v->version.minor < 6 || v->HF_GetPoolStatus == NULL) return false;
+    if (v == NULL || v->version.minor < 7 || v->HF_GetPoolStatus == NULL) return false;
     for (int i = 0; i < POOL_STATUS_TRIES; i++) {
         HF_POOL_MEMBER_STATUS *m = calloc(count ? count : 1, sizeof(*m));
         CK_RV rv;

@@ -86,7 +86,7 @@ struct member {
     bool stale; /* hf_pool_member_stale: on_member_back is due on the probe thread */
     unsigned in_flight;
     struct call_slot *slots; /* concurrency of them: the calls in flight */
-    uint64_t calls, queued, failures, failovers, last_latency_us;
+    uint64_t calls, queued, failures, failovers, last_latency_us, latency_sum_us;
     uint64_t latency[HF_POOL_LATENCY_BUCKETS];
 };
 
@@ -301,6 +301,7 @@ static void member_release(struct hf_pool *pool, size_t i, uint64_t latency_us)
 
     m->in_flight--;
     m->last_latency_us = latency_us;
+    m->latency_sum_us += latency_us;
     m->latency[latency_bucket(latency_us)]++;
     wake_next(pool);
 }
@@ -774,6 +775,7 @@ size_t hf_pool_status(struct hf_pool *pool, struct hf_pool_member_status *out, s
         o->failures = m->failures;
         o->failovers = m->failovers;
         o->last_latency_us = m->last_latency_us;
+        o->latency_sum_us = m->latency_sum_us;
         memcpy(o->latency, m->latency, sizeof(o->latency));
     }
     pthread_mutex_unlock(&pool->lock);

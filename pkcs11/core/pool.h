@@ -103,6 +103,7 @@ struct hf_pool_member_status {
     uint64_t failures;  /* attempts here that ended in the failover class */
     uint64_t failovers; /* calls moved away from here to another member */
     uint64_t last_latency_us;
+    uint64_t latency_sum_us; /* every call's time here, added up: a histogram's _sum */
     uint64_t latency[HF_POOL_LATENCY_BUCKETS];
 };
 

@@ -74,7 +74,7 @@
 
 #define HF_INTERFACE_NAME "Holdfast"
 #define HF_INTERFACE_VERSION_MAJOR 1
-#define HF_INTERFACE_VERSION_MINOR 6
+#define HF_INTERFACE_VERSION_MINOR 7
 
 /* Audit sequence numbers are 64-bit; p11-kit 0.24's 2.40 header has no such CK_ type (a repeated
  * identical typedef is legal C11, should a newer header bring one). */
@@ -176,6 +176,9 @@ typedef struct HF_POOL_MEMBER_STATUS {
     CK_ULONG queue_max;
     CK_ULONG_LONG throttled;   /* calls answered CKR_FUNCTION_REJECTED: every member busy, queue full */
     CK_ULONG_LONG unavailable; /* calls answered CKR_DEVICE_ERROR: no healthy member */
+    /* 1.7: every call's time on the member added up, in microseconds (a histogram's _sum). The
+     * struct grew by it, so a caller built for 1.6 must not call HF_GetPoolStatus of 1.7. */
+    CK_ULONG_LONG latency_sum_us;
 } HF_POOL_MEMBER_STATUS;
 
 /* Called once the audit record numbered seq is durable (fdatasync'ed), from the audit writer's

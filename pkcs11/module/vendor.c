@@ -294,6 +294,7 @@ static void pool_member_export(const struct hf_core_pool_live *l, HF_POOL_MEMBER
     out->failures = l->status.failures;
     out->failovers = l->status.failovers;
     out->last_latency_us = l->status.last_latency_us;
+    out->latency_sum_us = l->status.latency_sum_us;
     for (size_t i = 0; i < HF_POOL_LATENCY_BUCKET_COUNT; i++)
         out->latency[i] = l->status.latency[i];
     out->queue_waiting = (CK_ULONG)l->queue.waiting;

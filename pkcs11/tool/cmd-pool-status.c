@@ -110,6 +110,7 @@ static void member_add(json_object *j, const struct hf_pool_member_status *s)
     json_object_object_add(j, "queued", u64(s->queued));
     json_object_object_add(j, "failovers", u64(s->failovers));
     json_object_object_add(j, "last_latency_us", u64(s->last_latency_us));
+    json_object_object_add(j, "latency_sum_us", u64(s->latency_sum_us));
     json_object_object_add(j, "p50_us", u64(hf_core_pool_latency_quantile_us(s->latency, 0.5)));
     json_object_object_add(j, "p99_us", u64(hf_core_pool_latency_quantile_us(s->latency, 0.99)));
     /* Bucket i: calls that took [2^i, 2^(i+1)) us, the last one everything longer. */

@@ -145,6 +145,10 @@ check "$(metric 'holdfast_pool_member_concurrency_limit{pool="p2",member="c"}')"
 check "$(metric 'holdfast_pool_queue_depth{pool="p1"}')" 0 "queue depth"
 grep -q "^holdfast_pool_member_call_duration_seconds_count{pool=\"p1\",member=\"$HOLDER\"} 1$" \
     "$HF_TMP/metrics.txt" || hf_fail "no latency histogram for $HOLDER"
+# The one call's time: more than nothing, less than the seconds a test allows it.
+awk -v m="holdfast_pool_member_call_duration_seconds_sum{pool=\"p1\",member=\"$HOLDER\"}" \
+    '$1 == m { found = 1; ok = $2 > 0 && $2 < 10 } END { exit !(found && ok) }' \
+    "$HF_TMP/metrics.txt" || hf_fail "no latency sum for $HOLDER, or one out of range"
 
 # ---- kp's member dead: unavailable, on every face ----
 touch "$HF_TMP/m$HOLDER.so.dead"

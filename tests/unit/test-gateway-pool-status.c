@@ -69,6 +69,7 @@ static void test_pool_series(void)
     m[0].latency[0] = 1;                 /* [1, 2) us */
     m[0].latency[9] = 4;                 /* [512, 1024) us */
     m[0].latency[23] = 2;                /* 8.4 s and up */
+    m[0].latency_sum_us = 17000004101ULL; /* their sum, to the microsecond */
     page = hf_gw_metrics_pool_render(m, 3, &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(page);
     CU_ASSERT_EQUAL(len, strlen(page));
@@ -106,6 +107,10 @@ static void test_pool_series(void)
                              "member=\"a\",le=\"+Inf\"} 7\n"));
     CU_ASSERT(has_line(page, "holdfast_pool_member_call_duration_seconds_count{pool=\"p1\","
                              "member=\"a\"} 7\n"));
+    CU_ASSERT(has_line(page, "holdfast_pool_member_call_duration_seconds_sum{pool=\"p1\","
+                             "member=\"a\"} 17000.004101\n"));
+    CU_ASSERT(has_line(page, "holdfast_pool_member_call_duration_seconds_sum{pool=\"p2\","
+                             "member=\"c\"} 0.000000\n"));
     CU_ASSERT_EQUAL(count_of(page, "holdfast_pool_member_call_duration_seconds_bucket{pool=\"p2\","
                                    "member=\"c\""),
                     HF_POOL_LATENCY_BUCKET_COUNT);
