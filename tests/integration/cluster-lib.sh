@@ -22,8 +22,7 @@
 cluster_setup() {
     hf_xks_need
     command -v haproxy >/dev/null || hf_skip "haproxy not installed (deps.sh installs it)"
-    HF_LOAD="$top_builddir/tests/load/hf-load"
-    [ -x "$HF_LOAD" ] || hf_skip "$HF_LOAD not built"
+    hf_load_need
     hf_pg_start
     HF_STORE_LOCATOR=$HF_PG_URI
     hf_store_setup

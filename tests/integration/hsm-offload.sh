@@ -18,8 +18,7 @@
 
 shim_need
 hf_xks_need
-HF_LOAD="$top_builddir/tests/load/hf-load"
-[ -x "$HF_LOAD" ] || hf_skip "$HF_LOAD not built"
+hf_load_need
 hf_store_setup
 T=$HF_TMP
 P99_MAX=${HF_OFFLOAD_P99_MS:-50}

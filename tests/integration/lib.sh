@@ -32,6 +32,7 @@
 #                        stops at once, where SIGTERM would drain for [gateway] drain_ms
 #   hf_xks_need          HOLDFASTD and XKS_PLUGIN set; skips unless both are built and curl
 #                        (with --aws-sigv4), python3 and openssl are there
+#   hf_load_need         HF_LOAD: the built hf-load; skips unless it is there
 #   hf_xks_store HEALTH_KEY CREDENTIAL KEYS   print the [aws-xks] and [aws-xks:main] sections
 #                        of a holdfastd.conf: one key store at the root prefix, in us-east-1
 #   hf_pki_ca NAME       a self-signed P-256 CA "/CN=Holdfast test NAME", valid a day, in
@@ -303,6 +304,11 @@ hf_xks_need() {
     done
     curl --help all 2>/dev/null | grep -q -- '--aws-sigv4' ||
         hf_skip "curl lacks --aws-sigv4 (7.75+)"
+}
+
+hf_load_need() {
+    HF_LOAD="$top_builddir/tests/load/hf-load"
+    [ -x "$HF_LOAD" ] || hf_skip "$HF_LOAD not built"
 }
 hf_xks_store() {
     printf '[aws-xks]\nhealth_key = %s\n\n[aws-xks:main]\nprefix =\ncredential = %s\n' "$1" "$2"

@@ -23,8 +23,7 @@
 shim_need
 hf_xks_need
 command -v pkcs11-tool >/dev/null || hf_skip "pkcs11-tool (OpenSC) not installed"
-HF_LOAD="$top_builddir/tests/load/hf-load"
-[ -x "$HF_LOAD" ] || hf_skip "$HF_LOAD not built"
+hf_load_need
 hf_store_setup
 T=$HF_TMP
 D=${HF_POOL_XKS_SECONDS:-30}

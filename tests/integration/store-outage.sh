@@ -35,8 +35,7 @@
 . "${top_srcdir:-.}/tests/integration/pg-lib.sh"
 
 hf_xks_need
-HF_LOAD="$top_builddir/tests/load/hf-load"
-[ -x "$HF_LOAD" ] || hf_skip "$HF_LOAD not built"
+hf_load_need
 hf_pg_start
 # The store's own connect timeout, as a node runs with: pg-lib.sh's locator gives 60 s for valgrind.
 HF_STORE_LOCATOR=${HF_PG_URI%%\?*}
