@@ -528,8 +528,8 @@ CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf
                           struct hf_material **out)
 {
     if (core == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
-    /* A pool version's material never leaves its member: only hf_core_key_gcm and
-     * hf_core_key_rsa_* use it. */
+    /* A pool version's material never leaves its member: only hf_core_key_gcm, _aes, _cmac
+     * and hf_core_key_rsa_* use it. */
     if (hf_key_version_is_in_pool(v)) return CKR_KEY_FUNCTION_NOT_PERMITTED;
     CK_RV rv = hf_local_material_as(core->local, alg, v, out);
     if (rv == CKR_WRAPPED_KEY_INVALID) material_refused(core, v);
@@ -569,6 +569,54 @@ CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
     if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
     return hf_pool_key_gcm(pool, member, v->uuid, encrypt, iv, ivlen, aad, aadlen, taglen, in,
                            inlen, out, outlen);
+}
+
+CK_RV hf_core_key_aes(struct hf_core *core, const struct hf_key *key,
+                      const struct hf_key_version *v, enum hf_aes_mode mode, bool enc,
+                      const unsigned char *iv, unsigned ctr_bits, const unsigned char *in,
+                      size_t inlen, unsigned char *out, size_t *outlen)
+{
+    struct hf_material *m = NULL;
+    struct hf_pool *pool = NULL;
+    size_t member = 0, need = 0;
+    CK_RV rv;
+
+    if (core == NULL || key == NULL || v == NULL || outlen == NULL) return CKR_ARGUMENTS_BAD;
+    if (key->alg != HF_ALG_AES) return CKR_KEY_TYPE_INCONSISTENT;
+    if (!hf_key_version_is_in_pool(v)) {
+        rv = hf_core_material_as(core, key->alg, v, &m);
+        if (rv == CKR_OK) rv = hf_aes_cipher(m, mode, enc, iv, ctr_bits, in, inlen, out, outlen);
+        hf_material_unref(m);
+        return rv;
+    }
+    if ((rv = hf_aes_cipher_size(mode, enc, iv, ctr_bits, inlen, &need)) != CKR_OK) return rv;
+    if (out == NULL) {
+        *outlen = need;
+        return CKR_OK;
+    }
+    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
+    return hf_pool_key_aes(pool, member, v->uuid, mode, enc, iv, ctr_bits, in, inlen, out, outlen);
+}
+
+CK_RV hf_core_key_cmac(struct hf_core *core, const struct hf_key *key,
+                       const struct hf_key_version *v, const unsigned char *in, size_t inlen,
+                       unsigned char out[HF_AES_BLOCK])
+{
+    struct hf_material *m = NULL;
+    struct hf_pool *pool = NULL;
+    size_t member = 0;
+    CK_RV rv;
+
+    if (core == NULL || key == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
+    if (key->alg != HF_ALG_AES) return CKR_KEY_TYPE_INCONSISTENT;
+    if (!hf_key_version_is_in_pool(v)) {
+        rv = hf_core_material_as(core, key->alg, v, &m);
+        if (rv == CKR_OK) rv = hf_aes_cmac(m, in, inlen, out);
+        hf_material_unref(m);
+        return rv;
+    }
+    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
+    return hf_pool_key_cmac(pool, member, v->uuid, in, inlen, out);
 }
 
 /* RSA decrypt (sign false) or sign with v's private key, wherever it is. */

@@ -10,6 +10,7 @@
 
 #include "audit.h"
 #include "config.h"
+#include "crypto-sym.h"
 #include "crypto.h"
 #include "key.h"
 #include "pool.h"
@@ -275,6 +276,19 @@ CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
                       const struct hf_key_version *v, bool encrypt, const unsigned char *iv,
                       size_t ivlen, const unsigned char *aad, size_t aadlen, size_t taglen,
                       const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
+
+/* AES-ECB, -CBC, -CBC-PAD or -CTR (hf_aes_cipher's arguments and results, the two-call
+ * convention included) and AES-CMAC (hf_aes_cmac's) with version v of key (an AES key), wherever
+ * its material is, as hf_core_key_gcm: in process, or in the member that holds it with the same
+ * mechanism (hf_pool_key_aes / hf_pool_key_cmac), plus the pool's results. A size query, or a
+ * length the mode refuses, is answered without the pool. */
+CK_RV hf_core_key_aes(struct hf_core *core, const struct hf_key *key,
+                      const struct hf_key_version *v, enum hf_aes_mode mode, bool enc,
+                      const unsigned char *iv, unsigned ctr_bits, const unsigned char *in,
+                      size_t inlen, unsigned char *out, size_t *outlen);
+CK_RV hf_core_key_cmac(struct hf_core *core, const struct hf_key *key,
+                       const struct hf_key_version *v, const unsigned char *in, size_t inlen,
+                       unsigned char out[HF_AES_BLOCK]);
 
 /* RSA decryption and signature with version v of key (an RSA key), wherever its private key
  * is, as hf_core_key_gcm: in process (hf_asym_decrypt / hf_asym_sign, whose arguments and

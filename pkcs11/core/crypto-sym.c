@@ -63,8 +63,8 @@ static bool ctr_is_in_range(const unsigned char *iv, unsigned ctr_bits, size_t i
     return same;
 }
 
-static CK_RV mode_check(enum hf_aes_mode mode, bool enc, const unsigned char *iv, unsigned ctr_bits,
-                        size_t inlen, size_t *need)
+CK_RV hf_aes_cipher_size(enum hf_aes_mode mode, bool enc, const unsigned char *iv,
+                         unsigned ctr_bits, size_t inlen, size_t *need)
 {
     CK_RV len_rv = enc ? CKR_DATA_LEN_RANGE : CKR_ENCRYPTED_DATA_LEN_RANGE;
 
@@ -133,7 +133,7 @@ CK_RV hf_aes_cipher(const struct hf_material *m, enum hf_aes_mode mode, bool enc
 
     if (m == NULL || outlen == NULL || (in == NULL && inlen != 0)) return CKR_ARGUMENTS_BAD;
     if ((key = aes_key(m, &keylen, &rv)) == NULL) return rv;
-    if ((rv = mode_check(mode, enc, iv, ctr_bits, inlen, &need)) != CKR_OK) return rv;
+    if ((rv = hf_aes_cipher_size(mode, enc, iv, ctr_bits, inlen, &need)) != CKR_OK) return rv;
     if (out == NULL || *outlen < need) {
         rv = out == NULL ? CKR_OK : CKR_BUFFER_TOO_SMALL;
         *outlen = need;

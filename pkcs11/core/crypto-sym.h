@@ -26,6 +26,12 @@ CK_RV hf_aes_cipher(const struct hf_material *m, enum hf_aes_mode mode, bool enc
                     const unsigned char *iv, unsigned ctr_bits, const unsigned char *in,
                     size_t inlen, unsigned char *out, size_t *outlen);
 
+/* What hf_aes_cipher checks before any work (parameters, lengths, the counter's range), with the
+ * same answers, and the size it needs in *need: for a key whose work runs elsewhere (a pool
+ * member, source-pool.h), which must answer as a local key does. */
+CK_RV hf_aes_cipher_size(enum hf_aes_mode mode, bool enc, const unsigned char *iv,
+                         unsigned ctr_bits, size_t inlen, size_t *need);
+
 /* AES-CMAC of in: HF_AES_BLOCK bytes into out. */
 CK_RV hf_aes_cmac(const struct hf_material *m, const unsigned char *in, size_t inlen,
                   unsigned char out[HF_AES_BLOCK]);

@@ -35,7 +35,9 @@ size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
      * sensitive (never readable in clear) and extractable (a copy to another member, or to an
      * export pool's backup, is a C_WrapKey: source-pool.c's gen_fn says why that is the price of
      * clone mode). A private key takes no CKA_ENCRYPT or CKA_WRAP: its slots say CKA_SIGN and
-     * CKA_DERIVE (false) instead. */
+     * CKA_DERIVE (false) instead. An AES data key also signs: AES-CMAC in the member is a
+     * C_Sign (source-pool.c's hf_pool_key_cmac); an RSA key's CKA_SIGN is in the slot above, so
+     * its template stops before that last entry. */
     bool rsa = obj == HF_POOL_OBJ_RSA, repl = obj == HF_POOL_OBJ_REPLICATION;
     CK_BBOOL *data = repl ? &tmpl_false : &tmpl_true, *keys = repl ? &tmpl_true : &tmpl_false;
     CK_ATTRIBUTE t[] = {
@@ -51,10 +53,12 @@ size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
         {CKA_UNWRAP, keys, sizeof(*keys)},
         {CKA_LABEL, (void *)label, strlen(label)},
         {CKA_ID, (void *)label, strlen(label)},
+        {CKA_SIGN, data, sizeof(*data)},
     };
+    size_t n = sizeof(t) / sizeof(t[0]) - (rsa ? 1 : 0);
 
-    memcpy(out, t, sizeof(t));
-    return sizeof(t) / sizeof(t[0]);
+    memcpy(out, t, n * sizeof(t[0]));
+    return n;
 }
 
 CK_RV hf_pool_unwrap_labelled(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_MECHANISM_PTR mech,

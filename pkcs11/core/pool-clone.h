@@ -46,7 +46,7 @@ CK_OBJECT_CLASS hf_pool_obj_class(enum hf_pool_obj obj);
  * C_UnwrapKey takes it (no CKA_VALUE_LEN, no RSA components: the blob has them); generation adds
  * what it needs to it, so a version's copies are made as the version was. Returns the number of
  * attributes written; the values are static or label (borrowed). */
-#define HF_POOL_TEMPLATE_MAX 12
+#define HF_POOL_TEMPLATE_MAX 13
 size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
                             CK_ATTRIBUTE out[HF_POOL_TEMPLATE_MAX]);
 

@@ -1,4 +1,5 @@
-/* Keys in an HSM pool: generation, AES-GCM and destruction inside a member (source-pool.h). */
+/* Keys in an HSM pool: generation, AES (GCM, ECB, CBC, CBC-PAD, CTR, CMAC), RSA and destruction
+ * inside a member (source-pool.h). */
 #include "hf-build.h"
 
 #include "source-pool.h"
@@ -266,7 +267,8 @@ static CK_RV key_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
     } else {
         rv = f->C_Decrypt(s, in, (CK_ULONG)c->inlen, c->scratch, &n);
         /* SoftHSMv2 2.6 answers input that does not decrypt (a GCM tag that does not verify,
-         * an RSA block that does not unpad) with CKR_GENERAL_ERROR, others with
+         * an RSA block that does not unpad, CBC-PAD padding that is wrong; its lengths are
+         * checked before the call) with CKR_GENERAL_ERROR, others with
          * CKR_ENCRYPTED_DATA_INVALID: after an accepted C_DecryptInit all mean the input, and
          * the local source's answer is the latter. Never the suspect class either: forged
          * input must not take the member out. */
@@ -380,6 +382,69 @@ CK_RV hf_pool_key_gcm(struct hf_pool *pool, size_t member, const char *label, bo
     c.scratch_len = inlen + taglen + 1;
     /* need 0 (an empty message) is checked by the capacity alone. */
     return key_run(pool, member, &c, need, out, outlen);
+}
+
+/* ---- AES-ECB, -CBC, -CBC-PAD, -CTR and -CMAC ---- */
+
+CK_RV hf_pool_key_aes(struct hf_pool *pool, size_t member, const char *label, enum hf_aes_mode mode,
+                      bool enc, const unsigned char *iv, unsigned ctr_bits, const unsigned char *in,
+                      size_t inlen, unsigned char *out, size_t *outlen)
+{
+    static const unsigned char none[1];
+    CK_AES_CTR_PARAMS ctr;
+    struct key_call c = {.label = label,
+                         .cls = CKO_SECRET_KEY,
+                         .op = enc ? KEY_ENCRYPT : KEY_DECRYPT,
+                         .in = inlen != 0 ? in : none,
+                         .inlen = inlen};
+    /* A CBC-PAD decryption's length is known once the member has read the padding. */
+    bool exact = !(mode == HF_AES_CBC_PAD && !enc);
+    size_t need = 0;
+    CK_RV rv;
+
+    if (pool == NULL || label == NULL || outlen == NULL || (in == NULL && inlen != 0))
+        return CKR_ARGUMENTS_BAD;
+    if ((rv = hf_aes_cipher_size(mode, enc, iv, ctr_bits, inlen, &need)) != CKR_OK) return rv;
+    if (out == NULL || (exact && *outlen < need)) {
+        rv = out == NULL ? CKR_OK : CKR_BUFFER_TOO_SMALL;
+        *outlen = need;
+        return rv;
+    }
+    switch (mode) {
+    case HF_AES_ECB:
+        c.mech = (CK_MECHANISM){CKM_AES_ECB, NULL, 0};
+        break;
+    case HF_AES_CTR:
+        ctr.ulCounterBits = ctr_bits;
+        memcpy(ctr.cb, iv, HF_AES_BLOCK);
+        c.mech = (CK_MECHANISM){CKM_AES_CTR, &ctr, sizeof(ctr)};
+        break;
+    default:
+        c.mech = (CK_MECHANISM){mode == HF_AES_CBC ? CKM_AES_CBC : CKM_AES_CBC_PAD, (CK_VOID_PTR)iv,
+                                HF_AES_BLOCK};
+        break;
+    }
+    /* Room for CBC-PAD's padding block, and for what any member may ask for. */
+    c.scratch_len = inlen + HF_AES_BLOCK;
+    return key_run(pool, member, &c, exact ? need : 0, out, outlen);
+}
+
+CK_RV hf_pool_key_cmac(struct hf_pool *pool, size_t member, const char *label,
+                       const unsigned char *in, size_t inlen, unsigned char out[HF_AES_BLOCK])
+{
+    static const unsigned char none[1];
+    struct key_call c = {.label = label,
+                         .cls = CKO_SECRET_KEY,
+                         .op = KEY_SIGN,
+                         .mech = {CKM_AES_CMAC, NULL, 0},
+                         .in = inlen != 0 ? in : none,
+                         .inlen = inlen,
+                         .scratch_len = HF_AES_BLOCK};
+    size_t len = HF_AES_BLOCK;
+
+    if (pool == NULL || label == NULL || out == NULL || (in == NULL && inlen != 0))
+        return CKR_ARGUMENTS_BAD;
+    return key_run(pool, member, &c, HF_AES_BLOCK, out, &len);
 }
 
 /* ---- RSA ---- */

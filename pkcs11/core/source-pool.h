@@ -18,14 +18,16 @@
  * - Export mode: clone mode, and each version is also kept in the store wrapped under the pool's
  *   backup KEK, so an empty token can be re-seeded (holdfast pool restore).
  *
- * AES keys (AES-GCM only for now) and RSA keys (decrypt and sign) in every mode. Other mechanisms
- * answer CKR_MECHANISM_INVALID above. */
+ * AES keys (AES-GCM, -ECB, -CBC, -CBC-PAD, -CTR and -CMAC) and RSA keys (decrypt and sign) in
+ * every mode, each operation one single-part call in a member, so a failover may repeat it on
+ * another. Other mechanisms answer CKR_MECHANISM_INVALID above. */
 #ifndef HF_SOURCE_POOL_H
 #define HF_SOURCE_POOL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "crypto-sym.h"
 #include "crypto.h"
 #include "key.h"
 #include "pool-clone.h"
@@ -72,6 +74,24 @@ CK_RV hf_pool_key_gcm(struct hf_pool *pool, size_t member, const char *label, bo
                       const unsigned char *iv, size_t ivlen, const unsigned char *aad,
                       size_t aadlen, size_t taglen, const unsigned char *in, size_t inlen,
                       unsigned char *out, size_t *outlen);
+
+/* AES-ECB, -CBC, -CBC-PAD or -CTR with the object labelled label in member (as
+ * hf_pool_key_gcm): the member's CKM_AES_ECB, CKM_AES_CBC, CKM_AES_CBC_PAD or CKM_AES_CTR with the
+ * same IV, or counter block and counter bits. Arguments and answers as hf_aes_cipher's
+ * (crypto-sym.h), checked here before any call (hf_aes_cipher_size), so the member never sees
+ * what a local key refuses: out NULL asks for the size (no call); a short buffer is
+ * CKR_BUFFER_TOO_SMALL with the size set, for a CBC-PAD decryption the exact one (the member
+ * decrypts to learn it); bad CBC-PAD padding is CKR_ENCRYPTED_DATA_INVALID. A member that does
+ * not offer the mechanism answers CKR_MECHANISM_INVALID, passed on. */
+CK_RV hf_pool_key_aes(struct hf_pool *pool, size_t member, const char *label, enum hf_aes_mode mode,
+                      bool enc, const unsigned char *iv, unsigned ctr_bits, const unsigned char *in,
+                      size_t inlen, unsigned char *out, size_t *outlen);
+
+/* AES-CMAC of in (HF_AES_BLOCK bytes into out) with the object labelled label in member: the
+ * member's CKM_AES_CMAC (C_Sign), so the object needs CKA_SIGN, which hf_pool_key_template gives
+ * AES keys; one made before it did answers CKR_KEY_FUNCTION_NOT_PERMITTED. */
+CK_RV hf_pool_key_cmac(struct hf_pool *pool, size_t member, const char *label,
+                       const unsigned char *in, size_t inlen, unsigned char out[HF_AES_BLOCK]);
 
 /* RSA with the private key labelled label in member: a decryption (sign false) or a signature
  * of in, with p's padding, hashes, salt and label as the local source takes them (crypto.h's

@@ -1,7 +1,9 @@
 /* CKM_AES_ECB, CKM_AES_CBC, CKM_AES_CBC_PAD and CKM_AES_CTR: parameter parsing and the one-shot
  * calls into the core (crypto-sym.h). Multi-part input is collected by entry.c and run here at
  * Final, as for the other mechanisms: the output of each Update is empty, which PKCS#11 allows,
- * and CBC-PAD never has to hold back a last block across calls. */
+ * and CBC-PAD never has to hold back a last block across calls. For a pool key that makes one
+ * member call per operation (hf_core_key_aes), which a failover can repeat on another member;
+ * the collected input is bounded by HF_MAX_DATA_LEN, as GCM's. */
 #include "hf-build.h"
 
 #include <stdlib.h>
@@ -59,6 +61,9 @@ CK_RV hf_aes_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, un
                      size_t *outlen)
 {
     if (inlen > HF_MAX_DATA_LEN) return CKR_DATA_LEN_RANGE;
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        return hf_core_key_aes(hf_mod.core, &op->obj->key, &op->obj->version, mode_of(op->mech),
+                               true, op->iv, op->ctr_bits, in, inlen, out, outlen);
     return hf_aes_cipher(op->material, mode_of(op->mech), true, op->iv, op->ctr_bits, in, inlen,
                          out, outlen);
 }
@@ -91,6 +96,10 @@ CK_RV hf_aes_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, un
                      size_t *outlen)
 {
     if (inlen > HF_MAX_DATA_LEN) return CKR_ENCRYPTED_DATA_LEN_RANGE;
+    /* A pool key: the member does it, and a short CBC-PAD buffer gets the exact size there. */
+    if (op->material == NULL)
+        return hf_core_key_aes(hf_mod.core, &op->obj->key, &op->obj->version, mode_of(op->mech),
+                               false, op->iv, op->ctr_bits, in, inlen, out, outlen);
     if (op->mech == CKM_AES_CBC_PAD) return cbc_pad_decrypt(op, in, inlen, out, outlen);
     return hf_aes_cipher(op->material, mode_of(op->mech), false, op->iv, op->ctr_bits, in, inlen,
                          out, outlen);

@@ -1,5 +1,8 @@
 /* CKM_AES_CMAC, CKM_AES_CMAC_GENERAL and CKM_SHA*_HMAC: sign and verify through the core
- * (crypto-sym.h). op->tag_len is the MAC's length in bytes, op->asym_md HMAC's digest. */
+ * (crypto-sym.h). op->tag_len is the MAC's length in bytes, op->asym_md HMAC's digest. A pool
+ * key's CMAC is the member's CKM_AES_CMAC (hf_core_key_cmac): the general form is its first
+ * tag_len bytes, as PKCS#11 defines it (SoftHSMv2 offers no CKM_AES_CMAC_GENERAL), and a
+ * verification compares here, as for a local key. */
 #include "hf-build.h"
 
 #include <string.h>
@@ -44,6 +47,8 @@ static CK_RV mac_compute(struct hf_op *op, const unsigned char *in, size_t inlen
 
     if (inlen > HF_MAX_DATA_LEN) return CKR_DATA_LEN_RANGE;
     if (op->asym_md != NULL) return hf_hmac(op->material, op->asym_md, in, inlen, mac, &len);
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        return hf_core_key_cmac(hf_mod.core, &op->obj->key, &op->obj->version, in, inlen, mac);
     return hf_aes_cmac(op->material, in, inlen, mac);
 }
 
