@@ -49,10 +49,6 @@ umask 077
 
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
-# Debian's python3, the one deps.sh gives python3-cryptography and python3-pykcs11 and the one a
-# fresh Debian machine has: a python3 ahead of it on PATH (pyenv's shim) costs 0.1 s more a call,
-# and these scripts make hundreds of calls.
-if [ -x /usr/bin/python3 ]; then python3() { /usr/bin/python3 "$@"; }; fi
 HF_CLI=${HF_CLI:-$top_builddir/pkcs11/tool/holdfast}
 HF_MODULE=${HF_MODULE:-$top_builddir/pkcs11/module/.libs/holdfast-pkcs11.so}
 SOFTHSM_MODULE=${SOFTHSM_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
@@ -93,6 +89,16 @@ trap 'exit 143' TERM
 hf_on_exit() {
     _hf_exit_cmds="$1 || true; $_hf_exit_cmds"
 }
+
+# Debian's python3, the one deps.sh gives python3-cryptography and python3-pykcs11 and the one a
+# fresh Debian machine has: a python3 ahead of it on PATH (pyenv's shim) costs 0.1 s more a call,
+# and these scripts make hundreds of calls. A link ahead on PATH, so that programs we start
+# (timeout, env) find it as well.
+if [ -x /usr/bin/python3 ] && [ "$(command -v python3)" != /usr/bin/python3 ]; then
+    _hf_pybin=$(mktemp -d "${TMPDIR:-/tmp}/hf-py.XXXXXX") &&
+        ln -s /usr/bin/python3 "$_hf_pybin/python3" && PATH="$_hf_pybin:$PATH" && export PATH &&
+        hf_on_exit "rm -rf '$_hf_pybin'"
+fi
 
 hf_skip() {
     echo "SKIP: $*"
