@@ -183,9 +183,9 @@ static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, 
     return CKR_OK;
 }
 
-/* A pool key's rules: AES (AES-GCM served) or RSA (decrypt and sign), never exportable (the
- * object is not extractable), never imported (material that was once in clear is no pool
- * key's), and a pool that exists: CKR_KEY_HANDLE_INVALID when it does not. */
+/* A pool key's rules: AES (GCM, ECB, CBC, CTR and CMAC) or RSA (decrypt and sign), never
+ * exportable (the object is not extractable), never imported (material that was once in clear is
+ * no pool key's), and a pool that exists: CKR_KEY_HANDLE_INVALID when it does not. */
 static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spec, bool import)
 {
     const char *name = spec->source + strlen(HF_KEY_SOURCE_POOL_PREFIX);
