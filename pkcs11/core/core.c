@@ -537,9 +537,16 @@ CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf
 }
 
 /* The pool and member of a live pool version (the pool opened on first use). */
-static CK_RV pool_version_open(struct hf_core *core, const struct hf_key_version *v,
-                               struct hf_pool **pool, size_t *member)
+/* Where v's key is, for an operation that takes a key of alg: its unwrapped material (*m, the
+ * caller's to unref) when it is local, else the pool and member that hold it (*m NULL). */
+static CK_RV version_at(struct hf_core *core, const struct hf_key *key,
+                        const struct hf_key_version *v, enum hf_alg alg, struct hf_material **m,
+                        struct hf_pool **pool, size_t *member)
 {
+    *m = NULL;
+    if (core == NULL || key == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
+    if (key->alg != alg) return CKR_KEY_TYPE_INCONSISTENT;
+    if (!hf_key_version_is_in_pool(v)) return hf_core_material_as(core, key->alg, v, m);
     if (v->state == HF_STATE_DESTROYED) return CKR_KEY_HANDLE_INVALID;
     return core_pool_version(core, v, pool, member);
 }
@@ -554,19 +561,15 @@ CK_RV hf_core_key_gcm(struct hf_core *core, const struct hf_key *key,
     size_t member = 0;
     CK_RV rv;
 
-    if (core == NULL || key == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
-    if (key->alg != HF_ALG_AES) return CKR_KEY_TYPE_INCONSISTENT;
-    if (!hf_key_version_is_in_pool(v)) {
-        rv = hf_core_material_as(core, key->alg, v, &m);
-        if (rv == CKR_OK)
-            rv =
-                encrypt
-                    ? hf_aes_gcm_encrypt(m, iv, ivlen, aad, aadlen, taglen, in, inlen, out, outlen)
-                    : hf_aes_gcm_decrypt(m, iv, ivlen, aad, aadlen, taglen, in, inlen, out, outlen);
+    if ((rv = version_at(core, key, v, HF_ALG_AES, &m, &pool, &member)) != CKR_OK) return rv;
+    if (m != NULL) {
+        if (encrypt)
+            rv = hf_aes_gcm_encrypt(m, iv, ivlen, aad, aadlen, taglen, in, inlen, out, outlen);
+        else
+            rv = hf_aes_gcm_decrypt(m, iv, ivlen, aad, aadlen, taglen, in, inlen, out, outlen);
         hf_material_unref(m);
         return rv;
     }
-    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
     return hf_pool_key_gcm(pool, member, v->uuid, encrypt, iv, ivlen, aad, aadlen, taglen, in,
                            inlen, out, outlen);
 }
@@ -581,20 +584,20 @@ CK_RV hf_core_key_aes(struct hf_core *core, const struct hf_key *key,
     size_t member = 0, need = 0;
     CK_RV rv;
 
-    if (core == NULL || key == NULL || v == NULL || outlen == NULL) return CKR_ARGUMENTS_BAD;
-    if (key->alg != HF_ALG_AES) return CKR_KEY_TYPE_INCONSISTENT;
-    if (!hf_key_version_is_in_pool(v)) {
-        rv = hf_core_material_as(core, key->alg, v, &m);
-        if (rv == CKR_OK) rv = hf_aes_cipher(m, mode, enc, iv, ctr_bits, in, inlen, out, outlen);
+    if (outlen == NULL) return CKR_ARGUMENTS_BAD;
+    if ((rv = version_at(core, key, v, HF_ALG_AES, &m, &pool, &member)) != CKR_OK) return rv;
+    if (m != NULL) {
+        rv = hf_aes_cipher(m, mode, enc, iv, ctr_bits, in, inlen, out, outlen);
         hf_material_unref(m);
         return rv;
     }
+    /* The member is asked only for the work itself: lengths and sizes are answered here, as
+     * hf_aes_cipher answers them for a local key. */
     if ((rv = hf_aes_cipher_size(mode, enc, iv, ctr_bits, inlen, &need)) != CKR_OK) return rv;
     if (out == NULL) {
         *outlen = need;
         return CKR_OK;
     }
-    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
     return hf_pool_key_aes(pool, member, v->uuid, mode, enc, iv, ctr_bits, in, inlen, out, outlen);
 }
 
@@ -607,15 +610,12 @@ CK_RV hf_core_key_cmac(struct hf_core *core, const struct hf_key *key,
     size_t member = 0;
     CK_RV rv;
 
-    if (core == NULL || key == NULL || v == NULL) return CKR_ARGUMENTS_BAD;
-    if (key->alg != HF_ALG_AES) return CKR_KEY_TYPE_INCONSISTENT;
-    if (!hf_key_version_is_in_pool(v)) {
-        rv = hf_core_material_as(core, key->alg, v, &m);
-        if (rv == CKR_OK) rv = hf_aes_cmac(m, in, inlen, out);
+    if ((rv = version_at(core, key, v, HF_ALG_AES, &m, &pool, &member)) != CKR_OK) return rv;
+    if (m != NULL) {
+        rv = hf_aes_cmac(m, in, inlen, out);
         hf_material_unref(m);
         return rv;
     }
-    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
     return hf_pool_key_cmac(pool, member, v->uuid, in, inlen, out);
 }
 
@@ -629,17 +629,14 @@ static CK_RV key_rsa(struct hf_core *core, const struct hf_key *key, const struc
     size_t member = 0;
     CK_RV rv;
 
-    if (core == NULL || key == NULL || v == NULL || p == NULL) return CKR_ARGUMENTS_BAD;
-    if (key->alg != HF_ALG_RSA) return CKR_KEY_TYPE_INCONSISTENT;
-    if (!hf_key_version_is_in_pool(v)) {
-        rv = hf_core_material_as(core, key->alg, v, &m);
-        if (rv == CKR_OK)
-            rv = sign ? hf_asym_sign(m, p, in, inlen, out, outlen)
-                      : hf_asym_decrypt(m, p, in, inlen, out, outlen);
+    if (p == NULL) return CKR_ARGUMENTS_BAD;
+    if ((rv = version_at(core, key, v, HF_ALG_RSA, &m, &pool, &member)) != CKR_OK) return rv;
+    if (m != NULL) {
+        rv = sign ? hf_asym_sign(m, p, in, inlen, out, outlen)
+                  : hf_asym_decrypt(m, p, in, inlen, out, outlen);
         hf_material_unref(m);
         return rv;
     }
-    if ((rv = pool_version_open(core, v, &pool, &member)) != CKR_OK) return rv;
     return hf_pool_key_rsa(pool, member, v->uuid, sign, p, (key->bits + 7) / 8, in, inlen, out,
                            outlen);
 }

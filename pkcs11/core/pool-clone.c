@@ -342,20 +342,27 @@ CK_RV hf_pool_clone_copy_any(struct hf_pool *pool, const char *repl_label, const
 /* The replication key (hf_pool_key_template): sensitive (its value is never readable),
  * extractable only because a new member gets it by wrapping (RSA-OAEP) and an export pool keeps
  * it wrapped under its backup KEK; wraps and unwraps, never encrypts data. */
-static CK_RV repl_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
-                         CK_SESSION_HANDLE s, void *arg)
+static CK_RV repl_generate(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, const char *label)
 {
-    const char *label = arg;
     CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
     CK_ULONG len = 32;
     CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX + 1];
     size_t nt = hf_pool_key_template(HF_POOL_OBJ_REPLICATION, label, tmpl);
     CK_OBJECT_HANDLE h;
 
-    (void)member;
-    if (key_find(hsm, s, CKO_SECRET_KEY, label, &h) == CKR_OK) return CKR_OK;
     tmpl[nt++] = (CK_ATTRIBUTE){CKA_VALUE_LEN, &len, sizeof(len)};
     return f->C_GenerateKey(s, &mech, tmpl, (CK_ULONG)nt, &h);
+}
+
+static CK_RV repl_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                         CK_SESSION_HANDLE s, void *arg)
+{
+    const char *label = arg;
+    CK_OBJECT_HANDLE h;
+
+    (void)member;
+    if (key_find(hsm, s, CKO_SECRET_KEY, label, &h) == CKR_OK) return CKR_OK;
+    return repl_generate(f, s, label);
 }
 
 /* Step 1, on the member that lacks the key: an RSA pair of session objects, gone with the
@@ -557,17 +564,12 @@ static CK_RV pending_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_
                             CK_SESSION_HANDLE s, void *arg)
 {
     struct pending_call *c = arg;
-    CK_MECHANISM mech = {CKM_AES_KEY_GEN, NULL, 0};
-    CK_ULONG len = 32;
-    CK_ATTRIBUTE tmpl[HF_POOL_TEMPLATE_MAX + 1];
-    size_t nt = hf_pool_key_template(HF_POOL_OBJ_REPLICATION, c->pending, tmpl);
     CK_OBJECT_HANDLE h;
 
     (void)member;
     if ((c->existed = key_find(hsm, s, CKO_SECRET_KEY, c->label, &h) == CKR_OK)) return CKR_OK;
     if (key_find(hsm, s, CKO_SECRET_KEY, c->pending, &h) == CKR_OK) return CKR_OK;
-    tmpl[nt++] = (CK_ATTRIBUTE){CKA_VALUE_LEN, &len, sizeof(len)};
-    return f->C_GenerateKey(s, &mech, tmpl, (CK_ULONG)nt, &h);
+    return repl_generate(f, s, c->pending);
 }
 
 /* The pending key gets the replication key's label (publish) or is destroyed (drop). */
