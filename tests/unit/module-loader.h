@@ -103,4 +103,19 @@ static inline CK_RV hf_test_module_start(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HA
     return rv != CKR_OK ? rv : hf_test_module_session(p11, sess);
 }
 
+/* The one object of class cls labelled label that session s sees; CK_INVALID_HANDLE when there
+ * is none, or more than one. */
+static inline CK_OBJECT_HANDLE hf_test_find_by_label(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s,
+                                                     CK_OBJECT_CLASS cls, const char *label)
+{
+    CK_ATTRIBUTE t[] = {{CKA_CLASS, &cls, sizeof(cls)}, {CKA_LABEL, (void *)label, strlen(label)}};
+    CK_OBJECT_HANDLE h[2] = {CK_INVALID_HANDLE, CK_INVALID_HANDLE};
+    CK_ULONG n = 0;
+
+    if (p11->C_FindObjectsInit(s, t, 2) != CKR_OK) return CK_INVALID_HANDLE;
+    if (p11->C_FindObjects(s, h, 2, &n) != CKR_OK || n != 1) h[0] = CK_INVALID_HANDLE;
+    p11->C_FindObjectsFinal(s);
+    return h[0];
+}
+
 #endif

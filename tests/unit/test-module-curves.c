@@ -70,19 +70,6 @@ static unsigned char *attr_get(CK_OBJECT_HANDLE h, CK_ATTRIBUTE_TYPE type, CK_UL
     return v;
 }
 
-/* The first object of class cls with this label. */
-static CK_OBJECT_HANDLE find_by_label(CK_OBJECT_CLASS cls, const char *label)
-{
-    CK_ATTRIBUTE t[] = {{CKA_CLASS, &cls, sizeof(cls)}, {CKA_LABEL, (void *)label, strlen(label)}};
-    CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-    CK_ULONG n = 0;
-
-    if (p11->C_FindObjectsInit(sess, t, 2) != CKR_OK) return CK_INVALID_HANDLE;
-    if (p11->C_FindObjects(sess, &h, 1, &n) != CKR_OK || n != 1) h = CK_INVALID_HANDLE;
-    p11->C_FindObjectsFinal(sess);
-    return h;
-}
-
 /* The public key a relying party rebuilds from CKA_EC_POINT (a DER OCTET STRING). */
 static EVP_PKEY *public_of(CK_OBJECT_HANDLE pub, const char *type, const char *group)
 {
@@ -231,15 +218,15 @@ static int suite_init(void)
         fprintf(stderr, "P-521 key generation failed\n");
         return -1;
     }
-    cli_pub = find_by_label(CKO_PUBLIC_KEY, "t-cli-521");
-    cli_priv = find_by_label(CKO_PRIVATE_KEY, "t-cli-521");
+    cli_pub = hf_test_find_by_label(p11, sess, CKO_PUBLIC_KEY, "t-cli-521");
+    cli_priv = hf_test_find_by_label(p11, sess, CKO_PRIVATE_KEY, "t-cli-521");
     if (pair_create(CKM_EC_EDWARDS_KEY_PAIR_GEN, ed_oid, sizeof(ed_oid), &yes, &ed_pub, &ed_priv) !=
         CKR_OK) {
         fprintf(stderr, "Ed25519 key generation failed\n");
         return -1;
     }
-    ed_cli_pub = find_by_label(CKO_PUBLIC_KEY, "t-cli-ed");
-    ed_cli_priv = find_by_label(CKO_PRIVATE_KEY, "t-cli-ed");
+    ed_cli_pub = hf_test_find_by_label(p11, sess, CKO_PUBLIC_KEY, "t-cli-ed");
+    ed_cli_priv = hf_test_find_by_label(p11, sess, CKO_PRIVATE_KEY, "t-cli-ed");
     return 0;
 }
 

@@ -130,19 +130,6 @@ static CK_RV local_key(const char *label, bool sign, CK_OBJECT_HANDLE *h)
     return p11->C_CreateObject(sess, t, sizeof(t) / sizeof(t[0]), h);
 }
 
-static CK_OBJECT_HANDLE find_secret(const char *label)
-{
-    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
-    CK_ATTRIBUTE t[] = {{CKA_CLASS, &cls, sizeof(cls)}, {CKA_LABEL, (void *)label, strlen(label)}};
-    CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-    CK_ULONG n = 0;
-
-    if (p11->C_FindObjectsInit(sess, t, 2) != CKR_OK) return CK_INVALID_HANDLE;
-    if (p11->C_FindObjects(sess, &h, 1, &n) != CKR_OK || n != 1) h = CK_INVALID_HANDLE;
-    p11->C_FindObjectsFinal(sess);
-    return h;
-}
-
 static int suite_init(void)
 {
     const unsigned long all = HF_USAGE_ENCRYPT | HF_USAGE_DECRYPT | HF_USAGE_SIGN | HF_USAGE_VERIFY;
@@ -159,8 +146,8 @@ static int suite_init(void)
     if (rv == CKR_OK) rv = local_key("lk-aes", true, &local_h);
     if (rv == CKR_OK) rv = local_key("lk-nosign", false, &local_nosign);
     if (rv == CKR_OK) {
-        pool_h = find_secret("pk-aes");
-        pool_nosign = find_secret("pk-nosign");
+        pool_h = hf_test_find_by_label(p11, sess, CKO_SECRET_KEY, "pk-aes");
+        pool_nosign = hf_test_find_by_label(p11, sess, CKO_SECRET_KEY, "pk-nosign");
         if (pool_h == CK_INVALID_HANDLE || pool_nosign == CK_INVALID_HANDLE) rv = CKR_GENERAL_ERROR;
     }
     if (rv != CKR_OK) fprintf(stderr, "suite setup failed: 0x%lx\n", (unsigned long)rv);
