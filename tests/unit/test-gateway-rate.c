@@ -183,7 +183,31 @@ static void test_the_deadline_and_rate_checks_fail_the_request(void)
     hf_request_free(throttled);
 }
 
+/* A request on an HSM pool key runs its handler twice (server.c: once on the listener, cut short
+ * at its key, then on the pool's worker): its second run takes no second token, while another
+ * request still pays for its own. */
+static void test_a_handler_run_again_is_not_charged_twice(void)
+{
+    struct hf_request *req = hf_request_new("POST", "/x"), *other = hf_request_new("POST", "/x");
+    struct hf_rate *rate = hf_rate_new(0.001, 1);
+
+    CU_ASSERT_FATAL(req && other && rate);
+    CU_ASSERT_EQUAL(hf_request_rate_check(req, rate, "endpoint e"), HF_STATUS_OK);
+    hf_gw_request_rerun_reset(req);
+    CU_ASSERT_EQUAL(hf_request_rate_check(req, rate, "endpoint e"), HF_STATUS_OK);
+    CU_ASSERT_EQUAL(req->status, HF_STATUS_OK);
+    CU_ASSERT_EQUAL(hf_request_rate_check(other, rate, "endpoint e"), HF_STATUS_THROTTLED);
+    /* The first run was refused: the second run is refused too, not let through on a token
+     * it never had. */
+    hf_gw_request_rerun_reset(other);
+    CU_ASSERT_EQUAL(hf_request_rate_check(other, rate, "endpoint e"), HF_STATUS_THROTTLED);
+    hf_rate_free(rate);
+    hf_request_free(req);
+    hf_request_free(other);
+}
+
 static CU_TestInfo rate_tests[] = {
+    {"a handler run again is not charged twice", test_a_handler_run_again_is_not_charged_twice},
     {"the deadline and rate checks fail the request with its status",
      test_the_deadline_and_rate_checks_fail_the_request},
     {"a full burst goes out, then calls are refused", test_a_full_burst_then_refusal},
