@@ -311,6 +311,22 @@ static CK_RV family_init(enum hf_mech_family family, struct hf_op *op, const CK_
     }
 }
 
+/* A pool key's material stays in its member (source-pool.h): hf_gcm_*, hf_aes_*, hf_mac_*
+ * (CMAC) and hf_rsa_decrypt/sign send the work there (RSA public work uses the stored public
+ * key); a family not listed here has no member path, so a pool key refuses it. */
+static bool pool_family_ok(enum hf_mech_family family)
+{
+    switch (family) {
+    case HF_FAMILY_AES_GCM:
+    case HF_FAMILY_AES:
+    case HF_FAMILY_MAC:
+    case HF_FAMILY_RSA:
+        return true;
+    default:
+        return false;
+    }
+}
+
 CK_RV hf_mech_op_prepare(struct hf_op *op, enum hf_op_kind kind, CK_FLAGS flag, unsigned long usage,
                          const CK_MECHANISM *mech, struct hf_object *obj)
 {
@@ -325,11 +341,7 @@ CK_RV hf_mech_op_prepare(struct hf_op *op, enum hf_op_kind kind, CK_FLAGS flag, 
     if (mech->mechanism == CKM_RSA_X_509 && private_op) usage |= HF_USAGE_DECRYPT | HF_USAGE_SIGN;
     family = hf_mech_family(mech->mechanism);
     rv = key_check(family, kind, obj);
-    /* A pool key's material stays in its member (source-pool.h): hf_gcm_*, hf_aes_*, hf_mac_*
-     * (CMAC) and hf_rsa_decrypt/sign send the work there (RSA public work uses the stored public
-     * key); key wrapping with one is refused. */
-    if (rv == CKR_OK && hf_object_is_in_pool(obj) && family != HF_FAMILY_AES_GCM &&
-        family != HF_FAMILY_AES && family != HF_FAMILY_MAC && family != HF_FAMILY_RSA)
+    if (rv == CKR_OK && hf_object_is_in_pool(obj) && !pool_family_ok(family))
         rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK) rv = hf_object_check_usage(obj, usage);
     if (rv != CKR_OK) return rv;
