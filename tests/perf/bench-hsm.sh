@@ -15,8 +15,9 @@
 # bench-hsm.md, .csv, .svg, .png) and the load average before and after.
 #
 # holdfastd runs as configured by default: one listener thread per core, and each pool's
-# requests on that pool's worker threads (members x concurrency limit: gateway/hsm-workers.h), so
-# the HSMs' concurrency limits and latency are what is measured, not the gateway's threads. The
+# requests on that pool's worker threads (twice members x concurrency limit, plus one per core:
+# gateway/hsm-workers.c), so the HSMs' concurrency limits and latency are what is measured, not
+# the gateway's threads. The
 # listener is plain HTTP: TLS would add the same CPU to every row and hide the HSM's share.
 #
 # Knobs: BENCH_SECONDS (steady seconds per slice, 6), BENCH_ROUNDS (rounds of (a), 2),
