@@ -93,6 +93,12 @@ conf "$S1" "latency_us = 200000"
 t0=$(date +%s%N)
 p11_ok "$S1" "shim A" --generate-random 16
 ms=$((($(date +%s%N) - t0) / 1000000))
+# Its stats measure those sleeps under the latency asked: every delayed call, each at least
+# 0.2 s, all of them within the run.
+set -- $(stat_of "$S1" op_slept_at_200000_us)
+check "${1:-none}" "$(stat_of "$S1" op_forwarded)" "delayed calls measured at latency_us = 200000"
+[ "$2" -ge $(($1 * 200000)) ] && [ "$2" -le $((ms * 1000)) ] ||
+    hf_fail "the sleeps of $1 calls at 200000 us measured $2 us, in a run of $ms ms"
 conf "$S1"
 t0=$(date +%s%N)
 p11_ok "$S1" "shim A" --generate-random 16

@@ -9,7 +9,8 @@
 #   (b) the fault shim (tests/shim/) in front of every member adding LATENCIES ms to each
 #       PKCS#11 call, at each concurrency limit of CONCURRENCY, with one and two members:
 #       throughput and p99 beside Little's law, serving members x limit / (HSM time per
-#       encrypt), where one encrypt is two delayed calls (C_EncryptInit, C_Encrypt). Target:
+#       encrypt), where one encrypt is two delayed calls (C_EncryptInit, C_Encrypt), each as
+#       long as the shim measured its sleeps (the kernel's wake-up included). Target:
 #       within 20% of it until the CPU is the limit (the pool key's own rate in (a)).
 # Prints the tables, writes them with a plot to OUT (default $top_builddir/bench-hsm:
 # bench-hsm.md, .csv, .svg, .png) and the load average before and after.
@@ -222,7 +223,12 @@ while read -r l m c rest; do
     p=l${m}c$c
     cpo=$(cat "$T"/$p-?.so.stats 2>/dev/null | awk -v ops="$(awk '{ n += $1 } END { print n }' "$T/ops.k$p")" \
         '$1 == "op_forwarded" { n += $3 } END { printf "%.2f", ops ? n / ops : 0 }')
-    echo "$l $m $c $rest $cpo" >>"$T/cells"
+    # The latency the members really had at this setting: the shim's measured sleeps over its
+    # delayed calls.
+    k=op_slept_at_$(awk -v ms="$l" 'BEGIN { printf "%d", ms * 1000 }')_us
+    msc=$(cat "$T"/$p-?.so.stats 2>/dev/null | awk -v l="$l" -v k="$k" \
+        '$1 == k { n += $3; us += $4 } END { printf "%.4f", n && us ? us / n / 1000 : l }')
+    echo "$l $m $c $rest $cpo $msc" >>"$T/cells"
 done <"$T/cells.raw"
 
 awk -v rounds="$rounds" -v conc0="$conc0" -v vus0="$vus0" -v out="$OUT" -v mode="$mode" \
@@ -255,31 +261,33 @@ awk -v rounds="$rounds" -v conc0="$conc0" -v vus0="$vus0" -v out="$OUT" -v mode=
         printf "| pool key 2 members / local key | %.2f | | | | | |\n\n", loc ? x2 / loc : 0 > md
         printf "## (b) injected HSM latency (fault shim, per PKCS#11 call; an encrypt is 2 calls)\n\n" > md
         printf "Little: serving members (those holding the key) x limit / (delayed calls per encrypt x latency),\n" > md
-        printf "the calls counted by the shim. Ceiling: the pool-key rate with no injected latency, (a) above\n" > md
+        printf "the calls counted by the shim, the latency the one it measured (measured ms/call: the sleeps it\n" > md
+        printf "asked for plus the wake-up of the kernel, which no member can answer faster than). Ceiling: the pool-key rate with no injected latency, (a) above\n" > md
         printf "(%.1f ops/s with 1 member, %.1f with 2): what the CPU gives a pool key on these cores. A row whose\n", x1, x2 > md
         printf "Little figure is under 0.8x that ceiling is up to the HSM (0.8 to 1.2 of Little), the others\n" > md
         printf "to the CPU (0.8x the ceiling or more).\n\n" > md
-        printf "| ms/call | members | serving | limit | VUs | calls/encrypt | ops/s | Little ops/s | ratio | p50 ms | p99 ms | errors | limited by | target |\n" > md
-        printf "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n" > md
+        printf "| ms/call | measured ms/call | members | serving | limit | VUs | calls/encrypt | ops/s | Little ops/s | ratio | p50 ms | p99 ms | errors | limited by | target |\n" > md
+        printf "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n" > md
         csv = out "/bench-hsm.csv"
-        print "latency_ms,members,serving,limit,vus,ops_per_s,little_ops_per_s,ratio,p50_ms,p99_ms,errors,calls_per_encrypt" > csv
+        print "latency_ms,members,serving,limit,vus,ops_per_s,little_ops_per_s,ratio,p50_ms,p99_ms,errors,calls_per_encrypt,measured_latency_ms" > csv
         for (i = 1; i <= nc; i++) {
             split(cells[i], f, " ")
-            # f: latency members limit vus serving ops p50 p99 errors calls-per-encrypt; Little
-            # with the calls the shim counted (2 expected: C_EncryptInit, C_Encrypt).
+            # f: latency members limit vus serving ops p50 p99 errors calls-per-encrypt
+            # measured-latency; Little with the calls the shim counted (2 expected:
+            # C_EncryptInit, C_Encrypt) and the latency it measured.
             cpo = f[10] > 0 ? f[10] : 2
-            lit = f[5] * f[3] * 1000 / (cpo * f[1]); ratio = lit ? f[6] / lit : 0
+            lit = f[5] * f[3] * 1000 / (cpo * f[11]); ratio = lit ? f[6] / lit : 0
             ceil = f[2] == 1 ? x1 : (f[2] == 2 ? x2 : loc)
             by = lit < 0.8 * ceil ? "HSM (Little)" : "CPU (the ceiling)"
             verdict = f[9] > 0 ? "errors" : (lit < 0.8 * ceil ? (ratio >= 0.8 && ratio <= 1.2 ? "met" : "MISSED") : (f[6] >= 0.8 * ceil ? "met (ceiling)" : "MISSED"))
-            printf "| %s | %d | %d | %d | %d | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f | %d | %s | %s |\n", f[1], f[2], f[5], f[3], f[4], cpo, f[6], lit, ratio, f[7], f[8], f[9], by, verdict > md
-            printf "%s,%d,%d,%d,%d,%.1f,%.1f,%.3f,%.2f,%.2f,%d,%.2f\n", f[1], f[2], f[5], f[3], f[4], f[6], lit, ratio, f[7], f[8], f[9], cpo > csv
+            printf "| %s | %.3f | %d | %d | %d | %d | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f | %d | %s | %s |\n", f[1], f[11], f[2], f[5], f[3], f[4], cpo, f[6], lit, ratio, f[7], f[8], f[9], by, verdict > md
+            printf "%s,%d,%d,%d,%d,%.1f,%.1f,%.3f,%.2f,%.2f,%d,%.2f,%.4f\n", f[1], f[2], f[5], f[3], f[4], f[6], lit, ratio, f[7], f[8], f[9], cpo, f[11] > csv
         }
         close(md); close(csv)
     }' "$T/results" "$T/cells"
 {
     echo
-    echo "holdfastd: listener threads one per core, pool requests on each pool's workers (members x limit); plain HTTP; durable audit on."
+    echo "holdfastd: listener threads one per core, pool requests on each pool's workers (2 x members x limit + cores); plain HTTP; durable audit on."
     echo "Load average: $(cut -d' ' -f1-3 /proc/loadavg) at the end; taken on $(nproc) cores shared with hf-load (and whatever else runs)."
 } >>"$OUT/bench-hsm.md"
 cat "$OUT/bench-hsm.md"

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -84,6 +85,17 @@ static atomic_bool dead;
 static atomic_ulong n_calls;           /* every entry but C_GetFunctionList */
 static atomic_ulong n_forwarded;       /* passed to the real module */
 static atomic_ulong n_op_forwarded;    /* of which OP calls: each one slept latency_us */
+/* The sleeps measured, per configured latency: a benchmark that changes the latency between its
+ * runs reads each run's own. A few distinct latencies per process; one beyond those is not
+ * counted. */
+#define SLEPT_LATENCIES 16
+static struct {
+    pthread_mutex_t lock; /* guards the table: taken once per delayed call, which sleeps anyway */
+    size_t n;
+    struct {
+        unsigned long latency_us, calls, slept_us;
+    } at[SLEPT_LATENCIES];
+} slept = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static atomic_ulong n_injected_dead;   /* CKR_DEVICE_ERROR: dead_file existed */
 static atomic_ulong n_injected_random; /* CKR_DEVICE_ERROR: fail_permille drew it */
 
@@ -212,6 +224,11 @@ static void stats_write(void)
             "injected_random = %lu\nop_forwarded = %lu\n",
             (long)getpid(), atomic_load(&n_calls), atomic_load(&n_forwarded), dead_n + random_n,
             dead_n, random_n, atomic_load(&n_op_forwarded));
+    pthread_mutex_lock(&slept.lock);
+    for (size_t i = 0; i < slept.n; i++)
+        fprintf(f, "op_slept_at_%lu_us = %lu %lu\n", slept.at[i].latency_us, slept.at[i].calls,
+                slept.at[i].slept_us);
+    pthread_mutex_unlock(&slept.lock);
     /* rename: a reader sees the old stats or the new ones, never half a file. */
     if (fclose(f) != 0 || rename(tmp, stats_path) != 0) unlink(tmp);
 }
@@ -247,6 +264,46 @@ static void refresh(bool force)
 }
 
 /* Whether a call of class cls may go on to the real module; *rv is its answer if not. */
+static uint64_t monotonic_us(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* Sleeps us microseconds and answers what the sleep took. The caller's timer slack (50 us by
+ * default) would add up to a quarter to a 200 us latency, so the sleeping thread's is set to
+ * 1 ns (it keeps it: a test module's caller loses nothing by waking on time): the latency is
+ * then what was configured plus the kernel's wake-up, which the answer includes so that a
+ * benchmark can use the latency the member really had. */
+static unsigned long latency_sleep(unsigned long us)
+{
+    struct timespec ts = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
+    uint64_t start;
+
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    start = monotonic_us();
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    return (unsigned long)(monotonic_us() - start);
+}
+
+static void slept_add(unsigned long asked_us, unsigned long took_us)
+{
+    size_t i;
+
+    pthread_mutex_lock(&slept.lock);
+    for (i = 0; i < slept.n && slept.at[i].latency_us != asked_us; i++) {
+    }
+    if (i == slept.n && slept.n < SLEPT_LATENCIES) slept.at[slept.n++].latency_us = asked_us;
+    if (i < slept.n) {
+        slept.at[i].calls++;
+        slept.at[i].slept_us += took_us;
+    }
+    pthread_mutex_unlock(&slept.lock);
+}
+
 static bool may_forward(enum fault_class cls, int fn, CK_RV *rv)
 {
     atomic_fetch_add(&n_calls, 1);
@@ -269,12 +326,7 @@ static bool may_forward(enum fault_class cls, int fn, CK_RV *rv)
         return false;
     }
     unsigned long us = atomic_load(&latency_us);
-    if (us > 0) {
-        struct timespec ts = {.tv_sec = (time_t)(us / 1000000),
-                              .tv_nsec = (long)(us % 1000000) * 1000};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        }
-    }
+    if (us > 0) slept_add(us, latency_sleep(us));
     atomic_fetch_add(&n_op_forwarded, 1);
 forward:
     atomic_fetch_add(&n_forwarded, 1);
