@@ -183,7 +183,13 @@ static CK_RV version_build_pool(struct hf_core *core, const struct hf_key *key, 
     return CKR_OK;
 }
 
-/* A pool key's rules: AES (GCM, ECB, CBC, CTR and CMAC) or RSA (decrypt and sign), never
+bool hf_core_pool_alg_is_served(enum hf_alg alg)
+{
+    return alg == HF_ALG_AES || alg == HF_ALG_RSA || alg == HF_ALG_EC || alg == HF_ALG_ED25519;
+}
+
+/* A pool key's rules: AES (GCM, ECB, CBC, CTR and CMAC), RSA (decrypt and sign), EC (ECDSA) or
+ * Ed25519 (EdDSA), never
  * exportable (the object is not extractable), never imported (material that was once in clear is
  * no pool key's), and a pool that exists: CKR_KEY_HANDLE_INVALID when it does not. */
 static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spec, bool import)
@@ -196,8 +202,8 @@ static CK_RV pool_spec_check(struct hf_core *core, const struct hf_key_spec *spe
         hf_log_info("key '%s': a pool key is generated in the pool, never imported", spec->name);
         return CKR_FUNCTION_NOT_SUPPORTED;
     }
-    if (spec->alg != HF_ALG_AES && spec->alg != HF_ALG_RSA) {
-        hf_log_info("key '%s': pool keys are AES or RSA for now", spec->name);
+    if (!hf_core_pool_alg_is_served(spec->alg)) {
+        hf_log_info("key '%s': pool keys are AES, RSA, EC or Ed25519", spec->name);
         return CKR_KEY_SIZE_RANGE;
     }
     if (spec->exportable) {

@@ -273,15 +273,15 @@ void core_pool_repl_establish(struct hf_core *core, const char *name, struct hf_
 
 /* ---- generating a version ---- */
 
-/* An RSA pair: its private key on the member that made it (plain mode, repl NULL) or on every
- * member (clone and export), its public key in the row (public_der), as a local RSA version
- * keeps it. */
-static CK_RV rsa_generate(struct hf_pool *pool, unsigned bits, const char *repl,
-                          struct hf_key_version *v, size_t *member)
+/* A key pair (RSA, EC, Ed25519): its private key on the member that made it (plain mode, repl
+ * NULL) or on every member (clone and export), its public key in the row (public_der), as a local
+ * version of the algorithm keeps it. */
+static CK_RV pair_generate(struct hf_pool *pool, enum hf_alg alg, unsigned bits, const char *repl,
+                           struct hf_key_version *v, size_t *member)
 {
     unsigned char *der = NULL;
     size_t der_len = 0;
-    CK_RV rv = hf_pool_key_generate_rsa(pool, bits, v->uuid, repl, member, &der, &der_len);
+    CK_RV rv = hf_pool_key_generate_pair(pool, alg, bits, v->uuid, repl, member, &der, &der_len);
 
     if (rv != CKR_OK) return rv;
     free(v->public_der);
@@ -307,8 +307,8 @@ CK_RV core_pool_key_generate(struct hf_core *core, const char *name, enum hf_alg
     hf_store_pool_clear(&def);
     if ((rv = core_pool_use(core, name, &pool)) != CKR_OK) return rv;
     hf_pool_repl_label(name, repl);
-    if (alg == HF_ALG_RSA)
-        rv = rsa_generate(pool, bits, mode == HF_POOL_MODE_PLAIN ? NULL : repl, v, &member);
+    if (alg != HF_ALG_AES)
+        rv = pair_generate(pool, alg, bits, mode == HF_POOL_MODE_PLAIN ? NULL : repl, v, &member);
     else if (mode == HF_POOL_MODE_PLAIN)
         rv = hf_pool_key_generate(pool, bits, v->uuid, &member);
     else

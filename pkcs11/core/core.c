@@ -619,26 +619,28 @@ CK_RV hf_core_key_cmac(struct hf_core *core, const struct hf_key *key,
     return hf_pool_key_cmac(pool, member, v->uuid, in, inlen, out);
 }
 
-/* RSA decrypt (sign false) or sign with v's private key, wherever it is. */
-static CK_RV key_rsa(struct hf_core *core, const struct hf_key *key, const struct hf_key_version *v,
-                     bool sign, const struct hf_asym_params *p, const unsigned char *in,
-                     size_t inlen, unsigned char *out, size_t *outlen)
+/* RSA decrypt (sign false) or RSA or ECDSA sign (alg) with v's private key, wherever it is. */
+static CK_RV key_asym(struct hf_core *core, const struct hf_key *key,
+                      const struct hf_key_version *v, enum hf_alg alg, bool sign,
+                      const struct hf_asym_params *p, const unsigned char *in, size_t inlen,
+                      unsigned char *out, size_t *outlen)
 {
     struct hf_material *m = NULL;
     struct hf_pool *pool = NULL;
-    size_t member = 0;
+    size_t member = 0, bytes = key != NULL ? (key->bits + 7) / 8 : 0;
     CK_RV rv;
 
     if (p == NULL) return CKR_ARGUMENTS_BAD;
-    if ((rv = version_at(core, key, v, HF_ALG_RSA, &m, &pool, &member)) != CKR_OK) return rv;
+    if ((rv = version_at(core, key, v, alg, &m, &pool, &member)) != CKR_OK) return rv;
     if (m != NULL) {
         rv = sign ? hf_asym_sign(m, p, in, inlen, out, outlen)
                   : hf_asym_decrypt(m, p, in, inlen, out, outlen);
         hf_material_unref(m);
         return rv;
     }
-    return hf_pool_key_rsa(pool, member, v->uuid, sign, p, (key->bits + 7) / 8, in, inlen, out,
-                           outlen);
+    if (alg == HF_ALG_EC)
+        return hf_pool_key_ecdsa(pool, member, v->uuid, p, bytes, in, inlen, out, outlen);
+    return hf_pool_key_rsa(pool, member, v->uuid, sign, p, bytes, in, inlen, out, outlen);
 }
 
 CK_RV hf_core_key_rsa_decrypt(struct hf_core *core, const struct hf_key *key,
@@ -646,7 +648,7 @@ CK_RV hf_core_key_rsa_decrypt(struct hf_core *core, const struct hf_key *key,
                               const unsigned char *in, size_t inlen, unsigned char *out,
                               size_t *outlen)
 {
-    return key_rsa(core, key, v, false, p, in, inlen, out, outlen);
+    return key_asym(core, key, v, HF_ALG_RSA, false, p, in, inlen, out, outlen);
 }
 
 CK_RV hf_core_key_rsa_sign(struct hf_core *core, const struct hf_key *key,
@@ -654,5 +656,31 @@ CK_RV hf_core_key_rsa_sign(struct hf_core *core, const struct hf_key *key,
                            const unsigned char *in, size_t inlen, unsigned char *out,
                            size_t *outlen)
 {
-    return key_rsa(core, key, v, true, p, in, inlen, out, outlen);
+    return key_asym(core, key, v, HF_ALG_RSA, true, p, in, inlen, out, outlen);
+}
+
+CK_RV hf_core_key_ecdsa_sign(struct hf_core *core, const struct hf_key *key,
+                             const struct hf_key_version *v, const struct hf_asym_params *p,
+                             const unsigned char *in, size_t inlen, unsigned char *out,
+                             size_t *outlen)
+{
+    return key_asym(core, key, v, HF_ALG_EC, true, p, in, inlen, out, outlen);
+}
+
+CK_RV hf_core_key_ed25519_sign(struct hf_core *core, const struct hf_key *key,
+                               const struct hf_key_version *v, const unsigned char *in,
+                               size_t inlen, unsigned char *out, size_t *outlen)
+{
+    struct hf_material *m = NULL;
+    struct hf_pool *pool = NULL;
+    size_t member = 0;
+    CK_RV rv;
+
+    if ((rv = version_at(core, key, v, HF_ALG_ED25519, &m, &pool, &member)) != CKR_OK) return rv;
+    if (m != NULL) {
+        rv = hf_ed25519_sign(m, in, inlen, out, outlen);
+        hf_material_unref(m);
+        return rv;
+    }
+    return hf_pool_key_eddsa(pool, member, v->uuid, in, inlen, out, outlen);
 }

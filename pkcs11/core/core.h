@@ -161,6 +161,10 @@ CK_RV hf_core_link_type_add(struct hf_core *core, const char *name, const struct
  * count in *n (may be NULL). */
 CK_RV hf_core_policy_adopt(struct hf_core *core, const struct hf_actor *who, size_t *n);
 
+/* Whether keys of alg may be kept in an HSM pool (`key create --source hsm:POOL`): AES, RSA, EC
+ * and Ed25519; generic secrets not (no member path for HMAC yet). */
+bool hf_core_pool_alg_is_served(enum hf_alg alg);
+
 /* HSM pools (core-pool.c; store.h has the model). Each call writes one audit record ("pool.add",
  * "pool.remove", "pool.get", "pool.list", "pool.open", "pool.probe"), failed ones included; who
  * may be NULL (api "core").
@@ -303,6 +307,19 @@ CK_RV hf_core_key_rsa_sign(struct hf_core *core, const struct hf_key *key,
                            const struct hf_key_version *v, const struct hf_asym_params *p,
                            const unsigned char *in, size_t inlen, unsigned char *out,
                            size_t *outlen);
+
+/* ECDSA and Ed25519 signatures with version v of key (an EC, or an Ed25519, key), wherever its
+ * private key is, as hf_core_key_rsa_sign: in process (hf_asym_sign / hf_ed25519_sign, whose
+ * arguments and results these take) or in the member that holds it (hf_pool_key_ecdsa /
+ * hf_pool_key_eddsa: the same signatures; a DER size query gets an upper bound), plus the
+ * pool's results. */
+CK_RV hf_core_key_ecdsa_sign(struct hf_core *core, const struct hf_key *key,
+                             const struct hf_key_version *v, const struct hf_asym_params *p,
+                             const unsigned char *in, size_t inlen, unsigned char *out,
+                             size_t *outlen);
+CK_RV hf_core_key_ed25519_sign(struct hf_core *core, const struct hf_key *key,
+                               const struct hf_key_version *v, const unsigned char *in,
+                               size_t inlen, unsigned char *out, size_t *outlen);
 
 /* Current time in seconds, and a monotonic clock in microseconds (latency). */
 int64_t hf_now(void);

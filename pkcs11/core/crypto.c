@@ -516,6 +516,50 @@ done:
     return rv;
 }
 
+CK_RV hf_ec_public_der(enum hf_alg alg, unsigned bits, const unsigned char *point, size_t len,
+                       unsigned char **der, size_t *der_len)
+{
+    const struct hf_curve *c = hf_curve_find(alg, bits);
+    size_t raw = alg == HF_ALG_ED25519 ? 32 : 1 + 2 * (((size_t)bits + 7) / 8);
+    const unsigned char *p = point;
+    ASN1_OCTET_STRING *os = NULL;
+    OSSL_PARAM params[3];
+    size_t np = 0;
+    EVP_PKEY_CTX *ctx = NULL;
+    EVP_PKEY *pkey = NULL;
+    CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
+
+    if (c == NULL || point == NULL || der == NULL || der_len == NULL || len > LONG_MAX)
+        return CKR_ARGUMENTS_BAD;
+    if (!crypto_is_ready()) return CKR_GENERAL_ERROR;
+    ERR_set_mark();
+    /* The DER form is the longer one: a bare point has exactly raw bytes. */
+    if (len != raw) {
+        if ((os = d2i_ASN1_OCTET_STRING(NULL, &p, (long)len)) == NULL || p != point + len ||
+            (size_t)ASN1_STRING_length(os) != raw)
+            goto done;
+        point = ASN1_STRING_get0_data(os);
+        len = raw;
+    }
+    if (alg == HF_ALG_EC)
+        params[np++] =
+            OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)c->group, 0);
+    params[np++] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, len);
+    params[np] = OSSL_PARAM_construct_end();
+    if ((ctx = EVP_PKEY_CTX_new_from_name(libctx, alg == HF_ALG_EC ? "EC" : c->group, NULL)) ==
+            NULL ||
+        EVP_PKEY_fromdata_init(ctx) <= 0 ||
+        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0)
+        goto done;
+    rv = pubkey_der(pkey, der, der_len);
+done:
+    EVP_PKEY_free(pkey);
+    EVP_PKEY_CTX_free(ctx);
+    ASN1_OCTET_STRING_free(os);
+    ERR_pop_to_mark();
+    return rv;
+}
+
 CK_RV hf_public_from_der(const unsigned char *der, size_t len, EVP_PKEY **out)
 {
     const unsigned char *p = der;
@@ -952,27 +996,58 @@ done:
     return rv;
 }
 
+/* r || s, each half bytes, as OpenSSL's ECDSA_SIG; NULL when out of memory. */
+static ECDSA_SIG *ecdsa_sig_of(const unsigned char *sig, size_t half)
+{
+    ECDSA_SIG *s = ECDSA_SIG_new();
+    BIGNUM *r = BN_bin2bn(sig, (int)half, NULL), *sv = BN_bin2bn(sig + half, (int)half, NULL);
+
+    if (s != NULL && r != NULL && sv != NULL && ECDSA_SIG_set0(s, r, sv)) return s;
+    BN_free(r);
+    BN_free(sv);
+    ECDSA_SIG_free(s);
+    return NULL;
+}
+
 /* r || s back to the DER SEQUENCE OpenSSL verifies. *der is OpenSSL memory. */
 static CK_RV ecdsa_der(EVP_PKEY *pub, const unsigned char *sig, size_t siglen, unsigned char **der,
                        int *der_len)
 {
     size_t half = ec_half(pub);
     ECDSA_SIG *s = NULL;
-    BIGNUM *r = NULL, *sv = NULL;
     CK_RV rv = CKR_HOST_MEMORY;
 
     if (siglen != 2 * half) return CKR_SIGNATURE_LEN_RANGE;
-    if ((s = ECDSA_SIG_new()) == NULL || (r = BN_bin2bn(sig, (int)half, NULL)) == NULL ||
-        (sv = BN_bin2bn(sig + half, (int)half, NULL)) == NULL || !ECDSA_SIG_set0(s, r, sv))
-        goto done;
-    r = sv = NULL; /* owned by s now */
+    if ((s = ecdsa_sig_of(sig, half)) == NULL) goto done;
     *der = NULL;
     if ((*der_len = i2d_ECDSA_SIG(s, der)) <= 0) goto done;
     rv = CKR_OK;
 done:
-    BN_free(r);
-    BN_free(sv);
     ECDSA_SIG_free(s);
+    return rv;
+}
+
+CK_RV hf_ecdsa_der_from_rs(const unsigned char *rs, size_t rs_len, unsigned char *out,
+                           size_t *outlen)
+{
+    ECDSA_SIG *s = NULL;
+    unsigned char *p = out;
+    int n;
+    CK_RV rv = CKR_HOST_MEMORY;
+
+    if (rs == NULL || out == NULL || outlen == NULL || rs_len == 0 || rs_len % 2 != 0 ||
+        rs_len / 2 > INT_MAX)
+        return CKR_ARGUMENTS_BAD;
+    ERR_set_mark();
+    if ((s = ecdsa_sig_of(rs, rs_len / 2)) == NULL) goto done;
+    rv = CKR_FUNCTION_FAILED;
+    if ((n = i2d_ECDSA_SIG(s, NULL)) <= 0) goto done;
+    rv = (size_t)n > *outlen ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+    if (rv == CKR_OK && i2d_ECDSA_SIG(s, &p) != n) rv = CKR_FUNCTION_FAILED;
+    *outlen = (size_t)n;
+done:
+    ECDSA_SIG_free(s);
+    ERR_pop_to_mark();
     return rv;
 }
 

@@ -40,6 +40,12 @@ CK_RV hf_material_public_der(const struct hf_material *m, unsigned char **der, s
  * only its components. A modulus of other than bits is CKR_ATTRIBUTE_VALUE_INVALID. */
 CK_RV hf_rsa_public_der(const unsigned char *n, size_t nlen, const unsigned char *e, size_t elen,
                         unsigned bits, unsigned char **der, size_t *len);
+/* The SubjectPublicKeyInfo DER (malloc'd) of an EC (alg HF_ALG_EC, bits 256, 384, 521) or
+ * Ed25519 public key made in an HSM, from its CKA_EC_POINT: the DER OCTET STRING PKCS#11 says, or
+ * the bare point (told apart by length). A point that is no such key's is
+ * CKR_ATTRIBUTE_VALUE_INVALID. */
+CK_RV hf_ec_public_der(enum hf_alg alg, unsigned bits, const unsigned char *point, size_t len,
+                       unsigned char **der, size_t *der_len);
 struct hf_material *hf_material_ref(struct hf_material *m);
 void hf_material_unref(struct hf_material *m);
 enum hf_alg hf_material_alg(const struct hf_material *m);
@@ -100,6 +106,11 @@ CK_RV hf_asym_decrypt(const struct hf_material *m, const struct hf_asym_params *
                       const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
 CK_RV hf_asym_sign(const struct hf_material *m, const struct hf_asym_params *p,
                    const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
+/* An ECDSA signature in PKCS#11's r || s form (each half of rs_len) as X9.62 DER, into out of
+ * capacity *outlen (CKR_BUFFER_TOO_SMALL with the size set when short): for a signature an HSM
+ * made, which speaks r || s only. */
+CK_RV hf_ecdsa_der_from_rs(const unsigned char *rs, size_t rs_len, unsigned char *out,
+                           size_t *outlen);
 /* Public-key operations: CKR_SIGNATURE_INVALID / CKR_SIGNATURE_LEN_RANGE on a bad signature. */
 CK_RV hf_asym_encrypt(EVP_PKEY *pub, const struct hf_asym_params *p, const unsigned char *in,
                       size_t inlen, unsigned char *out, size_t *outlen);

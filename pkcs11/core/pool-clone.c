@@ -19,43 +19,52 @@
 static CK_MECHANISM kwp_mech = {CKM_AES_KEY_WRAP_PAD, NULL, 0};
 
 static CK_OBJECT_CLASS secret_class = CKO_SECRET_KEY, private_class = CKO_PRIVATE_KEY;
-static CK_KEY_TYPE aes_type = CKK_AES, rsa_type = CKK_RSA;
+/* Each kind's CKA_KEY_TYPE, by enum hf_pool_obj. */
+static CK_KEY_TYPE key_types[] = {
+    [HF_POOL_OBJ_REPLICATION] = CKK_AES,
+    [HF_POOL_OBJ_AES] = CKK_AES,
+    [HF_POOL_OBJ_RSA] = CKK_RSA,
+    [HF_POOL_OBJ_EC] = CKK_EC,
+    [HF_POOL_OBJ_ED25519] = CKK_EC_EDWARDS,
+};
 static CK_BBOOL tmpl_true = CK_TRUE, tmpl_false = CK_FALSE;
 
 CK_OBJECT_CLASS hf_pool_obj_class(enum hf_pool_obj obj)
 {
-    return obj == HF_POOL_OBJ_RSA ? CKO_PRIVATE_KEY : CKO_SECRET_KEY;
+    return obj == HF_POOL_OBJ_REPLICATION || obj == HF_POOL_OBJ_AES ? CKO_SECRET_KEY
+                                                                    : CKO_PRIVATE_KEY;
 }
 
 size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
                             CK_ATTRIBUTE out[HF_POOL_TEMPLATE_MAX])
 {
-    /* A data key encrypts and decrypts (an RSA one decrypts and signs); the replication key
-     * wraps and unwraps only, so it is no oracle for anything but keys. All are token objects,
-     * sensitive (never readable in clear) and extractable (a copy to another member, or to an
-     * export pool's backup, is a C_WrapKey: source-pool.c's gen_fn says why that is the price of
-     * clone mode). A private key takes no CKA_ENCRYPT or CKA_WRAP: its slots say CKA_SIGN and
-     * CKA_DERIVE (false) instead. An AES data key also signs: AES-CMAC in the member is a
-     * C_Sign (source-pool.c's hf_pool_key_cmac); an RSA key's CKA_SIGN is in the slot above, so
-     * its template stops before that last entry. */
-    bool rsa = obj == HF_POOL_OBJ_RSA, repl = obj == HF_POOL_OBJ_REPLICATION;
+    /* A data key encrypts and decrypts (an RSA one decrypts and signs, an EC or Ed25519 one
+     * signs only); the replication key wraps and unwraps only, so it is no oracle for anything
+     * but keys. All are token objects, sensitive (never readable in clear) and extractable (a copy
+     * to another member, or to an export pool's backup, is a C_WrapKey: source-pool.c's gen_fn
+     * says why that is the price of clone mode). A private key takes no CKA_ENCRYPT or CKA_WRAP:
+     * its slots say CKA_SIGN and CKA_DERIVE (false) instead. An AES data key also signs: AES-CMAC
+     * in the member is a C_Sign (source-pool.c's hf_pool_key_cmac); a private key's CKA_SIGN is
+     * in the slot above, so its template stops before that last entry. */
+    bool priv = hf_pool_obj_class(obj) == CKO_PRIVATE_KEY, repl = obj == HF_POOL_OBJ_REPLICATION;
+    bool sign_only = obj == HF_POOL_OBJ_EC || obj == HF_POOL_OBJ_ED25519;
     CK_BBOOL *data = repl ? &tmpl_false : &tmpl_true, *keys = repl ? &tmpl_true : &tmpl_false;
     CK_ATTRIBUTE t[] = {
-        {CKA_CLASS, rsa ? &private_class : &secret_class, sizeof(CK_OBJECT_CLASS)},
-        {CKA_KEY_TYPE, rsa ? &rsa_type : &aes_type, sizeof(CK_KEY_TYPE)},
+        {CKA_CLASS, priv ? &private_class : &secret_class, sizeof(CK_OBJECT_CLASS)},
+        {CKA_KEY_TYPE, &key_types[obj], sizeof(CK_KEY_TYPE)},
         {CKA_TOKEN, &tmpl_true, sizeof(tmpl_true)},
         {CKA_PRIVATE, &tmpl_true, sizeof(tmpl_true)},
         {CKA_SENSITIVE, &tmpl_true, sizeof(tmpl_true)},
         {CKA_EXTRACTABLE, &tmpl_true, sizeof(tmpl_true)},
-        {rsa ? CKA_SIGN : CKA_ENCRYPT, data, sizeof(*data)},
-        {CKA_DECRYPT, data, sizeof(*data)},
-        {rsa ? CKA_DERIVE : CKA_WRAP, keys, sizeof(*keys)},
+        {priv ? CKA_SIGN : CKA_ENCRYPT, data, sizeof(*data)},
+        {CKA_DECRYPT, sign_only ? &tmpl_false : data, sizeof(*data)},
+        {priv ? CKA_DERIVE : CKA_WRAP, keys, sizeof(*keys)},
         {CKA_UNWRAP, keys, sizeof(*keys)},
         {CKA_LABEL, (void *)label, strlen(label)},
         {CKA_ID, (void *)label, strlen(label)},
         {CKA_SIGN, data, sizeof(*data)},
     };
-    size_t n = sizeof(t) / sizeof(t[0]) - (rsa ? 1 : 0);
+    size_t n = sizeof(t) / sizeof(t[0]) - (priv ? 1 : 0);
 
     memcpy(out, t, n * sizeof(t[0]));
     return n;

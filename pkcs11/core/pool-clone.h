@@ -32,13 +32,15 @@
 #define HF_POOL_REPL_LABEL_MAX 64
 
 /* What a clone or export pool keeps on its members: the pool's replication key, an AES version's
- * secret key, or an RSA version's private key (SoftHSMv2 wraps a private key as its PKCS#8
- * encoding under CKM_AES_KEY_WRAP_PAD, and unwraps it so). Each kind has its object class
- * (hf_pool_obj_class) and its template (hf_pool_key_template). */
+ * secret key, or an RSA, EC or Ed25519 version's private key (SoftHSMv2 wraps a private key as
+ * its PKCS#8 encoding under CKM_AES_KEY_WRAP_PAD, and unwraps it so). Each kind has its object
+ * class (hf_pool_obj_class) and its template (hf_pool_key_template). */
 enum hf_pool_obj {
     HF_POOL_OBJ_REPLICATION,
     HF_POOL_OBJ_AES,
     HF_POOL_OBJ_RSA,
+    HF_POOL_OBJ_EC,
+    HF_POOL_OBJ_ED25519,
 };
 CK_OBJECT_CLASS hf_pool_obj_class(enum hf_pool_obj obj);
 

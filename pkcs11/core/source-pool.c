@@ -5,6 +5,7 @@
 #include "source-pool.h"
 
 #include "crypto.h"
+#include "curve.h"
 #include "log.h"
 #include "pool-clone.h"
 
@@ -73,48 +74,63 @@ CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *labe
     return rv;
 }
 
-/* An RSA pair: the private half a token object as gen_fn's AES keys are (gen_template),
- * decrypt and sign only; the public half a session object, read and destroyed at once: the store
- * keeps it (public_der), so public work needs no member. */
-struct rsa_gen_call {
+/* A key pair (RSA, EC or Ed25519): the private half a token object as gen_fn's AES keys are
+ * (gen_template), decrypt and sign only (sign only for EC and Ed25519); the public half a session
+ * object, read and destroyed at once: the store keeps it (public_der), so public work needs no
+ * member. */
+struct pair_gen_call {
     const char *label;
-    CK_ULONG bits;
+    enum hf_pool_obj obj;
+    CK_ULONG bits;                /* RSA */
+    const struct hf_curve *curve; /* EC, Ed25519 */
     bool extractable;
     size_t member;
-    unsigned char n[HF_POOL_RSA_MAX_BYTES], e[16];
-    CK_ULONG n_len, e_len;
+    /* RSA: the modulus and exponent; EC and Ed25519: CKA_EC_POINT in pub[0] */
+    unsigned char pub[2][HF_POOL_RSA_MAX_BYTES];
+    CK_ULONG pub_len[2];
 };
 
-static CK_RV rsa_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
-                        CK_SESSION_HANDLE s, void *arg)
+static CK_RV pair_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                         CK_SESSION_HANDLE s, void *arg)
 {
-    struct rsa_gen_call *g = arg;
-    CK_MECHANISM mech = {CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0};
+    struct pair_gen_call *g = arg;
+    bool rsa = g->obj == HF_POOL_OBJ_RSA;
+    CK_MECHANISM mech = {rsa                        ? CKM_RSA_PKCS_KEY_PAIR_GEN
+                         : g->obj == HF_POOL_OBJ_EC ? CKM_EC_KEY_PAIR_GEN
+                                                    : CKM_EC_EDWARDS_KEY_PAIR_GEN,
+                         NULL, 0};
     CK_OBJECT_CLASS pub_cls = CKO_PUBLIC_KEY;
-    CK_KEY_TYPE type = CKK_RSA;
+    CK_KEY_TYPE type = rsa ? CKK_RSA : g->obj == HF_POOL_OBJ_EC ? CKK_EC : CKK_EC_EDWARDS;
     CK_BYTE f4[] = {0x01, 0x00, 0x01};
     CK_BBOOL no = CK_FALSE, extractable = g->extractable ? CK_TRUE : CK_FALSE;
     CK_ATTRIBUTE pub_tmpl[] = {
-        {CKA_CLASS, &pub_cls, sizeof(pub_cls)}, {CKA_KEY_TYPE, &type, sizeof(type)},
-        {CKA_TOKEN, &no, sizeof(no)},           {CKA_MODULUS_BITS, &g->bits, sizeof(g->bits)},
+        {CKA_CLASS, &pub_cls, sizeof(pub_cls)},
+        {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_TOKEN, &no, sizeof(no)},
+        /* an EC curve by its namedCurve OID, which every token reads */
+        rsa ? (CK_ATTRIBUTE){CKA_MODULUS_BITS, &g->bits, sizeof(g->bits)}
+            : (CK_ATTRIBUTE){CKA_EC_PARAMS, (void *)g->curve->oid, g->curve->oid_len},
         {CKA_PUBLIC_EXPONENT, f4, sizeof(f4)},
     };
     CK_ATTRIBUTE priv_tmpl[HF_POOL_TEMPLATE_MAX];
-    size_t np = gen_template(HF_POOL_OBJ_RSA, g->label, &extractable, priv_tmpl);
-    CK_ATTRIBUTE comps[] = {{CKA_MODULUS, g->n, sizeof(g->n)},
-                            {CKA_PUBLIC_EXPONENT, g->e, sizeof(g->e)}};
+    size_t np = gen_template(g->obj, g->label, &extractable, priv_tmpl);
+    CK_ATTRIBUTE comps[] = {
+        {rsa ? CKA_MODULUS : CKA_EC_POINT, g->pub[0], sizeof(g->pub[0])},
+        {CKA_PUBLIC_EXPONENT, g->pub[1], sizeof(g->pub[1])},
+    };
+    CK_ULONG ncomps = rsa ? 2 : 1;
     CK_OBJECT_HANDLE pub = CK_INVALID_HANDLE, priv = CK_INVALID_HANDLE;
     CK_RV rv;
 
     (void)hsm;
-    rv = f->C_GenerateKeyPair(s, &mech, pub_tmpl, sizeof(pub_tmpl) / sizeof(pub_tmpl[0]), priv_tmpl,
-                              (CK_ULONG)np, &pub, &priv);
+    rv = f->C_GenerateKeyPair(s, &mech, pub_tmpl, sizeof(pub_tmpl) / sizeof(pub_tmpl[0]) - !rsa,
+                              priv_tmpl, (CK_ULONG)np, &pub, &priv);
     if (rv != CKR_OK) return rv;
-    rv = f->C_GetAttributeValue(s, pub, comps, 2);
+    rv = f->C_GetAttributeValue(s, pub, comps, ncomps);
     f->C_DestroyObject(s, pub);
     if (rv == CKR_OK) {
-        g->n_len = comps[0].ulValueLen;
-        g->e_len = comps[1].ulValueLen;
+        g->pub_len[0] = comps[0].ulValueLen;
+        g->pub_len[1] = rsa ? comps[1].ulValueLen : 0;
         g->member = member;
     } else {
         f->C_DestroyObject(s, priv); /* no public key for the store: no key */
@@ -123,9 +139,12 @@ static CK_RV rsa_gen_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR 
 }
 
 /* Copies label (of kind obj) from member made to every other member; one that is out of service
- * or cannot take it now is marked stale, so the probe thread's re-sync gives it the key later. */
-static void clone_spread(struct hf_pool *pool, const char *repl_label, const char *label,
-                         enum hf_pool_obj obj, size_t made)
+ * or cannot take it now is marked stale, so the probe thread's re-sync gives it the key later.
+ * A token that will not wrap such a key (SoftHSMv2 2.6 wraps no Ed25519 private key:
+ * CKR_KEY_NOT_WRAPPABLE) could never give it to another member: the key is destroyed and that is
+ * the answer, rather than a clone key that lives on one member. */
+static CK_RV clone_spread(struct hf_pool *pool, const char *repl_label, const char *label,
+                          enum hf_pool_obj obj, size_t made)
 {
     size_t n = hf_pool_status(pool, NULL, 0);
 
@@ -134,11 +153,18 @@ static void clone_spread(struct hf_pool *pool, const char *repl_label, const cha
         if (i == made) continue;
         rv = hf_pool_clone_copy(pool, repl_label, label, obj, made, i);
         if (rv == CKR_OK) continue;
+        if (rv == CKR_KEY_NOT_WRAPPABLE || rv == CKR_KEY_UNEXTRACTABLE) {
+            hf_log_error("pool: key %s cannot be copied between members (0x%lx): not made", label,
+                         (unsigned long)rv);
+            hf_pool_key_destroy(pool, HF_POOL_KEY_ANY_MEMBER, label);
+            return rv;
+        }
         if (rv != HF_POOL_RV_UNAVAILABLE)
             hf_log_warn("pool: key %s not copied to member %zu now (0x%lx): left to its re-sync",
                         label, i, (unsigned long)rv);
         hf_pool_member_stale(pool, i);
     }
+    return CKR_OK;
 }
 
 CK_RV hf_pool_key_generate_clone(struct hf_pool *pool, unsigned bits, const char *label,
@@ -150,39 +176,69 @@ CK_RV hf_pool_key_generate_clone(struct hf_pool *pool, unsigned bits, const char
     if (pool == NULL || label == NULL || repl_label == NULL) return CKR_ARGUMENTS_BAD;
     if (bits != 128 && bits != 192 && bits != 256) return CKR_KEY_SIZE_RANGE;
     if ((rv = hf_pool_run_slow(pool, gen_fn, &g)) != CKR_OK) return rv;
-    clone_spread(pool, repl_label, label, HF_POOL_OBJ_AES, g.member);
-    return CKR_OK;
+    return clone_spread(pool, repl_label, label, HF_POOL_OBJ_AES, g.member);
 }
 
-CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *label,
-                               const char *repl_label, size_t *member, unsigned char **der,
-                               size_t *der_len)
+/* The public key pair_gen_fn read, as the store keeps it. */
+static CK_RV pair_public_der(const struct pair_gen_call *g, unsigned char **der, size_t *der_len)
 {
-    struct rsa_gen_call g = {.label = label, .bits = bits, .extractable = repl_label != NULL};
+    if (g->obj == HF_POOL_OBJ_RSA)
+        return hf_rsa_public_der(g->pub[0], g->pub_len[0], g->pub[1], g->pub_len[1],
+                                 (unsigned)g->bits, der, der_len);
+    return hf_ec_public_der(g->curve->alg, g->curve->bits, g->pub[0], g->pub_len[0], der, der_len);
+}
+
+CK_RV hf_pool_key_generate_pair(struct hf_pool *pool, enum hf_alg alg, unsigned bits,
+                                const char *label, const char *repl_label, size_t *member,
+                                unsigned char **der, size_t *der_len)
+{
+    struct pair_gen_call *g;
     CK_RV rv;
 
     if (pool == NULL || label == NULL || member == NULL || der == NULL || der_len == NULL)
         return CKR_ARGUMENTS_BAD;
-    if (bits != 2048 && bits != 3072 && bits != 4096) return CKR_KEY_SIZE_RANGE;
+    if (alg == HF_ALG_RSA ? bits != 2048 && bits != 3072 && bits != 4096
+                          : hf_curve_find(alg, bits) == NULL)
+        return CKR_KEY_SIZE_RANGE;
+    /* On the heap: two RSA-4096 components are a kilobyte. */
+    if ((g = calloc(1, sizeof(*g))) == NULL) return CKR_HOST_MEMORY;
+    *g = (struct pair_gen_call){.label = label,
+                                .obj = hf_pool_obj_of(alg),
+                                .bits = bits,
+                                .curve = hf_curve_find(alg, bits),
+                                .extractable = repl_label != NULL};
     /* As hf_pool_key_generate: the retry's member is the one recorded. */
-    if ((rv = hf_pool_run_slow(pool, rsa_gen_fn, &g)) != CKR_OK) return rv;
+    if ((rv = hf_pool_run_slow(pool, pair_gen_fn, g)) != CKR_OK) goto done;
     /* No copy before the public key is known: a pair the store cannot keep goes from one member. */
-    rv = hf_rsa_public_der(g.n, g.n_len, g.e, g.e_len, bits, der, der_len);
-    if (rv != CKR_OK) {
-        hf_pool_key_destroy(pool, g.member, label);
-        return rv;
+    if ((rv = pair_public_der(g, der, der_len)) != CKR_OK) {
+        hf_pool_key_destroy(pool, g->member, label);
+        goto done;
     }
-    *member = g.member;
+    *member = g->member;
     if (repl_label != NULL) {
-        clone_spread(pool, repl_label, label, HF_POOL_OBJ_RSA, g.member);
         *member = HF_POOL_KEY_ANY_MEMBER;
+        if ((rv = clone_spread(pool, repl_label, label, g->obj, g->member)) != CKR_OK) {
+            free(*der);
+            *der = NULL;
+        }
     }
-    return CKR_OK;
+done:
+    free(g);
+    return rv;
 }
 
 enum hf_pool_obj hf_pool_obj_of(enum hf_alg alg)
 {
-    return alg == HF_ALG_RSA ? HF_POOL_OBJ_RSA : HF_POOL_OBJ_AES;
+    switch (alg) {
+    case HF_ALG_RSA:
+        return HF_POOL_OBJ_RSA;
+    case HF_ALG_EC:
+        return HF_POOL_OBJ_EC;
+    case HF_ALG_ED25519:
+        return HF_POOL_OBJ_ED25519;
+    default:
+        return HF_POOL_OBJ_AES;
+    }
 }
 
 /* ---- work with a key in a member ---- */
@@ -197,11 +253,13 @@ struct key_call {
     CK_OBJECT_CLASS cls;
     enum key_op op;
     CK_MECHANISM mech;
-    /* RSA-OAEP the token refuses for its hash: decrypted raw instead, decoded in process */
+    /* A mechanism the token refuses, done another way: RSA-OAEP for its hash decrypted raw and
+     * decoded in process; CKM_ECDSA_SHA* as CKM_ECDSA of the hash made in process (fallback_in,
+     * when set, is the input then). */
     const CK_MECHANISM *fallback;
     bool fell_back;
-    const unsigned char *in;
-    size_t inlen;
+    const unsigned char *in, *fallback_in;
+    size_t inlen, fallback_inlen;
     unsigned char *scratch;
     size_t scratch_len;
     size_t result_len;
@@ -222,20 +280,16 @@ static bool rv_is_mech_refused(CK_RV rv)
 static CK_RV key_init(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, struct key_call *c,
                       CK_OBJECT_HANDLE h)
 {
-    CK_RV rv;
+    /* The three Inits have one signature. */
+    CK_C_SignInit init = c->op == KEY_ENCRYPT ? f->C_EncryptInit
+                         : c->op == KEY_SIGN  ? f->C_SignInit
+                                              : f->C_DecryptInit;
+    CK_RV rv = init(s, &c->mech, h);
 
     c->fell_back = false;
-    switch (c->op) {
-    case KEY_ENCRYPT:
-        return f->C_EncryptInit(s, &c->mech, h);
-    case KEY_SIGN:
-        return f->C_SignInit(s, &c->mech, h);
-    default:
-        rv = f->C_DecryptInit(s, &c->mech, h);
-        if (c->fallback == NULL || !rv_is_mech_refused(rv)) return rv;
-        c->fell_back = true;
-        return f->C_DecryptInit(s, (CK_MECHANISM_PTR)c->fallback, h);
-    }
+    if (c->fallback == NULL || !rv_is_mech_refused(rv)) return rv;
+    c->fell_back = true;
+    return init(s, (CK_MECHANISM_PTR)c->fallback, h);
 }
 
 static CK_RV key_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
@@ -243,7 +297,7 @@ static CK_RV key_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
 {
     struct key_call *c = arg;
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-    CK_ULONG n = (CK_ULONG)c->scratch_len;
+    CK_ULONG n = (CK_ULONG)c->scratch_len, inlen = (CK_ULONG)c->inlen;
     CK_BYTE_PTR in = (CK_BYTE_PTR)c->in;
     CK_RV rv = CKR_OK;
 
@@ -260,12 +314,16 @@ static CK_RV key_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
         hf_hsm_object_forget(hsm, c->cls, c->label);
     }
     if (rv != CKR_OK) return rv;
+    if (c->fell_back && c->fallback_in != NULL) {
+        in = (CK_BYTE_PTR)c->fallback_in;
+        inlen = (CK_ULONG)c->fallback_inlen;
+    }
     if (c->op == KEY_ENCRYPT) {
-        rv = f->C_Encrypt(s, in, (CK_ULONG)c->inlen, c->scratch, &n);
+        rv = f->C_Encrypt(s, in, inlen, c->scratch, &n);
     } else if (c->op == KEY_SIGN) {
-        rv = f->C_Sign(s, in, (CK_ULONG)c->inlen, c->scratch, &n);
+        rv = f->C_Sign(s, in, inlen, c->scratch, &n);
     } else {
-        rv = f->C_Decrypt(s, in, (CK_ULONG)c->inlen, c->scratch, &n);
+        rv = f->C_Decrypt(s, in, inlen, c->scratch, &n);
         /* SoftHSMv2 2.6 answers input that does not decrypt (a GCM tag that does not verify,
          * an RSA block that does not unpad, CBC-PAD padding that is wrong; its lengths are
          * checked before the call) with CKR_GENERAL_ERROR, others with
@@ -450,24 +508,28 @@ CK_RV hf_pool_key_cmac(struct hf_pool *pool, size_t member, const char *label,
 /* ---- RSA ---- */
 
 /* A hash by OpenSSL name (crypto.h) as PKCS#11 names it, and its hash-and-sign mechanisms. */
-struct rsa_hash {
+struct sig_hash {
     const char *md;
-    CK_MECHANISM_TYPE hash, pkcs, pss;
+    CK_MECHANISM_TYPE hash, pkcs, pss, ecdsa;
     CK_RSA_PKCS_MGF_TYPE mgf;
 };
 
-static const struct rsa_hash rsa_hashes[] = {
-    {"SHA1", CKM_SHA_1, CKM_SHA1_RSA_PKCS, CKM_SHA1_RSA_PKCS_PSS, CKG_MGF1_SHA1},
-    {"SHA224", CKM_SHA224, CKM_SHA224_RSA_PKCS, CKM_SHA224_RSA_PKCS_PSS, CKG_MGF1_SHA224},
-    {"SHA256", CKM_SHA256, CKM_SHA256_RSA_PKCS, CKM_SHA256_RSA_PKCS_PSS, CKG_MGF1_SHA256},
-    {"SHA384", CKM_SHA384, CKM_SHA384_RSA_PKCS, CKM_SHA384_RSA_PKCS_PSS, CKG_MGF1_SHA384},
-    {"SHA512", CKM_SHA512, CKM_SHA512_RSA_PKCS, CKM_SHA512_RSA_PKCS_PSS, CKG_MGF1_SHA512},
+static const struct sig_hash sig_hashes[] = {
+    {"SHA1", CKM_SHA_1, CKM_SHA1_RSA_PKCS, CKM_SHA1_RSA_PKCS_PSS, CKM_ECDSA_SHA1, CKG_MGF1_SHA1},
+    {"SHA224", CKM_SHA224, CKM_SHA224_RSA_PKCS, CKM_SHA224_RSA_PKCS_PSS, CKM_ECDSA_SHA224,
+     CKG_MGF1_SHA224},
+    {"SHA256", CKM_SHA256, CKM_SHA256_RSA_PKCS, CKM_SHA256_RSA_PKCS_PSS, CKM_ECDSA_SHA256,
+     CKG_MGF1_SHA256},
+    {"SHA384", CKM_SHA384, CKM_SHA384_RSA_PKCS, CKM_SHA384_RSA_PKCS_PSS, CKM_ECDSA_SHA384,
+     CKG_MGF1_SHA384},
+    {"SHA512", CKM_SHA512, CKM_SHA512_RSA_PKCS, CKM_SHA512_RSA_PKCS_PSS, CKM_ECDSA_SHA512,
+     CKG_MGF1_SHA512},
 };
 
-static const struct rsa_hash *rsa_hash_find(const char *md)
+static const struct sig_hash *sig_hash_find(const char *md)
 {
-    for (size_t i = 0; md != NULL && i < sizeof(rsa_hashes) / sizeof(rsa_hashes[0]); i++)
-        if (strcasecmp(md, rsa_hashes[i].md) == 0) return &rsa_hashes[i];
+    for (size_t i = 0; md != NULL && i < sizeof(sig_hashes) / sizeof(sig_hashes[0]); i++)
+        if (strcasecmp(md, sig_hashes[i].md) == 0) return &sig_hashes[i];
     return NULL;
 }
 
@@ -476,8 +538,8 @@ static const struct rsa_hash *rsa_hash_find(const char *md)
 static CK_RV rsa_mechanism(const struct hf_asym_params *p, bool sign, CK_RSA_PKCS_OAEP_PARAMS *oaep,
                            CK_RSA_PKCS_PSS_PARAMS *pss, CK_MECHANISM *mech)
 {
-    const struct rsa_hash *h = rsa_hash_find(p->md);
-    const struct rsa_hash *mgf = rsa_hash_find(p->mgf1_md != NULL ? p->mgf1_md : p->md);
+    const struct sig_hash *h = sig_hash_find(p->md);
+    const struct sig_hash *mgf = sig_hash_find(p->mgf1_md != NULL ? p->mgf1_md : p->md);
 
     if (p->md != NULL && h == NULL) return CKR_MECHANISM_PARAM_INVALID;
     switch (p->padding) {
@@ -583,6 +645,78 @@ done:
     free(block);
     OPENSSL_clear_free(em, k);
     return rv;
+}
+
+/* ---- ECDSA and EdDSA ---- */
+
+/* The two-call convention's first half for a result of need bytes: true (with *rv) when it is
+ * answered without the member, a size query or a short buffer. */
+static bool size_answered(const unsigned char *out, size_t *outlen, size_t need, CK_RV *rv)
+{
+    if (out != NULL && *outlen >= need) return false;
+    *rv = out == NULL ? CKR_OK : CKR_BUFFER_TOO_SMALL;
+    *outlen = need;
+    return true;
+}
+
+CK_RV hf_pool_key_ecdsa(struct hf_pool *pool, size_t member, const char *label,
+                        const struct hf_asym_params *p, size_t half, const unsigned char *in,
+                        size_t inlen, unsigned char *out, size_t *outlen)
+{
+    static const unsigned char none[1];
+    static const CK_MECHANISM plain = {CKM_ECDSA, NULL, 0};
+    const struct sig_hash *h = p != NULL ? sig_hash_find(p->md) : NULL;
+    unsigned char digest[EVP_MAX_MD_SIZE], rs[2 * HF_POOL_EC_MAX_HALF];
+    size_t digest_len = 0, rs_len = sizeof(rs);
+    struct key_call c = {.label = label,
+                         .cls = CKO_PRIVATE_KEY,
+                         .op = KEY_SIGN,
+                         .mech = {h != NULL ? h->ecdsa : CKM_ECDSA, NULL, 0},
+                         .in = inlen != 0 ? in : none,
+                         .inlen = inlen,
+                         .scratch_len = 2 * half};
+    CK_RV rv;
+
+    if (pool == NULL || label == NULL || p == NULL || outlen == NULL || (in == NULL && inlen) ||
+        half == 0 || half > HF_POOL_EC_MAX_HALF)
+        return CKR_ARGUMENTS_BAD;
+    if (p->md != NULL && h == NULL) return CKR_MECHANISM_PARAM_INVALID;
+    /* DER's size is known once signed: the query gets its bound, two INTEGERs of at most half + 1
+     * bytes and their 2-byte headers in a SEQUENCE of at most 3 header bytes. */
+    if ((out == NULL || !p->ecdsa_der) &&
+        size_answered(out, outlen, p->ecdsa_der ? 2 * (half + 3) + 3 : 2 * half, &rv))
+        return rv;
+    /* A token without CKM_ECDSA_SHA* (SoftHSMv2 2.6 has CKM_ECDSA alone) signs the hash made
+     * here: the same signature (PKCS#11 3.0 section 2.3.7: the mechanism hashes, then ECDSA). */
+    if (h != NULL) {
+        if ((rv = hf_digest(p->md, c.in, inlen, digest, &digest_len)) != CKR_OK) return rv;
+        c.fallback = &plain;
+        c.fallback_in = digest;
+        c.fallback_inlen = digest_len;
+    }
+    if (!p->ecdsa_der) return key_run(pool, member, &c, 2 * half, out, outlen);
+    rv = key_run(pool, member, &c, 2 * half, rs, &rs_len);
+    if (rv == CKR_OK) rv = hf_ecdsa_der_from_rs(rs, rs_len, out, outlen);
+    return rv;
+}
+
+CK_RV hf_pool_key_eddsa(struct hf_pool *pool, size_t member, const char *label,
+                        const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen)
+{
+    static const unsigned char none[1];
+    struct key_call c = {.label = label,
+                         .cls = CKO_PRIVATE_KEY,
+                         .op = KEY_SIGN,
+                         .mech = {CKM_EDDSA, NULL, 0},
+                         .in = inlen != 0 ? in : none,
+                         .inlen = inlen,
+                         .scratch_len = HF_POOL_ED25519_SIG_LEN};
+    CK_RV rv;
+
+    if (pool == NULL || label == NULL || outlen == NULL || (in == NULL && inlen))
+        return CKR_ARGUMENTS_BAD;
+    if (size_answered(out, outlen, HF_POOL_ED25519_SIG_LEN, &rv)) return rv;
+    return key_run(pool, member, &c, HF_POOL_ED25519_SIG_LEN, out, outlen);
 }
 
 /* ---- destruction ---- */

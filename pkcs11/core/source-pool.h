@@ -7,9 +7,9 @@
  *   sensitive and never extractable, so its work runs there alone (hf_pool_run_on): that member
  *   out of service is HF_POOL_RV_UNAVAILABLE for its keys, while creation goes to any healthy
  *   member (hf_pool_run, failover included).
- * - Clone mode: a key (an AES key, or an RSA pair's private key) is generated on one healthy
- *   member and copied to every other by wrap and unwrap under the pool's replication key
- *   (pool-clone.h), so it is on every member (kek_label "pool:NAME", no member) and its work
+ * - Clone mode: a key (an AES key, or an RSA, EC or Ed25519 pair's private key) is generated on
+ *   one healthy member and copied to every other by wrap and unwrap under the pool's replication
+ *   key (pool-clone.h), so it is on every member (kek_label "pool:NAME", no member) and its work
  *   runs on any healthy member, failover included. Its objects are sensitive but extractable
  *   (the copy is a C_WrapKey: gen_fn says why). A member that was out of service, or lacks a key
  *   when a request lands on it, is re-synced from the store's list of the pool's versions on the
@@ -18,9 +18,11 @@
  * - Export mode: clone mode, and each version is also kept in the store wrapped under the pool's
  *   backup KEK, so an empty token can be re-seeded (holdfast pool restore).
  *
- * AES keys (AES-GCM, -ECB, -CBC, -CBC-PAD, -CTR and -CMAC) and RSA keys (decrypt and sign) in
- * every mode, each operation one single-part call in a member, so a failover may repeat it on
- * another. Other mechanisms answer CKR_MECHANISM_INVALID above. */
+ * AES keys (AES-GCM, -ECB, -CBC, -CBC-PAD, -CTR and -CMAC), RSA keys (decrypt and sign), EC
+ * keys (ECDSA) and Ed25519 keys (EdDSA) in every mode, each operation one single-part call in a
+ * member, so a failover may repeat it on another. Other mechanisms answer CKR_MECHANISM_INVALID
+ * above. An Ed25519 key in a clone or export pool needs members that wrap such keys (SoftHSMv2
+ * 2.6 does not: its creation answers CKR_KEY_NOT_WRAPPABLE). */
 #ifndef HF_SOURCE_POOL_H
 #define HF_SOURCE_POOL_H
 
@@ -43,24 +45,27 @@ CK_RV hf_pool_key_generate(struct hf_pool *pool, unsigned bits, const char *labe
 /* The member argument for a clone-mode key, which is on every member. */
 #define HF_POOL_KEY_ANY_MEMBER ((size_t)-1)
 
-/* Generates an RSA key pair of bits (2048, 3072, 4096; public exponent 65537) inside a healthy
- * member: the private key a token object (class CKO_PRIVATE_KEY, labelled label, sensitive,
- * decrypt and sign only); the public key not kept there, but handed out as SubjectPublicKeyInfo
- * DER (*der malloc'd) for the store. repl_label NULL: plain mode, the private key never
- * extractable, *member the member it was made on. Otherwise clone mode, as
- * hf_pool_key_generate_clone: extractable, copied under the replication key repl_label to every
- * other member (those the copy does not reach now marked stale), *member
- * HF_POOL_KEY_ANY_MEMBER. */
-CK_RV hf_pool_key_generate_rsa(struct hf_pool *pool, unsigned bits, const char *label,
-                               const char *repl_label, size_t *member, unsigned char **der,
-                               size_t *der_len);
+/* Generates a key pair of alg (RSA: bits 2048, 3072, 4096, public exponent 65537; EC: P-256,
+ * P-384, P-521; Ed25519: 256) inside a healthy member: the private key a token object (class
+ * CKO_PRIVATE_KEY, labelled label, sensitive, decrypt and sign only, or sign only for EC and
+ * Ed25519); the public key not kept there, but handed out as SubjectPublicKeyInfo DER (*der
+ * malloc'd) for the store. repl_label NULL: plain mode, the private key never extractable,
+ * *member the member it was made on. Otherwise clone mode, as hf_pool_key_generate_clone:
+ * extractable, copied under the replication key repl_label to every other member (those the copy
+ * does not reach now marked stale), *member HF_POOL_KEY_ANY_MEMBER. */
+CK_RV hf_pool_key_generate_pair(struct hf_pool *pool, enum hf_alg alg, unsigned bits,
+                                const char *label, const char *repl_label, size_t *member,
+                                unsigned char **der, size_t *der_len);
 
-/* The kind of object a version of a key of alg is on a clone pool's members (AES or RSA). */
+/* The kind of object a version of a key of alg is on a clone pool's members (AES, RSA, EC or
+ * Ed25519). */
 enum hf_pool_obj hf_pool_obj_of(enum hf_alg alg);
 
 /* A clone-mode key: generated (sensitive, extractable) on a healthy member, then copied under the
  * replication key repl_label to every other member; a member the copy does not reach now is
- * marked stale (hf_pool_member_stale) for its re-sync. CKR_OK once the key exists on one member. */
+ * marked stale (hf_pool_member_stale) for its re-sync. CKR_OK once the key exists on one member;
+ * CKR_KEY_NOT_WRAPPABLE (or CKR_KEY_UNEXTRACTABLE) when the member that made it will not wrap it,
+ * so no other could ever hold it: nothing is kept then. */
 CK_RV hf_pool_key_generate_clone(struct hf_pool *pool, unsigned bits, const char *label,
                                  const char *repl_label);
 
@@ -105,6 +110,25 @@ CK_RV hf_pool_key_cmac(struct hf_pool *pool, size_t member, const char *label,
 CK_RV hf_pool_key_rsa(struct hf_pool *pool, size_t member, const char *label, bool sign,
                       const struct hf_asym_params *p, size_t k, const unsigned char *in,
                       size_t inlen, unsigned char *out, size_t *outlen);
+
+/* The widest ECDSA coordinate of a pool key (P-521), in bytes, and an Ed25519 signature's size. */
+#define HF_POOL_EC_MAX_HALF 66
+#define HF_POOL_ED25519_SIG_LEN 64
+
+/* An ECDSA signature of in with the private key labelled label in member, as the local source
+ * makes it (crypto.h's hf_asym_sign): md NULL signs in as a hash (CKM_ECDSA), else its hash
+ * (CKM_ECDSA_SHA*, or in a token that lacks that mechanism CKM_ECDSA of the hash made here);
+ * r || s of half bytes each (the order's size), or X9.62 DER when p->ecdsa_der. out NULL asks
+ * for the size (for DER an upper bound); a short buffer is CKR_BUFFER_TOO_SMALL with the size
+ * set. */
+CK_RV hf_pool_key_ecdsa(struct hf_pool *pool, size_t member, const char *label,
+                        const struct hf_asym_params *p, size_t half, const unsigned char *in,
+                        size_t inlen, unsigned char *out, size_t *outlen);
+
+/* An Ed25519 signature (RFC 8032 pure, HF_POOL_ED25519_SIG_LEN bytes) of in with the private key
+ * labelled label in member: the member's CKM_EDDSA. Two-call convention. */
+CK_RV hf_pool_key_eddsa(struct hf_pool *pool, size_t member, const char *label,
+                        const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
 
 /* Destroys the object labelled label on member (HF_POOL_KEY_ANY_MEMBER: on every member it can
  * reach, the first failure answered); CKR_OK when there is none. */

@@ -46,6 +46,9 @@ CK_RV hf_ecdsa_sign(struct hf_op *op, const unsigned char *in, size_t inlen, uns
         rv = hf_mech_out_check(out, outlen,
                                op->asym.ecdsa_der ? der_signature_max(op) : signature_bytes(op));
     if (rv != CKR_OK || out == NULL) return rv;
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        return hf_core_key_ecdsa_sign(hf_mod.core, &op->obj->key, &op->obj->version, &op->asym, in,
+                                      inlen, out, outlen);
     return hf_asym_sign(op->material, &op->asym, in, inlen, out, outlen);
 }
 

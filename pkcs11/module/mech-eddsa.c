@@ -19,6 +19,9 @@ CK_RV hf_eddsa_init(struct hf_op *op, const CK_MECHANISM *mech)
 CK_RV hf_eddsa_sign(struct hf_op *op, const unsigned char *in, size_t inlen, unsigned char *out,
                     size_t *outlen)
 {
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): the member does it */
+        return hf_core_key_ed25519_sign(hf_mod.core, &op->obj->key, &op->obj->version, in, inlen,
+                                        out, outlen);
     return hf_ed25519_sign(op->material, in, inlen, out, outlen);
 }
 

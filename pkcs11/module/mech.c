@@ -312,8 +312,9 @@ static CK_RV family_init(enum hf_mech_family family, struct hf_op *op, const CK_
 }
 
 /* A pool key's material stays in its member (source-pool.h): hf_gcm_*, hf_aes_*, hf_mac_*
- * (CMAC) and hf_rsa_decrypt/sign send the work there (RSA public work uses the stored public
- * key); a family not listed here has no member path, so a pool key refuses it. */
+ * (CMAC), hf_rsa_decrypt/sign, hf_ecdsa_sign and hf_eddsa_sign send the work there (public work
+ * uses the stored public key); a family not listed here has no member path, so a pool key
+ * refuses it. */
 static bool pool_family_ok(enum hf_mech_family family)
 {
     switch (family) {
@@ -321,6 +322,8 @@ static bool pool_family_ok(enum hf_mech_family family)
     case HF_FAMILY_AES:
     case HF_FAMILY_MAC:
     case HF_FAMILY_RSA:
+    case HF_FAMILY_ECDSA:
+    case HF_FAMILY_EDDSA:
         return true;
     default:
         return false;

@@ -179,8 +179,8 @@ static int pool_source_check(struct hf_cli *cli, const struct hf_key_spec *spec)
         snprintf(what, sizeof(what), "pool '%s'", name);
         return hf_cli_fail(cli, rv, what);
     }
-    if (spec->alg != HF_ALG_AES && spec->alg != HF_ALG_RSA) {
-        hf_cli_error("key '%s': pool keys are AES or RSA for now", spec->name);
+    if (!hf_core_pool_alg_is_served(spec->alg)) {
+        hf_cli_error("key '%s': pool keys are AES, RSA, EC or Ed25519", spec->name);
         return HF_EXIT_FAILED;
     }
     if (spec->exportable) {

@@ -17,6 +17,7 @@ UNIT_TESTS = \
 	tests/unit/test-root \
 	tests/unit/test-pool-repl \
 	tests/unit/test-source-pool \
+	tests/unit/test-source-pool-ec \
 	tests/unit/test-module-pool-aes \
 	tests/unit/test-audit \
 	tests/unit/test-core \
@@ -79,6 +80,9 @@ tests_unit_test_pool_repl_LDADD = $(UNIT_LDADD)
 tests_unit_test_source_pool_SOURCES = tests/unit/test-source-pool.c tests/unit/module-loader.h
 tests_unit_test_source_pool_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_source_pool_LDADD = $(UNIT_LDADD)
+tests_unit_test_source_pool_ec_SOURCES = tests/unit/test-source-pool-ec.c tests/unit/module-loader.h
+tests_unit_test_source_pool_ec_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_source_pool_ec_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_pool_aes_SOURCES = tests/unit/test-module-pool-aes.c tests/unit/module-loader.h
 tests_unit_test_module_pool_aes_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_pool_aes_LDADD = $(UNIT_LDADD)
