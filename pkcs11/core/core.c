@@ -667,6 +667,21 @@ CK_RV hf_core_key_ecdsa_sign(struct hf_core *core, const struct hf_key *key,
     return key_asym(core, key, v, HF_ALG_EC, true, p, in, inlen, out, outlen);
 }
 
+CK_RV hf_core_key_ecdh(struct hf_core *core, const struct hf_key *key,
+                       const struct hf_key_version *v, const unsigned char *point, size_t point_len,
+                       unsigned char *z, size_t zlen)
+{
+    struct hf_material *m = NULL;
+    struct hf_pool *pool = NULL;
+    size_t member = 0;
+    CK_RV rv;
+
+    /* A local key's Z is made from its material by the caller, which holds it already. */
+    if (v != NULL && !hf_key_version_is_in_pool(v)) return CKR_KEY_FUNCTION_NOT_PERMITTED;
+    if ((rv = version_at(core, key, v, HF_ALG_EC, &m, &pool, &member)) != CKR_OK) return rv;
+    return hf_pool_key_ecdh(pool, member, v->uuid, point, point_len, z, zlen);
+}
+
 CK_RV hf_core_key_ed25519_sign(struct hf_core *core, const struct hf_key *key,
                                const struct hf_key_version *v, const unsigned char *in,
                                size_t inlen, unsigned char *out, size_t *outlen)

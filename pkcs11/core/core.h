@@ -37,8 +37,8 @@ struct hf_key_spec {
     const struct hf_label *labels;
     size_t n_labels;
     /* NULL or "local": wrapped in the store (source-local.h); "pool:NAME": generated inside a
-     * member of HSM pool NAME and never out of it (source-pool.h: AES only, never exportable,
-     * not imported). */
+     * member of HSM pool NAME and never out of it (source-pool.h: AES, RSA, EC or Ed25519, as
+     * hf_core_pool_alg_is_served says; never exportable, not imported). */
     const char *source;
 };
 
@@ -320,6 +320,15 @@ CK_RV hf_core_key_ecdsa_sign(struct hf_core *core, const struct hf_key *key,
 CK_RV hf_core_key_ed25519_sign(struct hf_core *core, const struct hf_key *key,
                                const struct hf_key_version *v, const unsigned char *in,
                                size_t inlen, unsigned char *out, size_t *outlen);
+
+/* ECDH's Z (zlen bytes, the field's size, into z) of version v of key (an EC key) kept in a pool
+ * and the peer's uncompressed point, checked by the caller to be on the key's curve: in the
+ * member that holds it (hf_pool_key_ecdh), plus the pool's results. A local version's material
+ * serves its caller (hf_core_material_as): CKR_KEY_FUNCTION_NOT_PERMITTED here, as
+ * hf_core_material_as answers for a pool version. */
+CK_RV hf_core_key_ecdh(struct hf_core *core, const struct hf_key *key,
+                       const struct hf_key_version *v, const unsigned char *point, size_t point_len,
+                       unsigned char *z, size_t zlen);
 
 /* Current time in seconds, and a monotonic clock in microseconds (latency). */
 int64_t hf_now(void);

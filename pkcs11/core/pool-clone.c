@@ -43,12 +43,14 @@ size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
      * but keys. All are token objects, sensitive (never readable in clear) and extractable (a copy
      * to another member, or to an export pool's backup, is a C_WrapKey: source-pool.c's gen_fn
      * says why that is the price of clone mode). A private key takes no CKA_ENCRYPT or CKA_WRAP:
-     * its slots say CKA_SIGN and CKA_DERIVE (false) instead. An AES data key also signs: AES-CMAC
-     * in the member is a C_Sign (source-pool.c's hf_pool_key_cmac); a private key's CKA_SIGN is
-     * in the slot above, so its template stops before that last entry. */
+     * its slots say CKA_SIGN and CKA_DERIVE (false but for EC keys) instead. An AES data key
+     * also signs: AES-CMAC in the member is a C_Sign (source-pool.c's hf_pool_key_cmac); a
+     * private key's CKA_SIGN is in the slot above, so its template stops before that last entry. */
     bool priv = hf_pool_obj_class(obj) == CKO_PRIVATE_KEY, repl = obj == HF_POOL_OBJ_REPLICATION;
     bool sign_only = obj == HF_POOL_OBJ_EC || obj == HF_POOL_OBJ_ED25519;
     CK_BBOOL *data = repl ? &tmpl_false : &tmpl_true, *keys = repl ? &tmpl_true : &tmpl_false;
+    /* An EC key derives too: ECDH in the member (source-pool.c's hf_pool_key_ecdh). */
+    CK_BBOOL *derive = obj == HF_POOL_OBJ_EC ? &tmpl_true : &tmpl_false;
     CK_ATTRIBUTE t[] = {
         {CKA_CLASS, priv ? &private_class : &secret_class, sizeof(CK_OBJECT_CLASS)},
         {CKA_KEY_TYPE, &key_types[obj], sizeof(CK_KEY_TYPE)},
@@ -58,7 +60,7 @@ size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
         {CKA_EXTRACTABLE, &tmpl_true, sizeof(tmpl_true)},
         {priv ? CKA_SIGN : CKA_ENCRYPT, data, sizeof(*data)},
         {CKA_DECRYPT, sign_only ? &tmpl_false : data, sizeof(*data)},
-        {priv ? CKA_DERIVE : CKA_WRAP, keys, sizeof(*keys)},
+        {priv ? CKA_DERIVE : CKA_WRAP, priv ? derive : keys, sizeof(*keys)},
         {CKA_UNWRAP, keys, sizeof(*keys)},
         {CKA_LABEL, (void *)label, strlen(label)},
         {CKA_ID, (void *)label, strlen(label)},

@@ -243,7 +243,7 @@ enum hf_pool_obj hf_pool_obj_of(enum hf_alg alg)
 
 /* ---- work with a key in a member ---- */
 
-enum key_op { KEY_ENCRYPT, KEY_DECRYPT, KEY_SIGN };
+enum key_op { KEY_ENCRYPT, KEY_DECRYPT, KEY_SIGN, KEY_DERIVE_ECDH };
 
 /* One single-part operation with the object of class cls labelled label, its output made in
  * scratch (as large as any member may ask for, so the operation always ends in the member: no
@@ -292,6 +292,34 @@ static CK_RV key_init(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, struct key_ca
     return init(s, (CK_MECHANISM_PTR)c->fallback, h);
 }
 
+/* ECDH (CKD_NULL) of the private key h and the peer's point c->in: the member derives Z into a
+ * session object it may read (not sensitive, extractable: Z is the output, as the local source
+ * hands it out), read into the scratch and destroyed at once. */
+static CK_RV key_derive_ecdh(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, struct key_call *c,
+                             CK_OBJECT_HANDLE h)
+{
+    CK_ECDH1_DERIVE_PARAMS params = {CKD_NULL, 0, NULL, (CK_ULONG)c->inlen, (CK_BYTE_PTR)c->in};
+    CK_MECHANISM mech = {CKM_ECDH1_DERIVE, &params, sizeof(params)};
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_GENERIC_SECRET;
+    CK_BBOOL no = CK_FALSE, yes = CK_TRUE;
+    CK_ULONG len = (CK_ULONG)c->scratch_len;
+    CK_ATTRIBUTE t[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},       {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_TOKEN, &no, sizeof(no)},         {CKA_SENSITIVE, &no, sizeof(no)},
+        {CKA_EXTRACTABLE, &yes, sizeof(yes)}, {CKA_VALUE_LEN, &len, sizeof(len)},
+    };
+    CK_ATTRIBUTE value = {CKA_VALUE, c->scratch, (CK_ULONG)c->scratch_len};
+    CK_OBJECT_HANDLE z = CK_INVALID_HANDLE;
+    CK_RV rv = f->C_DeriveKey(s, &mech, h, t, sizeof(t) / sizeof(t[0]), &z);
+
+    if (rv != CKR_OK) return rv;
+    rv = f->C_GetAttributeValue(s, z, &value, 1);
+    f->C_DestroyObject(s, z);
+    if (rv == CKR_OK) c->result_len = value.ulValueLen;
+    return rv;
+}
+
 static CK_RV key_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
                     void *arg)
 {
@@ -309,11 +337,11 @@ static CK_RV key_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, C
             if (c->missing != NULL) c->missing[member] = true;
             return CKR_KEY_HANDLE_INVALID;
         }
-        rv = key_init(f, s, c, h);
+        rv = c->op == KEY_DERIVE_ECDH ? key_derive_ecdh(f, s, c, h) : key_init(f, s, c, h);
         if (!rv_is_stale_handle(rv)) break;
         hf_hsm_object_forget(hsm, c->cls, c->label);
     }
-    if (rv != CKR_OK) return rv;
+    if (rv != CKR_OK || c->op == KEY_DERIVE_ECDH) return rv;
     if (c->fell_back && c->fallback_in != NULL) {
         in = (CK_BYTE_PTR)c->fallback_in;
         inlen = (CK_ULONG)c->fallback_inlen;
@@ -717,6 +745,22 @@ CK_RV hf_pool_key_eddsa(struct hf_pool *pool, size_t member, const char *label,
         return CKR_ARGUMENTS_BAD;
     if (size_answered(out, outlen, HF_POOL_ED25519_SIG_LEN, &rv)) return rv;
     return key_run(pool, member, &c, HF_POOL_ED25519_SIG_LEN, out, outlen);
+}
+
+CK_RV hf_pool_key_ecdh(struct hf_pool *pool, size_t member, const char *label,
+                       const unsigned char *point, size_t point_len, unsigned char *z, size_t zlen)
+{
+    struct key_call c = {.label = label,
+                         .cls = CKO_PRIVATE_KEY,
+                         .op = KEY_DERIVE_ECDH,
+                         .in = point,
+                         .inlen = point_len,
+                         .scratch_len = zlen};
+    size_t len = zlen;
+
+    if (pool == NULL || label == NULL || point == NULL || point_len == 0 || z == NULL || zlen == 0)
+        return CKR_ARGUMENTS_BAD;
+    return key_run(pool, member, &c, zlen, z, &len);
 }
 
 /* ---- destruction ---- */

@@ -130,6 +130,15 @@ CK_RV hf_pool_key_ecdsa(struct hf_pool *pool, size_t member, const char *label,
 CK_RV hf_pool_key_eddsa(struct hf_pool *pool, size_t member, const char *label,
                         const unsigned char *in, size_t inlen, unsigned char *out, size_t *outlen);
 
+/* ECDH's Z (SEC 1 section 3.3.1: the shared point's x coordinate, zlen bytes, the field's size)
+ * of the EC private key labelled label in member and the peer's uncompressed point (04 || x || y,
+ * checked by the caller to be on the key's curve): the member's CKM_ECDH1_DERIVE with CKD_NULL
+ * into a session object read out and destroyed at once. z: zlen bytes of the caller's (secret
+ * memory). A key made before its template said CKA_DERIVE answers CKR_KEY_TYPE_INCONSISTENT or
+ * CKR_KEY_FUNCTION_NOT_PERMITTED, as its token says. */
+CK_RV hf_pool_key_ecdh(struct hf_pool *pool, size_t member, const char *label,
+                       const unsigned char *point, size_t point_len, unsigned char *z, size_t zlen);
+
 /* Destroys the object labelled label on member (HF_POOL_KEY_ANY_MEMBER: on every member it can
  * reach, the first failure answered); CKR_OK when there is none. */
 CK_RV hf_pool_key_destroy(struct hf_pool *pool, size_t member, const char *label);

@@ -86,6 +86,27 @@ static CK_RV shared_secret(EVP_PKEY *priv, EVP_PKEY *peer, unsigned char **z, si
     return rv;
 }
 
+/* Z of a pool key (hf_object_is_in_pool): made in its member from the peer's point. */
+static CK_RV pool_secret(struct hf_object *base, EVP_PKEY *peer, unsigned char **z, size_t *zlen)
+{
+    unsigned char point[1 + 2 * 66]; /* P-521's uncompressed point */
+    size_t len = 0;
+    CK_RV rv;
+
+    *z = NULL;
+    *zlen = (base->key.bits + 7) / 8;
+    if (!EVP_PKEY_get_octet_string_param(peer, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point,
+                                         sizeof(point), &len))
+        return CKR_MECHANISM_PARAM_INVALID;
+    if ((*z = hf_secmem_alloc(*zlen)) == NULL) return CKR_HOST_MEMORY;
+    rv = hf_core_key_ecdh(hf_mod.core, &base->key, &base->version, point, len, *z, *zlen);
+    if (rv != CKR_OK) {
+        hf_secmem_free(*z, *zlen);
+        *z = NULL;
+    }
+    return rv;
+}
+
 static CK_RV x963(const char *md, const unsigned char *z, size_t zlen,
                   const CK_ECDH1_DERIVE_PARAMS *p, unsigned char *out, size_t len)
 {
@@ -142,8 +163,10 @@ CK_RV hf_ecdh_derive(struct hf_object *base, const CK_MECHANISM *mech, size_t wa
     CK_RV rv = params_get(mech, &p);
 
     if (rv == CKR_OK) rv = peer_key(base, p, &peer);
-    if (rv == CKR_OK) rv = hf_object_material(base, &m);
-    if (rv == CKR_OK) rv = shared_secret(hf_material_pkey(m), peer, &z, &zlen);
+    if (rv == CKR_OK && hf_object_is_in_pool(base))
+        rv = pool_secret(base, peer, &z, &zlen);
+    else if (rv == CKR_OK && (rv = hf_object_material(base, &m)) == CKR_OK)
+        rv = shared_secret(hf_material_pkey(m), peer, &z, &zlen);
     if (rv == CKR_OK) rv = output(kdf_md(p->kdf), z, zlen, p, want, out, outlen);
     hf_secmem_free(z, zlen);
     hf_material_unref(m);

@@ -581,8 +581,8 @@ static const struct hf_cli_command key_commands[] = {
      "  --exportable     the material may be read through PKCS#11\n"
      "  --state S        pre-active (usable after `key activate`) or active (default)\n"
      "  --source S       local (default: wrapped in the store) or pool:POOL (generated\n"
-     "                   inside a member of HSM pool POOL, never out of it: AES for AES-GCM,\n"
-     "                   or RSA for decrypt and sign)\n"},
+     "                   inside a member of HSM pool POOL, never out of it: AES, RSA for\n"
+     "                   decrypt and sign, EC or Ed25519 for sign)\n"},
     {"list", cmd_list, "", "list keys: NAME, ALG, STATE, VERSION, USAGE, UUID", NULL},
     {"show", cmd_show, "REF", "show a key with its versions, labels and links", NULL},
     {"rotate", cmd_rotate, "REF",

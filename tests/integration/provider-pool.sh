@@ -6,7 +6,8 @@
 # and PKCS#1 signatures made in the member verify with OpenSSL's default provider
 # alone; OAEP-SHA-256 and PKCS#1 v1.5 ciphertexts made by the default provider decrypt; a
 # tampered ciphertext is refused and the next decrypt still works; and with the member's token
-# gone the provider fails cleanly instead of falling back to anything.
+# gone the provider fails cleanly instead of falling back to anything. An EC P-256 and an Ed25519
+# pool key sign through the provider too, verified by the default provider.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 . "${top_srcdir:-.}/tests/integration/provider-lib.sh"
 
@@ -62,6 +63,24 @@ hf_expect_exit 1 ossl pkeyutl $P -decrypt -passin "$PIN" -inkey holdfast:pool-rs
 hf_expect_exit 0 ossl pkeyutl $P -decrypt -passin "$PIN" -inkey holdfast:pool-rsa \
     -in "$T/pool-rsa.oaep.bin" -out "$T/again.out" $oaep
 cmp -s "$T/secret" "$T/again.out" || hf_fail "the decrypt after a tampered one"
+
+# EC P-256 and Ed25519 pool keys: ECDSA (DER, CKM_HF_ECDSA_DER) and EdDSA made in the member
+# verify with the default provider under the public key the provider exports from the store.
+hf_expect_exit 0 "$HF_CLI" key create pool-ec --alg EC-P256 --source pool:pp
+hf_expect_exit 0 "$HF_CLI" key create pool-ed --alg Ed25519 --source pool:pp
+for k in pool-ec pool-ed; do
+    hf_expect_exit 0 ossl pkey $P -passin "$PIN" -in "holdfast:$k" -pubout -out "$T/$k.pub"
+done
+hf_expect_exit 0 ossl pkeyutl $P -sign -passin "$PIN" -inkey holdfast:pool-ec \
+    -in "$T/msg.sha256" -out "$T/pool-ec.sig"
+hf_expect_exit 0 openssl pkeyutl -verify -pubin -inkey "$T/pool-ec.pub" -in "$T/msg.sha256" \
+    -sigfile "$T/pool-ec.sig"
+expect_out "Signature Verified Successfully"
+hf_expect_exit 0 ossl pkeyutl $P -sign -rawin -passin "$PIN" -inkey holdfast:pool-ed \
+    -in "$T/msg" -out "$T/pool-ed.sig"
+hf_expect_exit 0 openssl pkeyutl -verify -rawin -pubin -inkey "$T/pool-ed.pub" -in "$T/msg" \
+    -sigfile "$T/pool-ed.sig"
+expect_out "Signature Verified Successfully"
 
 # Both members' tokens gone: a signature fails, nothing else answers for the pool.
 for t in prov-a prov-b; do

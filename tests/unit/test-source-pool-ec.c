@@ -360,24 +360,27 @@ struct pair {
 
 /* The module's own twin of a curve: a token key pair it generates (local source). */
 static CK_RV local_pair(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, const struct curve_case *c,
-                        const char *label, bool sign, struct pair *out)
+                        const char *label, bool sign, bool derive, struct pair *out)
 {
     static const unsigned char p256[] = {0x06, 0x08, 0x2a, 0x86, 0x48,
                                          0xce, 0x3d, 0x03, 0x01, 0x07};
     static const unsigned char ed[] = {0x06, 0x03, 0x2b, 0x65, 0x70};
     CK_MECHANISM mech = {c->alg == HF_ALG_EC ? CKM_EC_KEY_PAIR_GEN : CKM_EC_EDWARDS_KEY_PAIR_GEN,
                          NULL, 0};
-    CK_BBOOL yes = CK_TRUE, signs_ = sign ? CK_TRUE : CK_FALSE;
+    CK_BBOOL yes = CK_TRUE, signs_ = sign ? CK_TRUE : CK_FALSE,
+             derives = derive ? CK_TRUE : CK_FALSE;
     CK_ATTRIBUTE pub[] = {
         {CKA_EC_PARAMS, (void *)(c->alg == HF_ALG_EC ? p256 : ed),
          c->alg == HF_ALG_EC ? sizeof(p256) : sizeof(ed)},
         {CKA_TOKEN, &yes, 1},
         {CKA_LABEL, (void *)label, strlen(label)},
     };
-    CK_ATTRIBUTE priv[] = {
-        {CKA_TOKEN, &yes, 1}, {CKA_SIGN, &signs_, 1}, {CKA_LABEL, (void *)label, strlen(label)}};
+    CK_ATTRIBUTE priv[] = {{CKA_TOKEN, &yes, 1},
+                           {CKA_SIGN, &signs_, 1},
+                           {CKA_LABEL, (void *)label, strlen(label)},
+                           {CKA_DERIVE, &derives, 1}};
 
-    return p11->C_GenerateKeyPair(s, &mech, pub, 3, priv, 3, &out->pub, &out->priv);
+    return p11->C_GenerateKeyPair(s, &mech, pub, 3, priv, 4, &out->pub, &out->priv);
 }
 
 /* C_Sign of in (split 0) or C_SignUpdate twice then C_SignFinal. */
@@ -478,9 +481,9 @@ static void test_the_module_signs_with_a_pool_ec_or_ed25519_key_as_with_a_local_
         nosign[0].pub = hf_test_find_by_label(p11, s, CKO_PUBLIC_KEY, name);
         CU_ASSERT_FATAL(two[0].priv != CK_INVALID_HANDLE && nosign[0].priv != CK_INVALID_HANDLE);
         snprintf(name, sizeof(name), "lk-%s", c->name);
-        CU_ASSERT_EQUAL_FATAL(local_pair(p11, s, c, name, true, &two[1]), CKR_OK);
+        CU_ASSERT_EQUAL_FATAL(local_pair(p11, s, c, name, true, false, &two[1]), CKR_OK);
         snprintf(name, sizeof(name), "lk-%s-nosign", c->name);
-        CU_ASSERT_EQUAL_FATAL(local_pair(p11, s, c, name, false, &nosign[1]), CKR_OK);
+        CU_ASSERT_EQUAL_FATAL(local_pair(p11, s, c, name, false, false, &nosign[1]), CKR_OK);
         if (ed) {
             same_answers(p11, s, two, CKM_EDDSA, msg, sizeof(msg), 0, 64);
             /* Single-part only, a short buffer, another family, no sign usage. */
@@ -511,6 +514,101 @@ static void test_the_module_signs_with_a_pool_ec_or_ed25519_key_as_with_a_local_
     hf_test_module_unload(&mod);
 }
 
+/* ECDH (CKD_NULL) of a P-256 key and a peer's point through the module: Z made by C_DeriveKey
+ * into a readable session secret, and what OpenSSL derives from the peer's private key and the
+ * key's public one. */
+static CK_RV ecdh_z(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE base,
+                    unsigned char *point, size_t point_len, CK_ULONG kdf, unsigned char z[32])
+{
+    CK_ECDH1_DERIVE_PARAMS params = {kdf, 0, NULL, (CK_ULONG)point_len, point};
+    CK_MECHANISM mech = {CKM_ECDH1_DERIVE, &params, sizeof(params)};
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_GENERIC_SECRET;
+    CK_BBOOL no = CK_FALSE, yes = CK_TRUE;
+    CK_ULONG len = 32;
+    CK_ATTRIBUTE t[] = {
+        {CKA_CLASS, &cls, sizeof(cls)},
+        {CKA_KEY_TYPE, &type, sizeof(type)},
+        {CKA_TOKEN, &no, 1},
+        {CKA_SENSITIVE, &no, 1},
+        {CKA_EXTRACTABLE, &yes, 1},
+        {CKA_VALUE_LEN, &len, sizeof(len)},
+    };
+    CK_ATTRIBUTE value = {CKA_VALUE, z, 32};
+    CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
+    CK_RV rv = p11->C_DeriveKey(s, &mech, base, t, sizeof(t) / sizeof(t[0]), &h);
+
+    if (rv != CKR_OK) return rv;
+    rv = p11->C_GetAttributeValue(s, h, &value, 1);
+    p11->C_DestroyObject(s, h);
+    return rv == CKR_OK && value.ulValueLen != 32 ? CKR_GENERAL_ERROR : rv;
+}
+
+/* Whether z is the ECDH secret of peer and the public key of object pub. */
+static bool openssl_z_is(CK_FUNCTION_LIST_PTR p11, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE pub,
+                         EVP_PKEY *peer, const unsigned char z[32])
+{
+    unsigned char spki[128], want[32];
+    CK_ATTRIBUTE a = {CKA_PUBLIC_KEY_INFO, spki, sizeof(spki)};
+    const unsigned char *p = spki;
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *ctx = NULL;
+    size_t len = sizeof(want);
+    bool ok = p11->C_GetAttributeValue(s, pub, &a, 1) == CKR_OK &&
+              (key = d2i_PUBKEY(NULL, &p, (long)a.ulValueLen)) != NULL &&
+              (ctx = EVP_PKEY_CTX_new(peer, NULL)) != NULL && EVP_PKEY_derive_init(ctx) == 1 &&
+              EVP_PKEY_derive_set_peer(ctx, key) == 1 && EVP_PKEY_derive(ctx, want, &len) == 1 &&
+              len == 32 && memcmp(want, z, 32) == 0;
+
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+static void test_ecdh_with_a_pool_key_derives_in_its_member_what_openssl_derives(void)
+{
+    const unsigned long usage = HF_USAGE_SIGN | HF_USAGE_VERIFY | HF_USAGE_DERIVE;
+    struct hf_test_module mod = {0};
+    struct hf_key k = {0};
+    struct hf_key_version v = {0};
+    EVP_PKEY *peer = EVP_EC_gen("P-256");
+    unsigned char point[65], off[65], z[32];
+    size_t point_len = 0;
+    CK_FUNCTION_LIST_PTR p11;
+    CK_SESSION_HANDLE s;
+    struct pair two[2], none[2];
+
+    CU_ASSERT_FATAL(peer != NULL && EVP_PKEY_get_octet_string_param(peer, "encoded-pub-key", point,
+                                                                    sizeof(point), &point_len));
+    memcpy(off, point, sizeof(off));
+    off[64] ^= 1; /* off the curve */
+    CU_ASSERT_EQUAL_FATAL(key_make("dk-P-256", &curves[0], "pool:p1", usage, &k, &v), CKR_OK);
+    hf_key_clear(&k);
+    hf_key_version_clear(&v);
+    CU_ASSERT_EQUAL_FATAL(hf_test_module_load(&mod), 0);
+    p11 = mod.p11;
+    CU_ASSERT_EQUAL_FATAL(hf_test_module_start(p11, &s), CKR_OK);
+    two[0].priv = hf_test_find_by_label(p11, s, CKO_PRIVATE_KEY, "dk-P-256");
+    two[0].pub = hf_test_find_by_label(p11, s, CKO_PUBLIC_KEY, "dk-P-256");
+    none[0].priv = hf_test_find_by_label(p11, s, CKO_PRIVATE_KEY, "mk-P-256");
+    CU_ASSERT_EQUAL_FATAL(local_pair(p11, s, &curves[0], "dl-P-256", true, true, &two[1]), CKR_OK);
+    none[1].priv = hf_test_find_by_label(p11, s, CKO_PRIVATE_KEY, "lk-P-256");
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(ecdh_z(p11, s, two[i].priv, point, point_len, CKD_NULL, z), CKR_OK);
+        CU_ASSERT(openssl_z_is(p11, s, two[i].pub, peer, z));
+        CU_ASSERT_EQUAL(ecdh_z(p11, s, two[i].priv, point, point_len, CKD_SHA256_KDF, z), CKR_OK);
+        CU_ASSERT_EQUAL(ecdh_z(p11, s, two[i].priv, off, sizeof(off), CKD_NULL, z),
+                        CKR_MECHANISM_PARAM_INVALID);
+    }
+    /* No derive usage: the same refusal. */
+    CU_ASSERT_EQUAL(ecdh_z(p11, s, none[0].priv, point, point_len, CKD_NULL, z),
+                    ecdh_z(p11, s, none[1].priv, point, point_len, CKD_NULL, z));
+    EVP_PKEY_free(peer);
+    p11->C_CloseSession(s);
+    p11->C_Finalize(NULL);
+    hf_test_module_unload(&mod);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
@@ -522,6 +620,8 @@ int main(void)
          test_an_export_member_emptied_is_restored_and_signs_for_the_same_public_key},
         {"the module signs with a pool EC or Ed25519 key as with a local one",
          test_the_module_signs_with_a_pool_ec_or_ed25519_key_as_with_a_local_one},
+        {"ECDH with a pool key derives in its member what OpenSSL derives",
+         test_ecdh_with_a_pool_key_derives_in_its_member_what_openssl_derives},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {
