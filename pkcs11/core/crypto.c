@@ -478,12 +478,24 @@ CK_RV hf_material_public_der(const struct hf_material *m, unsigned char **der, s
     return pubkey_der(m->pkey, der, len);
 }
 
+/* A public key of OpenSSL's key type type from its parameters; NULL when they make none. */
+static EVP_PKEY *public_from_params(const char *type, OSSL_PARAM *params)
+{
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(libctx, type, NULL);
+    EVP_PKEY *pkey = NULL;
+
+    if (ctx == NULL || EVP_PKEY_fromdata_init(ctx) <= 0 ||
+        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0)
+        pkey = NULL;
+    EVP_PKEY_CTX_free(ctx);
+    return pkey;
+}
+
 CK_RV hf_rsa_public_der(const unsigned char *n, size_t nlen, const unsigned char *e, size_t elen,
                         unsigned bits, unsigned char **der, size_t *len)
 {
     OSSL_PARAM_BLD *bld = NULL;
     OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *ctx = NULL;
     EVP_PKEY *pkey = NULL;
     BIGNUM *bn_n = NULL, *bn_e = NULL;
     CK_RV rv = CKR_HOST_MEMORY;
@@ -496,18 +508,15 @@ CK_RV hf_rsa_public_der(const unsigned char *n, size_t nlen, const unsigned char
         (bn_e = BN_bin2bn(e, (int)elen, NULL)) == NULL || (bld = OSSL_PARAM_BLD_new()) == NULL ||
         !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n) ||
         !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e) ||
-        (params = OSSL_PARAM_BLD_to_param(bld)) == NULL ||
-        (ctx = EVP_PKEY_CTX_new_from_name(libctx, "RSA", NULL)) == NULL)
+        (params = OSSL_PARAM_BLD_to_param(bld)) == NULL)
         goto done;
     rv = CKR_ATTRIBUTE_VALUE_INVALID;
-    if (EVP_PKEY_fromdata_init(ctx) <= 0 ||
-        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0 ||
+    if ((pkey = public_from_params("RSA", params)) == NULL ||
         (unsigned)EVP_PKEY_get_bits(pkey) != bits)
         goto done;
     rv = pubkey_der(pkey, der, len);
 done:
     EVP_PKEY_free(pkey);
-    EVP_PKEY_CTX_free(ctx);
     OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
     BN_free(bn_n);
@@ -525,7 +534,6 @@ CK_RV hf_ec_public_der(enum hf_alg alg, unsigned bits, const unsigned char *poin
     ASN1_OCTET_STRING *os = NULL;
     OSSL_PARAM params[3];
     size_t np = 0;
-    EVP_PKEY_CTX *ctx = NULL;
     EVP_PKEY *pkey = NULL;
     CK_RV rv = CKR_ATTRIBUTE_VALUE_INVALID;
 
@@ -546,15 +554,10 @@ CK_RV hf_ec_public_der(enum hf_alg alg, unsigned bits, const unsigned char *poin
             OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)c->group, 0);
     params[np++] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, len);
     params[np] = OSSL_PARAM_construct_end();
-    if ((ctx = EVP_PKEY_CTX_new_from_name(libctx, alg == HF_ALG_EC ? "EC" : c->group, NULL)) ==
-            NULL ||
-        EVP_PKEY_fromdata_init(ctx) <= 0 ||
-        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0)
-        goto done;
+    if ((pkey = public_from_params(alg == HF_ALG_EC ? "EC" : c->group, params)) == NULL) goto done;
     rv = pubkey_der(pkey, der, der_len);
 done:
     EVP_PKEY_free(pkey);
-    EVP_PKEY_CTX_free(ctx);
     ASN1_OCTET_STRING_free(os);
     ERR_pop_to_mark();
     return rv;
