@@ -3,6 +3,7 @@
 #include "core-internal.h"
 #include "file.h"
 #include "hsm.h"
+#include "pool-wrap.h"
 #include "softhsm-backup.h"
 #include "log.h"
 
@@ -528,8 +529,8 @@ CK_RV hf_core_material_as(struct hf_core *core, enum hf_alg alg, const struct hf
                           struct hf_material **out)
 {
     if (core == NULL || v == NULL || out == NULL) return CKR_ARGUMENTS_BAD;
-    /* A pool version's material never leaves its member: only hf_core_key_gcm, _aes, _cmac
-     * and hf_core_key_rsa_* use it. */
+    /* A pool version's material never leaves its member: only hf_core_key_gcm, _aes, _cmac,
+     * _kw and hf_core_key_rsa_* use it. */
     if (hf_key_version_is_in_pool(v)) return CKR_KEY_FUNCTION_NOT_PERMITTED;
     CK_RV rv = hf_local_material_as(core->local, alg, v, out);
     if (rv == CKR_WRAPPED_KEY_INVALID) material_refused(core, v);
@@ -617,6 +618,25 @@ CK_RV hf_core_key_cmac(struct hf_core *core, const struct hf_key *key,
         return rv;
     }
     return hf_pool_key_cmac(pool, member, v->uuid, in, inlen, out);
+}
+
+CK_RV hf_core_key_kw(struct hf_core *core, const struct hf_key *key, const struct hf_key_version *v,
+                     bool pad, bool wrap, const unsigned char *in, size_t inlen, unsigned char *out,
+                     size_t *outlen)
+{
+    struct hf_material *m = NULL;
+    struct hf_pool *pool = NULL;
+    size_t member = 0;
+    CK_RV rv;
+
+    if ((rv = version_at(core, key, v, HF_ALG_AES, &m, &pool, &member)) != CKR_OK) return rv;
+    if (m != NULL) {
+        rv = wrap ? hf_aes_kw_wrap(m, pad, in, inlen, out, outlen)
+                  : hf_aes_kw_unwrap(m, pad, in, inlen, out, outlen);
+        hf_material_unref(m);
+        return rv;
+    }
+    return hf_pool_key_kw(pool, member, v->uuid, pad, wrap, in, inlen, out, outlen);
 }
 
 /* RSA decrypt (sign false) or RSA or ECDSA sign (alg) with v's private key, wherever it is. */

@@ -294,6 +294,14 @@ CK_RV hf_core_key_cmac(struct hf_core *core, const struct hf_key *key,
                        const struct hf_key_version *v, const unsigned char *in, size_t inlen,
                        unsigned char out[HF_AES_BLOCK]);
 
+/* AES key wrap (RFC 3394, or RFC 5649 when pad) of in (wrap true) or unwrap of the blob in, with
+ * version v of key (an AES key) wherever it is, as hf_core_key_aes: in process (hf_aes_kw_wrap /
+ * hf_aes_kw_unwrap, whose arguments and results these take) or in the member that holds it
+ * (hf_pool_key_kw, pool-wrap.h), plus the pool's results. */
+CK_RV hf_core_key_kw(struct hf_core *core, const struct hf_key *key, const struct hf_key_version *v,
+                     bool pad, bool wrap, const unsigned char *in, size_t inlen, unsigned char *out,
+                     size_t *outlen);
+
 /* RSA decryption and signature with version v of key (an RSA key), wherever its private key
  * is, as hf_core_key_gcm: in process (hf_asym_decrypt / hf_asym_sign, whose arguments and
  * results these take) or in the member that holds it (hf_pool_key_rsa: the same paddings and

@@ -21,6 +21,7 @@ libholdfast_core_la_SOURCES = \
 	pkcs11/core/pool.c pkcs11/core/pool.h pkcs11/core/pool-clone.c pkcs11/core/pool-clone.h \
 	pkcs11/core/core-pool-sync.c pkcs11/core/core-pool-backup.c \
 	pkcs11/core/pool-backup.c pkcs11/core/pool-backup.h \
+	pkcs11/core/pool-wrap.c pkcs11/core/pool-wrap.h \
 	pkcs11/core/root.c pkcs11/core/root.h pkcs11/core/core-root.c \
 	pkcs11/core/secmem.c pkcs11/core/secmem.h \
 	pkcs11/core/softhsm-backup.c pkcs11/core/softhsm-backup.h \

@@ -45,10 +45,14 @@ size_t hf_pool_key_template(enum hf_pool_obj obj, const char *label,
      * says why that is the price of clone mode). A private key takes no CKA_ENCRYPT or CKA_WRAP:
      * its slots say CKA_SIGN and CKA_DERIVE (false but for EC keys) instead. An AES data key
      * also signs: AES-CMAC in the member is a C_Sign (source-pool.c's hf_pool_key_cmac); a
-     * private key's CKA_SIGN is in the slot above, so its template stops before that last entry. */
+     * private key's CKA_SIGN is in the slot above, so its template stops before that last entry.
+     * An AES data key wraps and unwraps too: key wrap with a pool key is a C_WrapKey or
+     * C_UnwrapKey under it in the member (pool-wrap.h); the module checks each key's usage
+     * first, as it does for CKA_SIGN. */
     bool priv = hf_pool_obj_class(obj) == CKO_PRIVATE_KEY, repl = obj == HF_POOL_OBJ_REPLICATION;
     bool sign_only = obj == HF_POOL_OBJ_EC || obj == HF_POOL_OBJ_ED25519;
-    CK_BBOOL *data = repl ? &tmpl_false : &tmpl_true, *keys = repl ? &tmpl_true : &tmpl_false;
+    CK_BBOOL *data = repl ? &tmpl_false : &tmpl_true;
+    CK_BBOOL *keys = repl || obj == HF_POOL_OBJ_AES ? &tmpl_true : &tmpl_false;
     /* An EC key derives too: ECDH in the member (source-pool.c's hf_pool_key_ecdh). */
     CK_BBOOL *derive = obj == HF_POOL_OBJ_EC ? &tmpl_true : &tmpl_false;
     CK_ATTRIBUTE t[] = {

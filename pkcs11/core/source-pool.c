@@ -402,6 +402,33 @@ static CK_RV clone_run(struct hf_pool *pool, hf_pool_fn fn, void *arg, bool **mi
     return rv;
 }
 
+CK_RV hf_pool_key_run(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg, bool **missing)
+{
+    return member == HF_POOL_KEY_ANY_MEMBER ? clone_run(pool, fn, arg, missing)
+                                            : hf_pool_run_on(pool, member, fn, arg);
+}
+
+CK_RV hf_pool_key_use(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                      CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls, const char *label, bool *missing,
+                      hf_pool_key_use_fn use, void *arg)
+{
+    CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
+    CK_RV rv = CKR_OK;
+
+    /* As key_fn: a cached handle the token no longer knows is searched for once more. */
+    for (int pass = 0; pass < 2; pass++) {
+        if ((rv = hf_hsm_object_find(hsm, s, cls, label, &h)) != CKR_OK) return rv;
+        if (h == CK_INVALID_HANDLE) {
+            if (missing != NULL) missing[member] = true;
+            return CKR_KEY_HANDLE_INVALID;
+        }
+        rv = use(f, s, h, arg);
+        if (!rv_is_stale_handle(rv)) break;
+        hf_hsm_object_forget(hsm, cls, label);
+    }
+    return rv;
+}
+
 /* n result bytes from src into out, whose capacity is *outlen: CKR_BUFFER_TOO_SMALL (with the
  * size set) when short, as the two-call convention says. */
 static CK_RV out_put(const unsigned char *src, size_t n, unsigned char *out, size_t *outlen)

@@ -143,4 +143,21 @@ CK_RV hf_pool_key_ecdh(struct hf_pool *pool, size_t member, const char *label,
  * reach, the first failure answered); CKR_OK when there is none. */
 CK_RV hf_pool_key_destroy(struct hf_pool *pool, size_t member, const char *label);
 
+/* For mechanisms served in a file of their own (pool-wrap.c): fn (an hf_pool_fn) run on member,
+ * or for HF_POOL_KEY_ANY_MEMBER on any healthy member that holds the key, as hf_pool_key_gcm
+ * runs (a member that lacks it skipped and marked stale). *missing is the per-member array that
+ * hf_pool_key_use fills, allocated and freed here: fn's argument keeps the pointer. */
+CK_RV hf_pool_key_run(struct hf_pool *pool, size_t member, hf_pool_fn fn, void *arg,
+                      bool **missing);
+
+/* Inside such an fn: use(f, s, h, arg) on the key of class cls labelled label, h its handle
+ * (cached; one the token no longer knows searched for once more, so use answers
+ * CKR_KEY_HANDLE_INVALID or CKR_OBJECT_HANDLE_INVALID for it). The member lacking it:
+ * CKR_KEY_HANDLE_INVALID, and missing[member] set when missing is not NULL. */
+typedef CK_RV (*hf_pool_key_use_fn)(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE h,
+                                    void *arg);
+CK_RV hf_pool_key_use(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
+                      CK_SESSION_HANDLE s, CK_OBJECT_CLASS cls, const char *label, bool *missing,
+                      hf_pool_key_use_fn use, void *arg);
+
 #endif

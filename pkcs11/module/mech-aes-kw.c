@@ -5,7 +5,9 @@
  * what deployed code means by it (SoftHSMv2, OpenSSL's id-aes*-wrap-pad, most HSM vendors). 3.0
  * then added CKM_AES_KEY_WRAP_KWP for RFC 5649 and reworded _PAD as PKCS#7-padding-then-RFC 3394,
  * a scheme nobody we interoperate with emits. Serving RFC 5649 under both names keeps keys wrapped
- * by 2.40-era callers unwrappable. */
+ * by 2.40-era callers unwrappable.
+ *
+ * A pool key's wrap runs in its member (hf_core_key_kw), after the same length checks. */
 #include "hf-build.h"
 
 #include <string.h>
@@ -45,6 +47,9 @@ CK_RV hf_kw_encrypt(struct hf_op *op, const unsigned char *in, size_t inlen, uns
     }
     rv = hf_mech_out_check(out, outlen, need);
     if (rv != CKR_OK || out == NULL) return rv;
+    if (op->material == NULL) /* a pool key (hf_mech_op_prepare): its member wraps */
+        return hf_core_key_kw(hf_mod.core, &op->obj->key, &op->obj->version, is_padded(op), true,
+                              in, inlen, out, outlen);
     return hf_aes_kw_wrap(op->material, is_padded(op), in, inlen, out, outlen);
 }
 
@@ -85,7 +90,11 @@ CK_RV hf_kw_decrypt(struct hf_op *op, const unsigned char *in, size_t inlen, uns
         *outlen = bound;
         return CKR_OK;
     }
-    if (is_padded(op) && cap < bound)
+    /* A pool key: its member unwraps, and a short RFC 5649 buffer gets the exact size there. */
+    if (op->material == NULL)
+        rv = hf_core_key_kw(hf_mod.core, &op->obj->key, &op->obj->version, is_padded(op), false, in,
+                            inlen, out, outlen);
+    else if (is_padded(op) && cap < bound)
         rv = unwrap_via_scratch(op, in, inlen, out, outlen, bound);
     else if (cap < bound)
         rv = hf_mech_out_check(out, outlen, bound);

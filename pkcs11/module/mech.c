@@ -320,6 +320,7 @@ static bool pool_family_ok(enum hf_mech_family family)
     switch (family) {
     case HF_FAMILY_AES_GCM:
     case HF_FAMILY_AES:
+    case HF_FAMILY_AES_KW: /* hf_kw_*: the member wraps (pool-wrap.h) */
     case HF_FAMILY_MAC:
     case HF_FAMILY_RSA:
     case HF_FAMILY_ECDSA:

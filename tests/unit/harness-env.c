@@ -162,6 +162,25 @@ json_object *hf_test_audit_find_last(const char *path, const char *op)
     return found;
 }
 
+int hf_test_audit_count(const char *path, const char *key_name, const char *op, const char *text,
+                        unsigned long rv)
+{
+    char line[8192], want_key[96], want_op[64], want_rv[40];
+    FILE *f = fopen(path, "r");
+    int n = 0;
+
+    if (f == NULL) return -1;
+    snprintf(want_key, sizeof(want_key), "\"key_name\":\"%s\"", key_name);
+    snprintf(want_op, sizeof(want_op), "\"op\":\"%s\"", op);
+    snprintf(want_rv, sizeof(want_rv), "\"result\":\"0x%lx\"", rv);
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, want_key) && strstr(line, want_op) && strstr(line, text) &&
+            strstr(line, want_rv))
+            n++;
+    fclose(f);
+    return n;
+}
+
 const char *hf_test_json_str(json_object *o, const char *name)
 {
     json_object *v;

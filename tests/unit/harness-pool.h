@@ -11,6 +11,11 @@
 CK_RV hf_test_pool_add(struct hf_core *core, const struct hf_actor *who, const char *module,
                        const char *name, enum hf_pool_mode mode, const char *label_a,
                        const char *label_b, const char *pin_env, unsigned concurrency);
+/* The same with member b on a module of its own (module_b: a copy of the fault shim, say). */
+CK_RV hf_test_pool_add_modules(struct hf_core *core, const struct hf_actor *who, const char *module,
+                               const char *module_b, const char *name, enum hf_pool_mode mode,
+                               const char *label_a, const char *label_b, const char *pin_env,
+                               unsigned concurrency);
 
 /* A pool suite's start: env set up (hf_test_env_setup), the user PIN in pin_env, tokens token_a
  * and token_b in its SoftHSMv2, *core opened on it, then pool "p1" (plain, members a and b on the
@@ -19,5 +24,12 @@ CK_RV hf_test_pool_add(struct hf_core *core, const struct hf_actor *who, const c
 CK_RV hf_test_pool_suite_setup(struct hf_test_env *env, struct hf_core **core,
                                const struct hf_actor *who, const char *token_a, const char *token_b,
                                const char *pin_env, unsigned concurrency);
+
+/* Replaces the secret key labelled label on each token named in tokens (n of them, through
+ * module) by one made with the pool's template for an AES key (hf_pool_key_template), extractable
+ * as given (a plain pool's keys are not, a clone pool's are), and value (len bytes): a pool key
+ * whose bytes a test knows. *planted: how many tokens held one. */
+CK_RV hf_test_pool_plant(const char *module, const char *const *tokens, size_t n, const char *label,
+                         bool extractable, const unsigned char *value, size_t len, int *planted);
 
 #endif

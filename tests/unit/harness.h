@@ -47,6 +47,11 @@ struct json_object;
 struct json_object *hf_test_audit_find_last(const char *path, const char *op);
 /* Member name of o as a string; "" when absent, so a mismatch fails an assertion, not the run. */
 const char *hf_test_json_str(struct json_object *o, const char *name);
+/* The records in the log at path of key key_name (its "key_name"), operation op, result rv, whose
+ * line also holds text (a mechanism's name, say; quote it to match it whole); -1 when the log
+ * cannot be read. */
+int hf_test_audit_count(const char *path, const char *key_name, const char *op, const char *text,
+                        unsigned long rv);
 
 /* A bare SoftHSMv2 setup for suites that test the HSM seam alone (no core, no key store): a temp
  * dir named after prefix holding an empty token directory and a softhsm2.conf, exported as

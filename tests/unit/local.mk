@@ -19,6 +19,7 @@ UNIT_TESTS = \
 	tests/unit/test-source-pool \
 	tests/unit/test-source-pool-ec \
 	tests/unit/test-module-pool-aes \
+	tests/unit/test-module-pool-wrap \
 	tests/unit/test-audit \
 	tests/unit/test-core \
 	tests/unit/test-policy \
@@ -86,6 +87,12 @@ tests_unit_test_source_pool_ec_LDADD = $(UNIT_LDADD)
 tests_unit_test_module_pool_aes_SOURCES = tests/unit/test-module-pool-aes.c tests/unit/module-loader.h
 tests_unit_test_module_pool_aes_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_pool_aes_LDADD = $(UNIT_LDADD)
+# Failover: member b behind a copy of the fault shim (built by make check).
+tests_unit_test_module_pool_wrap_SOURCES = tests/unit/test-module-pool-wrap.c \
+	tests/unit/module-loader.h
+tests_unit_test_module_pool_wrap_CPPFLAGS = $(UNIT_CPPFLAGS) \
+	-DHF_TEST_SHIM='"$(abs_top_builddir)/tests/shim/.libs/hf-fault-shim.so"'
+tests_unit_test_module_pool_wrap_LDADD = $(UNIT_LDADD)
 tests_unit_test_audit_SOURCES = tests/unit/test-audit.c
 tests_unit_test_audit_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_audit_LDADD = $(UNIT_LDADD)
