@@ -271,6 +271,15 @@ static void test_each_curve_signs_in_its_member_and_openssl_verifies_under_the_s
                 ? hf_core_key_ed25519_sign(core, &k, &v, msg, 4, NULL, &(size_t){0})
                 : hf_core_key_ecdsa_sign(core, &k, &v, &ecdsa_hash, msg, 4, NULL, &(size_t){0}),
             CKR_KEY_TYPE_INCONSISTENT);
+        if (i == 0) { /* a rotation makes a pair of its own in a member */
+            struct hf_key_version v2 = {0};
+            CU_ASSERT_EQUAL_FATAL(hf_core_key_rotate(core, name, &who, &v2), CKR_OK);
+            CU_ASSERT(v2.public_der_len != v.public_der_len ||
+                      memcmp(v2.public_der, v.public_der, v.public_der_len) != 0);
+            CU_ASSERT(signs(&k, &v2, NULL, 0));
+            CU_ASSERT(signs(&k, &v, NULL, 0));
+            hf_key_version_clear(&v2);
+        }
         CU_ASSERT_EQUAL(hf_core_key_destroy(core, name, &who), CKR_OK);
         p = (struct probe){.label = v.uuid};
         for (size_t m = 0; m < 2; m++) {
