@@ -320,27 +320,23 @@ static CK_RV key_derive_ecdh(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, struct
     return rv;
 }
 
+/* What key_fn does with the key h first (hf_pool_key_use's use): an ECDH derivation whole, any
+ * other operation's Init. */
+static CK_RV key_start(CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE h, void *arg)
+{
+    struct key_call *c = arg;
+
+    return c->op == KEY_DERIVE_ECDH ? key_derive_ecdh(f, s, c, h) : key_init(f, s, c, h);
+}
+
 static CK_RV key_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f, CK_SESSION_HANDLE s,
                     void *arg)
 {
     struct key_call *c = arg;
-    CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
     CK_ULONG n = (CK_ULONG)c->scratch_len, inlen = (CK_ULONG)c->inlen;
     CK_BYTE_PTR in = (CK_BYTE_PTR)c->in;
-    CK_RV rv = CKR_OK;
+    CK_RV rv = hf_pool_key_use(hsm, member, f, s, c->cls, c->label, c->missing, key_start, c);
 
-    /* A cached handle the token no longer knows (the object deleted and made again by another
-     * process) is forgotten and searched for once more. */
-    for (int pass = 0; pass < 2; pass++) {
-        if ((rv = hf_hsm_object_find(hsm, s, c->cls, c->label, &h)) != CKR_OK) return rv;
-        if (h == CK_INVALID_HANDLE) {
-            if (c->missing != NULL) c->missing[member] = true;
-            return CKR_KEY_HANDLE_INVALID;
-        }
-        rv = c->op == KEY_DERIVE_ECDH ? key_derive_ecdh(f, s, c, h) : key_init(f, s, c, h);
-        if (!rv_is_stale_handle(rv)) break;
-        hf_hsm_object_forget(hsm, c->cls, c->label);
-    }
     if (rv != CKR_OK || c->op == KEY_DERIVE_ECDH) return rv;
     if (c->fell_back && c->fallback_in != NULL) {
         in = (CK_BYTE_PTR)c->fallback_in;
@@ -415,7 +411,8 @@ CK_RV hf_pool_key_use(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST_PTR f,
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
     CK_RV rv = CKR_OK;
 
-    /* As key_fn: a cached handle the token no longer knows is searched for once more. */
+    /* A cached handle the token no longer knows (the object deleted and made again by another
+     * process) is forgotten and searched for once more. */
     for (int pass = 0; pass < 2; pass++) {
         if ((rv = hf_hsm_object_find(hsm, s, cls, label, &h)) != CKR_OK) return rv;
         if (h == CK_INVALID_HANDLE) {
