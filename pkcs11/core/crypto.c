@@ -32,6 +32,8 @@
 
 #define HF_SIGN_CTX_POOL 8
 
+struct rsa_dec;
+
 struct hf_material {
     atomic_uint refs;
     enum hf_alg alg;
@@ -40,10 +42,15 @@ struct hf_material {
     size_t secret_len;
     EVP_PKEY *pkey; /* RSA/EC: private key in the private library context */
     /* EC: contexts already through EVP_PKEY_sign_init, reused: creating and initialising one
-     * (a provider fetch under OpenSSL's method-store lock) cost a sixth of an ECDSA P-256 sign. */
+     * (a provider fetch under OpenSSL's method-store lock) cost a sixth of an ECDSA P-256 sign.
+     * RSA: decryption contexts, likewise (rsa_dec_take). The lock guards both pools and
+     * pkey_lent. */
     pthread_mutex_t sign_ctx_lock;
     EVP_PKEY_CTX *sign_ctxs[HF_SIGN_CTX_POOL];
     unsigned nsign_ctxs;
+    struct rsa_dec *decs[HF_SIGN_CTX_POOL];
+    unsigned ndecs;
+    bool pkey_lent; /* pkey itself backs a decryption context (the others back copies) */
 };
 
 /* Fetching an algorithm walks the provider's method store under a lock: measured at several
@@ -105,14 +112,18 @@ static int aes_index(size_t keylen)
     return keylen == 16 ? 0 : keylen == 24 ? 1 : keylen == 32 ? 2 : -1;
 }
 
-/* A new reference to the digest called name (any OpenSSL alias), or NULL. */
+/* A new reference to the digest called name (any OpenSSL alias), or NULL. The names the table
+ * holds are tried first: EVP_MD_is_a looks the name up in OpenSSL's name map, under a lock, and
+ * "SHA256" went through two of those for SHA1 and SHA224 before it matched. */
 static EVP_MD *md_get(const char *name)
 {
-    for (size_t i = 0; i < N_MDS; i++) {
-        if (mds[i].md != NULL &&
-            (strcasecmp(name, mds[i].name) == 0 || EVP_MD_is_a(mds[i].md, name))) {
-            EVP_MD_up_ref(mds[i].md);
-            return mds[i].md;
+    for (int alias = 0; alias < 2; alias++) {
+        for (size_t i = 0; i < N_MDS; i++) {
+            if (mds[i].md != NULL && (alias ? EVP_MD_is_a(mds[i].md, name)
+                                            : strcasecmp(name, mds[i].name) == 0)) {
+                EVP_MD_up_ref(mds[i].md);
+                return mds[i].md;
+            }
         }
     }
     return EVP_MD_fetch(libctx, name, NULL);
@@ -146,6 +157,8 @@ static bool out_is_ready(unsigned char *out, size_t *outlen, size_t need, CK_RV 
 }
 
 /* ---- material ------------------------------------------------------------------------------ */
+
+static void rsa_dec_free(struct rsa_dec *d);
 
 static struct hf_material *material_new(enum hf_alg alg, unsigned bits)
 {
@@ -193,6 +206,8 @@ void hf_material_unref(struct hf_material *m)
     hf_secmem_free(m->secret, m->secret_len);
     while (m->nsign_ctxs > 0)
         EVP_PKEY_CTX_free(m->sign_ctxs[--m->nsign_ctxs]);
+    while (m->ndecs > 0)
+        rsa_dec_free(m->decs[--m->ndecs]);
     pthread_mutex_destroy(&m->sign_ctx_lock);
     EVP_PKEY_free(m->pkey); /* OpenSSL clears private BIGNUMs as it frees them */
     free(m);
@@ -1107,11 +1122,27 @@ CK_RV hf_asym_verify(EVP_PKEY *pub, const struct hf_asym_params *p, const unsign
     return rv;
 }
 
-/* Padding and OAEP parameters of an RSA encryption context. */
-static CK_RV rsa_enc_setup(EVP_PKEY_CTX *pctx, const struct hf_asym_params *p)
+/* p's OAEP hashes (own references; NULL where p names none, and for other paddings). False when
+ * one is not known. */
+static bool oaep_mds_get(const struct hf_asym_params *p, EVP_MD **md, EVP_MD **mgf1)
+{
+    *md = *mgf1 = NULL;
+    if (p->padding != HF_RSA_OAEP) return true;
+    if ((p->md != NULL && (*md = md_get(p->md)) == NULL) ||
+        (p->mgf1_md != NULL && (*mgf1 = md_get(p->mgf1_md)) == NULL)) {
+        EVP_MD_free(*md);
+        *md = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* Padding and OAEP parameters of an RSA encryption or decryption context; md and mgf1 are p's
+ * hashes (oaep_mds_get). */
+static CK_RV rsa_pad_setup(EVP_PKEY_CTX *pctx, const struct hf_asym_params *p, EVP_MD *md,
+                           EVP_MD *mgf1)
 {
     unsigned char *label = NULL;
-    EVP_MD *md = NULL, *mgf1 = NULL;
     int pad = p->padding == HF_RSA_PKCS1  ? RSA_PKCS1_PADDING
               : p->padding == HF_RSA_OAEP ? RSA_PKCS1_OAEP_PADDING
                                           : RSA_NO_PADDING;
@@ -1120,9 +1151,6 @@ static CK_RV rsa_enc_setup(EVP_PKEY_CTX *pctx, const struct hf_asym_params *p)
     if (EVP_PKEY_CTX_set_rsa_padding(pctx, pad) <= 0) goto done;
     if (p->padding != HF_RSA_OAEP) return CKR_OK;
     rv = CKR_MECHANISM_PARAM_INVALID;
-    if ((p->md != NULL && (md = md_get(p->md)) == NULL) ||
-        (p->mgf1_md != NULL && (mgf1 = md_get(p->mgf1_md)) == NULL))
-        goto done;
     if (md != NULL && EVP_PKEY_CTX_set_rsa_oaep_md(pctx, md) <= 0) goto done;
     /* MGF1 defaults to the OAEP hash (RFC 8017 A.2.1), which OpenSSL also does. */
     if (mgf1 != NULL && EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, mgf1) <= 0) goto done;
@@ -1138,6 +1166,16 @@ static CK_RV rsa_enc_setup(EVP_PKEY_CTX *pctx, const struct hf_asym_params *p)
     rv = CKR_OK;
 done:
     OPENSSL_free(label);
+    return rv;
+}
+
+static CK_RV rsa_enc_setup(EVP_PKEY_CTX *pctx, const struct hf_asym_params *p)
+{
+    EVP_MD *md, *mgf1;
+    CK_RV rv;
+
+    if (!oaep_mds_get(p, &md, &mgf1)) return CKR_MECHANISM_PARAM_INVALID;
+    rv = rsa_pad_setup(pctx, p, md, mgf1);
     EVP_MD_free(md);
     EVP_MD_free(mgf1);
     return rv;
@@ -1208,13 +1246,121 @@ done:
     return rv;
 }
 
+/* A decryption context through EVP_PKEY_decrypt_init and its padding's setup, kept in its
+ * material's pool for the next decryption with the same parameters: making one (a provider
+ * fetch under OpenSSL's method-store lock, then the OAEP hashes fetched again by name inside
+ * the provider) was over a percent of holdfastd's CPU under SAP's RSA-3072 decrypts. A context
+ * made while another is in use gets a copy of the key: OpenSSL 3.0 keeps one blinding per RSA
+ * key, and every thread but the one that made it shares a second one under a lock (its
+ * refresh, every 32 uses, an inversion and an exponentiation), which threads on many cores
+ * would queue for. The first context uses the material's key, so a key used by one thread at a
+ * time costs no copy of secure-heap memory. */
+struct rsa_dec {
+    EVP_PKEY_CTX *pctx;
+    enum hf_rsa_padding padding;
+    EVP_MD *md, *mgf1; /* own references: the hashes it was set up with, NULL where none */
+    bool labelled;     /* set up with an OAEP label, which is not kept: never reused */
+    bool on_pkey;      /* on the material's own key (pkey_lent) */
+};
+
+static void rsa_dec_free(struct rsa_dec *d)
+{
+    if (d == NULL) return;
+    EVP_PKEY_CTX_free(d->pctx); /* the last reference to a copy: OpenSSL clears it */
+    EVP_MD_free(d->md);
+    EVP_MD_free(d->mgf1);
+    free(d);
+}
+
+static bool rsa_dec_is_for(const struct rsa_dec *d, const struct hf_asym_params *p, EVP_MD *md,
+                           EVP_MD *mgf1)
+{
+    return !d->labelled && p->label_len == 0 && d->padding == p->padding && d->md == md &&
+           d->mgf1 == mgf1;
+}
+
+/* A new context on pkey (on_pkey) or on a copy of it; a copy that cannot be made (the secure
+ * heap full) leaves it on pkey, slower under contention, never wrong. */
+static CK_RV rsa_dec_new(EVP_PKEY *pkey, bool on_pkey, const struct hf_asym_params *p,
+                         EVP_MD *md, EVP_MD *mgf1, struct rsa_dec **out)
+{
+    struct rsa_dec *d = calloc(1, sizeof(*d));
+    EVP_PKEY *copy = NULL;
+    CK_RV rv = CKR_FUNCTION_FAILED;
+
+    if ((*out = d) == NULL) return CKR_HOST_MEMORY;
+    d->padding = p->padding;
+    d->labelled = p->label_len != 0;
+    d->on_pkey = on_pkey;
+    if (md != NULL && EVP_MD_up_ref(md)) d->md = md;
+    if (mgf1 != NULL && EVP_MD_up_ref(mgf1)) d->mgf1 = mgf1;
+    if (!on_pkey) copy = EVP_PKEY_dup(pkey);
+    if ((d->pctx = EVP_PKEY_CTX_new_from_pkey(libctx, copy != NULL ? copy : pkey, NULL)) ==
+            NULL ||
+        EVP_PKEY_decrypt_init(d->pctx) <= 0)
+        goto done;
+    rv = rsa_pad_setup(d->pctx, p, md, mgf1);
+done:
+    EVP_PKEY_free(copy); /* the context holds its own reference */
+    if (rv != CKR_OK) {
+        rsa_dec_free(d);
+        *out = NULL;
+    }
+    return rv;
+}
+
+/* A context of m's key set up for p, from the pool or new. The material is shared and
+ * otherwise immutable: only the pool and pkey_lent change, under its lock. */
+static CK_RV rsa_dec_take(struct hf_material *m, const struct hf_asym_params *p,
+                          struct rsa_dec **out)
+{
+    struct rsa_dec *d = NULL;
+    EVP_MD *md, *mgf1;
+    bool on_pkey = false;
+    CK_RV rv = CKR_OK;
+
+    if (!oaep_mds_get(p, &md, &mgf1)) return CKR_MECHANISM_PARAM_INVALID;
+    pthread_mutex_lock(&m->sign_ctx_lock);
+    for (unsigned i = 0; i < m->ndecs && d == NULL; i++) {
+        if (!rsa_dec_is_for(m->decs[i], p, md, mgf1)) continue;
+        d = m->decs[i];
+        m->decs[i] = m->decs[--m->ndecs];
+    }
+    if (d == NULL && !m->pkey_lent) on_pkey = m->pkey_lent = true;
+    pthread_mutex_unlock(&m->sign_ctx_lock);
+    if (d == NULL && (rv = rsa_dec_new(m->pkey, on_pkey, p, md, mgf1, &d)) != CKR_OK && on_pkey) {
+        pthread_mutex_lock(&m->sign_ctx_lock);
+        m->pkey_lent = false;
+        pthread_mutex_unlock(&m->sign_ctx_lock);
+    }
+    EVP_MD_free(md);
+    EVP_MD_free(mgf1);
+    *out = d;
+    return rv;
+}
+
+/* Back into the pool whatever the decryption gave: it leaves nothing in the context but its
+ * parameters, and a bad ciphertext then costs what a good one does. */
+static void rsa_dec_give_back(struct hf_material *m, struct rsa_dec *d)
+{
+    pthread_mutex_lock(&m->sign_ctx_lock);
+    if (!d->labelled && m->ndecs < HF_SIGN_CTX_POOL) {
+        m->decs[m->ndecs++] = d;
+        d = NULL;
+    } else if (d->on_pkey) {
+        m->pkey_lent = false;
+    }
+    pthread_mutex_unlock(&m->sign_ctx_lock);
+    rsa_dec_free(d);
+}
+
 /* Decrypts into out, which holds k bytes (OpenSSL wants room for a whole block). */
-static CK_RV rsa_decrypt_block(EVP_PKEY *pkey, const struct hf_asym_params *p,
+static CK_RV rsa_decrypt_block(struct hf_material *m, const struct hf_asym_params *p,
                                const unsigned char *in, size_t inlen, unsigned char *out,
                                size_t *outlen)
 {
-    size_t k = (size_t)EVP_PKEY_get_size(pkey);
-    EVP_PKEY_CTX *pctx = NULL;
+    size_t k = (size_t)EVP_PKEY_get_size(m->pkey);
+    struct rsa_dec *d = NULL;
     unsigned char *block = NULL;
     CK_RV rv;
 
@@ -1222,22 +1368,16 @@ static CK_RV rsa_decrypt_block(EVP_PKEY *pkey, const struct hf_asym_params *p,
         rv = CKR_ENCRYPTED_DATA_LEN_RANGE;
         goto done;
     }
-    rv = CKR_FUNCTION_FAILED;
-    if ((pctx = EVP_PKEY_CTX_new_from_pkey(libctx, pkey, NULL)) == NULL ||
-        EVP_PKEY_decrypt_init(pctx) <= 0)
-        goto done;
-    if ((rv = rsa_enc_setup(pctx, p)) != CKR_OK) goto done;
+    if ((rv = rsa_dec_take(m, p, &d)) != CKR_OK) goto done;
     *outlen = k;
-    if (EVP_PKEY_decrypt(pctx, out, outlen, block != NULL ? block : in,
+    if (EVP_PKEY_decrypt(d->pctx, out, outlen, block != NULL ? block : in,
                          block != NULL ? k : inlen) <= 0) {
         rv = rv_from_err(CKR_ENCRYPTED_DATA_INVALID);
         if (rv == CKR_DATA_INVALID || rv == CKR_DATA_LEN_RANGE) rv = CKR_ENCRYPTED_DATA_INVALID;
-        goto done;
     }
-    rv = CKR_OK;
+    rsa_dec_give_back(m, d);
 done:
     free(block);
-    EVP_PKEY_CTX_free(pctx);
     return rv;
 }
 
@@ -1265,7 +1405,7 @@ CK_RV hf_asym_decrypt(const struct hf_material *m, const struct hf_asym_params *
         goto done;
     }
     if (*outlen >= k) {
-        rv = rsa_decrypt_block(m->pkey, p, in, inlen, out, outlen);
+        rv = rsa_decrypt_block((struct hf_material *)m, p, in, inlen, out, outlen);
         goto done;
     }
     /* A buffer that fits the message but not a whole block: decrypt aside in locked memory. */
@@ -1273,7 +1413,8 @@ CK_RV hf_asym_decrypt(const struct hf_material *m, const struct hf_asym_params *
         rv = CKR_HOST_MEMORY;
         goto done;
     }
-    if ((rv = rsa_decrypt_block(m->pkey, p, in, inlen, tmp, &n)) != CKR_OK) goto done;
+    if ((rv = rsa_decrypt_block((struct hf_material *)m, p, in, inlen, tmp, &n)) != CKR_OK)
+        goto done;
     if (n > *outlen) {
         *outlen = n;
         rv = CKR_BUFFER_TOO_SMALL;

@@ -2,6 +2,7 @@
 
 #include "harness.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -660,6 +661,84 @@ static void test_rsa_pkcs1_and_raw_encryption_round_trip(void)
     CU_ASSERT_EQUAL(ERR_peek_error(), 0);
 }
 
+/* hf_asym_decrypt keeps set-up contexts per key for reuse: one set up for another padding, hash
+ * or label must never serve, whatever the order. */
+static void test_rsa_decrypt_contexts_keep_to_their_parameters(void)
+{
+    static const unsigned char label[] = "L";
+    const struct hf_asym_params ps[] = {
+        {.padding = HF_RSA_OAEP, .md = "SHA256", .mgf1_md = "SHA256"},
+        {.padding = HF_RSA_OAEP}, /* SHA-1, OpenSSL's default */
+        {.padding = HF_RSA_OAEP, .md = "SHA256", .mgf1_md = "SHA1"},
+        {.padding = HF_RSA_OAEP, .md = "SHA256", .label = label, .label_len = 1},
+        {.padding = HF_RSA_PKCS1},
+    };
+    const size_t n = sizeof(ps) / sizeof(ps[0]);
+    const unsigned char msg[32] = "one data encryption key, 32 B..";
+    unsigned char ct[5][256], pt[256];
+    size_t ctlen, ptlen;
+
+    for (size_t i = 0; i < n; i++) {
+        ctlen = sizeof(ct[i]);
+        CU_ASSERT_EQUAL_FATAL(hf_asym_encrypt(rsa_pub, &ps[i], msg, sizeof(msg), ct[i], &ctlen),
+                              CKR_OK);
+    }
+    /* Each ciphertext under every parameter set, twice round: only its own gives the message
+     * (PKCS#1 v1.5 may "open" an OAEP block, 1 in ~400, into other bytes). */
+    for (size_t round = 0; round < 2 * n * n; round++) {
+        size_t c = round % n, q = (round / n) % n;
+        ptlen = sizeof(pt);
+        CK_RV rv = hf_asym_decrypt(rsa2048, &ps[q], ct[c], 256, pt, &ptlen);
+        bool opened = rv == CKR_OK && ptlen == sizeof(msg) && memcmp(pt, msg, sizeof(msg)) == 0;
+        CU_ASSERT_EQUAL(opened, c == q);
+        if (c != q && rv != CKR_OK) CU_ASSERT_EQUAL(rv, CKR_ENCRYPTED_DATA_INVALID);
+    }
+    CU_ASSERT_EQUAL(ERR_peek_error(), 0);
+}
+
+struct decrypt_run {
+    const unsigned char *ct;
+    int ok;
+};
+
+static void *decrypt_many(void *arg)
+{
+    struct decrypt_run *r = arg;
+    const struct hf_asym_params p = {.padding = HF_RSA_OAEP, .md = "SHA256"};
+    unsigned char pt[256];
+
+    for (int i = 0; i < 8; i++) {
+        size_t ptlen = sizeof(pt);
+        r->ok += hf_asym_decrypt(rsa2048, &p, r->ct, 256, pt, &ptlen) == CKR_OK && ptlen == 32 &&
+                 memcmp(pt, "concurrent decryptions of a key.", 32) == 0;
+    }
+    return NULL;
+}
+
+/* Threads decrypting with one key at once each get a context (those made while another is in
+ * use on copies of the key), and all of them decrypt. */
+static void test_rsa_concurrent_decryptions_of_one_key(void)
+{
+    const struct hf_asym_params p = {.padding = HF_RSA_OAEP, .md = "SHA256"};
+    unsigned char ct[256];
+    size_t ctlen = sizeof(ct);
+    struct decrypt_run runs[4];
+    pthread_t tid[4];
+
+    CU_ASSERT_EQUAL_FATAL(
+        hf_asym_encrypt(rsa_pub, &p, (const unsigned char *)"concurrent decryptions of a key.",
+                        32, ct, &ctlen),
+        CKR_OK);
+    for (int i = 0; i < 4; i++) {
+        runs[i] = (struct decrypt_run){.ct = ct};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&tid[i], NULL, decrypt_many, &runs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(tid[i], NULL);
+        CU_ASSERT_EQUAL(runs[i].ok, 8);
+    }
+}
+
 static void test_rsa_refuses_mismatched_mechanisms(void)
 {
     struct hf_asym_params oaep = {.padding = HF_RSA_OAEP, .md = "SHA256"};
@@ -932,6 +1011,9 @@ int main(void)
         {"PSS sign/verify, hashed and pre-hashed", test_rsa_pss_sign_verify_hashed_and_prehashed},
         {"OAEP SHA-256 with label round trip", test_rsa_oaep_sha256_with_label_round_trip},
         {"PKCS#1 and raw encryption round trip", test_rsa_pkcs1_and_raw_encryption_round_trip},
+        {"decrypt contexts keep to their parameters",
+         test_rsa_decrypt_contexts_keep_to_their_parameters},
+        {"concurrent decryptions of one key", test_rsa_concurrent_decryptions_of_one_key},
         {"refuses mismatched mechanisms", test_rsa_refuses_mismatched_mechanisms},
         {"material to/from bytes round trip", test_material_to_and_from_bytes_round_trip},
         {"material from params must make a consistent pair",
