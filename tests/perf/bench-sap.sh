@@ -22,7 +22,8 @@
 #
 # Knobs: BENCH_SECONDS (steady seconds per slice, 10), BENCH_CONNECTIONS (hf-load VUs, 64),
 # BENCH_ROUNDS (3), BENCH_THREADS (hf-load's and rsa-oaep-ref's threads, default 2 for the
-# reference and one per core for hf-load).
+# reference and one per core for hf-load), BENCH_PARTS (all, or rsa: (a) and (b) alone, for
+# work on the RSA path: a round then takes a third of the time).
 set -u
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
@@ -34,6 +35,7 @@ seconds=${BENCH_SECONDS:-10}
 vus=${BENCH_CONNECTIONS:-64}
 rounds=${BENCH_ROUNDS:-3}
 threads=${BENCH_THREADS:-}
+parts=${BENCH_PARTS:-all}
 
 set +u # lib.sh reads unset variables on purpose
 . "$top_srcdir/tests/integration/lib.sh"
@@ -72,6 +74,7 @@ gateway_slices() { # ROUND on|off: both SAP decrypts with success audit on or of
     hf_load_gateway_restart
     # shellcheck disable=SC2046
     slice "$1" "rsa-audit-$2" "$HF_GW_PID" $(hf_load_args sap-rsa-decrypt sap-hyok)
+    [ "$parts" = rsa ] && return
     # shellcheck disable=SC2046
     slice "$1" "aes-audit-$2" "$HF_GW_PID" $(hf_load_args sap-decrypt sap-hyok)
 }
@@ -81,6 +84,7 @@ gateway_slices() { # ROUND on|off: both SAP decrypts with success audit on or of
 floor_slice() { # ROUND NAME [OPTIONS...]
     _r=$1 _n=$2
     shift 2
+    case "$parts $_n" in "rsa floor-"*) return ;; esac
     _port=$(hf_free_port)
     _client=
     case " $* " in
