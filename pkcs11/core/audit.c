@@ -57,6 +57,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -1502,11 +1503,28 @@ static void writer_sync(struct hf_audit *a)
     pthread_mutex_lock(&a->state_lock);
 }
 
+/* The writer wakes for every group commit, a few times per request under load. As a normal
+ * thread each wakeup preempted a thread at work on a request: 2.5 involuntary context switches
+ * per request on each of holdfastd's two workers under SAP's RSA-3072 decrypts. SCHED_BATCH
+ * takes only the wakeup preemption away: with a core idle the writer runs at once as before,
+ * and with every core busy it waits at most for the running thread's time slice, while that
+ * thread keeps its caches. Measured beside a normal writer in the same window: 1.03-1.06x the
+ * decrypts per CPU second. A system that refuses the policy leaves the writer as it was. */
+static void writer_sched_batch(void)
+{
+#ifdef SCHED_BATCH
+    struct sched_param none = {.sched_priority = 0};
+
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &none);
+#endif
+}
+
 static void *writer_main(void *arg)
 {
     struct hf_audit *a = arg;
     struct timespec deadline;
 
+    writer_sched_batch();
     pthread_mutex_lock(&a->state_lock);
     while (!a->stopping) {
         if (a->chunk_wanted) {
