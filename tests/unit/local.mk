@@ -84,6 +84,9 @@ tests_unit_test_source_pool_LDADD = $(UNIT_LDADD)
 tests_unit_test_source_pool_ec_SOURCES = tests/unit/test-source-pool-ec.c tests/unit/module-loader.h
 tests_unit_test_source_pool_ec_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_source_pool_ec_LDADD = $(UNIT_LDADD)
+# A PIE exports no symbol by default: the sanitizer runtime finds the suite's own options only if
+# this one is in the dynamic table (test-source-pool-ec.c says why it has them).
+tests_unit_test_source_pool_ec_LDFLAGS = -Wl,--export-dynamic-symbol=__asan_default_options
 tests_unit_test_module_pool_aes_SOURCES = tests/unit/test-module-pool-aes.c tests/unit/module-loader.h
 tests_unit_test_module_pool_aes_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_module_pool_aes_LDADD = $(UNIT_LDADD)
