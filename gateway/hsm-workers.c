@@ -10,12 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define THREADS_MAX 256
 #define SETS_MAX 64
 /* pool.h's defaults, for a pool the module did not report at start (its figures unknown). */
-#define LATE_POOL_LIMITS 4
+#define LATE_POOL_THREADS 4
 #define LATE_POOL_QUEUE 256
 /* pool.h's HF_POOL_QUEUE_WAIT_MS: the longest a request waits for a free member. The wait now
  * happens here rather than in the module's queue, so the limit moves with it. */
@@ -198,20 +197,11 @@ static struct {
     atomic_bool on; /* read on every request: no lock */
 } pools = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* A worker holds its thread for the whole request (parse, authentication, audit), not only for
- * the member call: with exactly one thread per member slot a fast HSM idles while its workers do
- * gateway work. So twice the slots, plus one per core for that work; the module's pool (pool.h)
- * still lets no more than the limits into the members, and queues and refuses the rest itself. */
-static unsigned threads_for(unsigned long limits)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned long n = 2 * (limits ? limits : 1) + (unsigned long)(cores > 0 ? cores : 1);
-
-    return n > THREADS_MAX ? THREADS_MAX : (unsigned)n;
-}
-
-/* Threads and queue of each pool the module reports: from its members' limits summed (every
- * member, healthy or not: one that comes back takes calls at once), its queue_max. */
+/* Threads and queue of each pool the module reports: its members' limits summed (every member,
+ * healthy or not: one that comes back takes calls at once), its queue_max. Not more threads than
+ * that: each one past the limits has to wait a second time at saturation, in the module's queue
+ * for a slot, and bench-hsm gave 0.6x instead of 0.8x of its bound with no HSM latency, for no
+ * gain at 0.2 or 1 ms per call (twice the limits plus one per core, 2026-12-07). */
 static size_t pool_sizes(const HF_POOL_MEMBER_STATUS *m, size_t n, size_t i, unsigned *threads,
                          size_t *queue_max)
 {
@@ -220,7 +210,7 @@ static size_t pool_sizes(const HF_POOL_MEMBER_STATUS *m, size_t n, size_t i, uns
 
     for (; j < n && strcmp(m[j].pool, m[i].pool) == 0; j++)
         sum += m[j].concurrency;
-    *threads = threads_for(sum);
+    *threads = sum == 0 ? 1 : sum > THREADS_MAX ? THREADS_MAX : (unsigned)sum;
     *queue_max = m[i].queue_max;
     return j;
 }
@@ -294,7 +284,7 @@ struct hf_gw_workers *hf_gw_hsm_workers_of(const char *pool)
         if (strcmp(pools.sets[i]->name, pool) == 0) w = pools.sets[i];
     /* A pool added since the start (holdfast pool add): made now with pool.h's defaults, since
      * asking the module for its figures could open the pool, on a listener thread. */
-    if (!w && atomic_load(&pools.on) && set_add(pool, threads_for(LATE_POOL_LIMITS), LATE_POOL_QUEUE))
+    if (!w && atomic_load(&pools.on) && set_add(pool, LATE_POOL_THREADS, LATE_POOL_QUEUE))
         w = pools.sets[pools.n - 1];
     pthread_mutex_unlock(&pools.lock);
     return w;

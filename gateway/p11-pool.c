@@ -20,9 +20,9 @@ struct merge {
     size_t n;
 };
 
-/* A request on a pool key waits first in the gateway's worker queue (hsm-workers.h), then in the
- * module's for a free member, and either may refuse it: from outside (health answers, /metrics)
- * both are the pool's, so its queue and refusals include the gateway's. */
+/* A request on a pool key waits for a member in the gateway's worker queue now, not in the
+ * module's (hsm-workers.h), and a full one is answered there: from outside (health answers,
+ * /metrics) both are the pool's, so its queue and refusals include the gateway's. */
 static void merge_one(const char *pool, const struct hf_gw_workers_stats *st, void *arg)
 {
     struct merge *mg = arg;

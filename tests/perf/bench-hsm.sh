@@ -16,9 +16,8 @@
 # bench-hsm.md, .csv, .svg, .png) and the load average before and after.
 #
 # holdfastd runs as configured by default: one listener thread per core, and each pool's
-# requests on that pool's worker threads (twice members x concurrency limit, plus one per core:
-# gateway/hsm-workers.c), so the HSMs' concurrency limits and latency are what is measured, not
-# the gateway's threads. The
+# requests on that pool's worker threads (members x concurrency limit: gateway/hsm-workers.h), so
+# the HSMs' concurrency limits and latency are what is measured, not the gateway's threads. The
 # listener is plain HTTP: TLS would add the same CPU to every row and hide the HSM's share.
 #
 # Knobs: BENCH_SECONDS (steady seconds per slice, 6), BENCH_ROUNDS (rounds of (a), 2),
@@ -297,7 +296,7 @@ awk -v rounds="$rounds" -v conc0="$conc0" -v vus0="$vus0" -v out="$OUT" -v mode=
     }' "$T/results" "$T/cells"
 {
     echo
-    echo "holdfastd: listener threads one per core, pool requests on each pool's workers (2 x members x limit + cores); plain HTTP; durable audit on."
+    echo "holdfastd: listener threads one per core, pool requests on each pool's workers (members x limit); plain HTTP; durable audit on."
     echo "Load average: $(cut -d' ' -f1-3 /proc/loadavg) at the end; taken on $(nproc) cores shared with hf-load (and whatever else runs)."
 } >>"$OUT/bench-hsm.md"
 cat "$OUT/bench-hsm.md"
