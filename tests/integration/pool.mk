@@ -15,3 +15,6 @@ EXTRA_DIST += tests/integration/pool-export.sh
 # RSA keys in a plain pool: made in a member, SAP HYOK's OAEP decrypt and PSS sign through it.
 TESTS += tests/integration/pool-rsa.sh
 EXTRA_DIST += tests/integration/pool-rsa.sh
+# No lock held across a backend call, no race: the pool's and the workers' suites under helgrind.
+TESTS += tests/integration/pool-helgrind.sh
+EXTRA_DIST += tests/integration/pool-helgrind.sh
