@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -618,6 +619,26 @@ static CK_RV pending_drop_fn(struct hf_hsm *hsm, size_t member, CK_FUNCTION_LIST
     return pending_finish(hsm, f, s, arg, false);
 }
 
+/* SoftHSMv2 2.6 fails a token object's creation now and then with CKR_GENERAL_ERROR ("Could not
+ * initialize the attribute") while another thread of the process works on the same token: its
+ * object store shares unlocked flags between threads (tests/helgrind.supp). Under helgrind two
+ * cores opening one clone pool saw it on 32 of 52 generations, and the claimant then gave its
+ * claim up, as did the next one, leaving the members without the key until their re-sync.
+ * pending_gen_fn finds what an earlier try made, so trying again is safe. */
+#define PENDING_GEN_TRIES 5
+#define PENDING_GEN_PAUSE_US 20000
+
+static CK_RV pending_generate(struct hf_pool *pool, size_t member, struct pending_call *c)
+{
+    CK_RV rv = CKR_GENERAL_ERROR;
+
+    for (int i = 0; i < PENDING_GEN_TRIES && rv == CKR_GENERAL_ERROR; i++) {
+        if (i > 0) usleep(PENDING_GEN_PAUSE_US);
+        rv = hf_pool_run_on_slow(pool, member, pending_gen_fn, c);
+    }
+    return rv;
+}
+
 CK_RV hf_pool_repl_generate_claimed(struct hf_pool *pool, const char *repl_label, size_t member,
                                     const char *tag, hf_pool_claim_fn publish, void *arg)
 {
@@ -628,7 +649,7 @@ CK_RV hf_pool_repl_generate_claimed(struct hf_pool *pool, const char *repl_label
     if (pool == NULL || repl_label == NULL || tag == NULL || publish == NULL)
         return CKR_ARGUMENTS_BAD;
     if ((rv = pending_repl_label(repl_label, tag, pending, sizeof(pending))) != CKR_OK) return rv;
-    if ((rv = hf_pool_run_on_slow(pool, member, pending_gen_fn, &c)) != CKR_OK) return rv;
+    if ((rv = pending_generate(pool, member, &c)) != CKR_OK) return rv;
     /* Made meanwhile by a process that held no claim: that one is the key; publish says so. */
     if (c.existed) return publish(arg);
     if ((rv = publish(arg)) == CKR_OK) return hf_pool_run_on(pool, member, pending_publish_fn, &c);
