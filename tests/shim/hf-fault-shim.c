@@ -1,5 +1,6 @@
 /* hf-fault-shim: a PKCS#11 2.40 module that forwards every call to another module and adds
- * faults (latency, random CKR_DEVICE_ERROR, a "dead" switch), for HSM pool tests.
+ * faults (latency, random CKR_DEVICE_ERROR, a "dead" switch, a function's first calls failed),
+ * for HSM pool tests.
  *
  * Its configuration is <this .so's path>.conf, found through dladdr(), so copies of the .so at
  * different paths (different inodes: glibc loads each separately) are independent pool members
@@ -51,6 +52,8 @@ struct conf {
     int n_env;
     bool has_module;
     bool fail_skip[FN_MAX]; /* by fn_index: never failed at random */
+    int fail_first_fn;      /* by fn_index, -1: none */
+    unsigned long fail_first_n, fail_first_rv;
 };
 
 /* The index of a forwarded function by its name ("C_FindObjectsFinal"), -1 for none (defined
@@ -79,12 +82,14 @@ static atomic_llong next_refresh_ns;
 static atomic_ulong latency_us;
 static atomic_ulong fail_permille;
 static atomic_bool fail_skip[FN_MAX];
+static atomic_ulong fail_first_left[FN_MAX]; /* calls still to fail, by fn_index */
+static atomic_ulong fail_first_rv;
 static atomic_bool dead;
 
 /* Counters, written to the stats file. */
-static atomic_ulong n_calls;           /* every entry but C_GetFunctionList */
-static atomic_ulong n_forwarded;       /* passed to the real module */
-static atomic_ulong n_op_forwarded;    /* of which OP calls: each one slept latency_us */
+static atomic_ulong n_calls;        /* every entry but C_GetFunctionList */
+static atomic_ulong n_forwarded;    /* passed to the real module */
+static atomic_ulong n_op_forwarded; /* of which OP calls: each one slept latency_us */
 /* The sleeps measured, per configured latency: a benchmark that changes the latency between its
  * runs reads each run's own. A few distinct latencies per process; one beyond those is not
  * counted. */
@@ -98,6 +103,7 @@ static struct {
 } slept = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static atomic_ulong n_injected_dead;   /* CKR_DEVICE_ERROR: dead_file existed */
 static atomic_ulong n_injected_random; /* CKR_DEVICE_ERROR: fail_permille drew it */
+static atomic_ulong n_injected_first;  /* fail_first_rv: a fail_first call */
 
 /* One line on stderr: the only channel a PKCS#11 module has for "your config is broken". */
 __attribute__((format(printf, 1, 2))) static void log_line(const char *fmt, ...)
@@ -172,6 +178,14 @@ static int conf_key(void *user, const char *section, const char *name, const cha
         }
         return 1;
     }
+    if (strcmp(name, "fail_first") == 0) {
+        char fn[64];
+        int end = 0;
+        if (sscanf(value, "%63s %lu %n", fn, &c->fail_first_n, &end) != 2 || value[end] != '\0')
+            return 0;
+        return (c->fail_first_fn = fn_index(fn)) >= 0;
+    }
+    if (strcmp(name, "fail_first_rv") == 0) return parse_ulong(value, &c->fail_first_rv);
     if (strcmp(name, "env") == 0) {
         const char *eq = strchr(value, '=');
         if (eq == NULL || eq == value || c->n_env == ENV_MAX) return 0;
@@ -185,6 +199,8 @@ static bool conf_read(struct conf *c, struct timespec *mtime)
 {
     struct stat st;
     memset(c, 0, sizeof(*c));
+    c->fail_first_fn = -1;
+    c->fail_first_rv = CKR_GENERAL_ERROR;
     if (stat(conf_path, &st) != 0) {
         log_line("cannot read %s: %s", conf_path, strerror(errno));
         return false;
@@ -205,8 +221,11 @@ static void conf_apply(const struct conf *c)
 {
     atomic_store(&latency_us, c->latency_us);
     atomic_store(&fail_permille, c->fail_permille);
-    for (int i = 0; i < FN_MAX; i++)
+    for (int i = 0; i < FN_MAX; i++) {
         atomic_store(&fail_skip[i], c->fail_skip[i]);
+        atomic_store(&fail_first_left[i], i == c->fail_first_fn ? c->fail_first_n : 0);
+    }
+    atomic_store(&fail_first_rv, c->fail_first_rv);
     memcpy(dead_file, c->dead_file, sizeof(dead_file));
 }
 
@@ -219,11 +238,12 @@ static void stats_write(void)
     if (f == NULL) return;
     unsigned long dead_n = atomic_load(&n_injected_dead);
     unsigned long random_n = atomic_load(&n_injected_random);
+    unsigned long first_n = atomic_load(&n_injected_first);
     fprintf(f,
             "pid = %ld\ncalls = %lu\nforwarded = %lu\ninjected = %lu\ninjected_dead = %lu\n"
-            "injected_random = %lu\nop_forwarded = %lu\n",
-            (long)getpid(), atomic_load(&n_calls), atomic_load(&n_forwarded), dead_n + random_n,
-            dead_n, random_n, atomic_load(&n_op_forwarded));
+            "injected_random = %lu\ninjected_first = %lu\nop_forwarded = %lu\n",
+            (long)getpid(), atomic_load(&n_calls), atomic_load(&n_forwarded),
+            dead_n + random_n + first_n, dead_n, random_n, first_n, atomic_load(&n_op_forwarded));
     pthread_mutex_lock(&slept.lock);
     for (size_t i = 0; i < slept.n; i++)
         fprintf(f, "op_slept_at_%lu_us = %lu %lu\n", slept.at[i].latency_us, slept.at[i].calls,
@@ -304,6 +324,18 @@ static void slept_add(unsigned long asked_us, unsigned long took_us)
     pthread_mutex_unlock(&slept.lock);
 }
 
+/* Whether this call of fn is one of its first fail_first calls: each is taken once. */
+static bool first_failure_take(int fn)
+{
+    unsigned long left;
+
+    if (fn < 0) return false;
+    left = atomic_load(&fail_first_left[fn]);
+    while (left > 0 && !atomic_compare_exchange_weak(&fail_first_left[fn], &left, left - 1)) {
+    }
+    return left > 0;
+}
+
 static bool may_forward(enum fault_class cls, int fn, CK_RV *rv)
 {
     atomic_fetch_add(&n_calls, 1);
@@ -316,6 +348,11 @@ static bool may_forward(enum fault_class cls, int fn, CK_RV *rv)
     if (atomic_load(&dead)) {
         atomic_fetch_add(&n_injected_dead, 1);
         *rv = CKR_DEVICE_ERROR;
+        return false;
+    }
+    if (first_failure_take(fn)) {
+        atomic_fetch_add(&n_injected_first, 1);
+        *rv = atomic_load(&fail_first_rv);
         return false;
     }
     if (cls == PLAIN) goto forward;

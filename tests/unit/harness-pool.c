@@ -5,9 +5,30 @@
 #include "pkcs11/core/hsm.h"
 #include "pkcs11/core/pool-clone.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+int hf_test_shim_copy(const char *shim, const char *dir, const char *name, const char *module,
+                      const char *conf, char *path, size_t len)
+{
+    char cmd[3 * PATH_MAX + 64];
+    FILE *fp;
+
+    if (access(shim, R_OK) != 0) {
+        fprintf(stderr, "%s not built: the cases that need it do not run\n", shim);
+        return 0;
+    }
+    snprintf(path, len, "%s/%s", dir, name);
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shim, path);
+    if (system(cmd) != 0) return -1;
+    snprintf(cmd, sizeof(cmd), "%s.conf", path);
+    if ((fp = fopen(cmd, "w")) == NULL) return -1;
+    fprintf(fp, "module = %s\n%s", module, conf != NULL ? conf : "");
+    return fclose(fp) == 0 ? 1 : -1;
+}
 
 CK_RV hf_test_pool_add(struct hf_core *core, const struct hf_actor *who, const char *module,
                        const char *name, enum hf_pool_mode mode, const char *label_a,

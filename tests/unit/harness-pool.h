@@ -17,6 +17,13 @@ CK_RV hf_test_pool_add_modules(struct hf_core *core, const struct hf_actor *who,
                                const char *label_a, const char *label_b, const char *pin_env,
                                unsigned concurrency);
 
+/* A copy of the fault shim (shim: the built .so) at dir/name, one copy per member
+ * (tests/shim/README.md), over module: its config "module = MODULE", then conf (whole lines, or
+ * NULL). Its path in path. 1: made; 0: the shim is not built (printed: the caller goes without);
+ * -1: failed. */
+int hf_test_shim_copy(const char *shim, const char *dir, const char *name, const char *module,
+                      const char *conf, char *path, size_t len);
+
 /* A pool suite's start: env set up (hf_test_env_setup), the user PIN in pin_env, tokens token_a
  * and token_b in its SoftHSMv2, *core opened on it, then pool "p1" (plain, members a and b on the
  * two tokens) and pool "dead" (one member on a token that does not exist: it never opens), each

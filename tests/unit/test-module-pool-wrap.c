@@ -105,23 +105,15 @@ static CK_RV aes_import(const unsigned char value[32], const char *label, bool t
  * SoftHSMv2, which the process loads once, so b sees the tokens a does. */
 static int shim_make(void)
 {
-    char cmd[3 * PATH_MAX + 64];
-    FILE *fp;
+    char conf[PATH_MAX + 48];
+    int made;
 
-    if (access(HF_TEST_SHIM, R_OK) != 0) {
-        fprintf(stderr, "test-module-pool-wrap: %s not built: member b is plain\n", HF_TEST_SHIM);
-        return 0;
-    }
-    snprintf(shim, sizeof(shim), "%s/b.so", env.dir);
     snprintf(dead, sizeof(dead), "%s/b.so.dead", env.dir);
-    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", HF_TEST_SHIM, shim);
-    if (system(cmd) != 0) return -1;
-    snprintf(cmd, sizeof(cmd), "%s.conf", shim);
-    if ((fp = fopen(cmd, "w")) == NULL) return -1;
-    fprintf(fp, "module = %s\ndead_file = %s\n", env.cfg.hsm_module, dead);
-    fclose(fp);
-    have_shim = true;
-    return 0;
+    snprintf(conf, sizeof(conf), "dead_file = %s\n", dead);
+    made = hf_test_shim_copy(HF_TEST_SHIM, env.dir, "b.so", env.cfg.hsm_module, conf, shim,
+                             sizeof(shim));
+    have_shim = made == 1;
+    return made < 0 ? -1 : 0;
 }
 
 static int suite_init(void)

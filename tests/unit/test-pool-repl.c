@@ -2,11 +2,13 @@
 
 #include "harness-pool.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pkcs11/core/core-internal.h"
 #include "pkcs11/core/pool-clone.h"
@@ -25,6 +27,9 @@ static const struct hf_actor who = {"cli", "uid:test"};
 static struct hf_test_env env;
 static struct hf_core *core;  /* the pools' maker and checker */
 static struct hf_core *rival; /* the second opener */
+/* "flaky"'s member: a fault shim copy whose first two C_GenerateKey calls fail. */
+static char flaky_module[PATH_MAX + 16];
+static bool have_flaky;
 
 static CK_RV clone_pool_add(const char *name)
 {
@@ -32,12 +37,12 @@ static CK_RV clone_pool_add(const char *name)
                             TOKEN_B, PIN_ENV, 4);
 }
 
-/* A clone pool of one member on TOKEN_A, written to the store directly (hf_core_pool_add would
- * probe the member: a SoftHSMv2 login per pool). */
-static CK_RV solo_pool_add(const char *name)
+/* A clone pool of one member on TOKEN_A through module, written to the store directly
+ * (hf_core_pool_add would probe the member: a SoftHSMv2 login per pool). */
+static CK_RV solo_pool_add(const char *name, const char *module)
 {
     struct hf_store_pool_member m = {.name = "a",
-                                     .module_path = env.cfg.hsm_module,
+                                     .module_path = (char *)module,
                                      .token_label = TOKEN_A,
                                      .pin_env = PIN_ENV,
                                      .concurrency = 4};
@@ -58,11 +63,18 @@ static int suite_init(void)
 
     for (int i = 0; i < ROUNDS && rv == CKR_OK; i++) {
         snprintf(name, sizeof(name), "race-%d", i);
-        rv = solo_pool_add(name);
+        rv = solo_pool_add(name, env.cfg.hsm_module);
     }
     if (rv == CKR_OK) rv = clone_pool_add("pair");
-    if (rv == CKR_OK) rv = solo_pool_add("stale");
-    if (rv == CKR_OK) rv = solo_pool_add("slow");
+    if (rv == CKR_OK) rv = solo_pool_add("stale", env.cfg.hsm_module);
+    if (rv == CKR_OK) rv = solo_pool_add("slow", env.cfg.hsm_module);
+    if (rv == CKR_OK) {
+        int made =
+            hf_test_shim_copy(HF_TEST_SHIM, env.dir, "flaky.so", env.cfg.hsm_module,
+                              "fail_first = C_GenerateKey 2\n", flaky_module, sizeof(flaky_module));
+        if (made < 0) rv = CKR_GENERAL_ERROR;
+        if ((have_flaky = made == 1)) rv = solo_pool_add("flaky", flaky_module);
+    }
     if (rv == CKR_OK) rv = hf_core_open(&env.cfg, &rival);
     /* Under helgrind (threads one at a time, each call tens of times slower) a claimant's key
      * could take longer than the waiters' three takeover times, and they would give up on it. */
@@ -190,8 +202,9 @@ static void test_two_openers_of_a_fresh_clone_pool_make_one_replication_key(void
         race(name, pools, rv);
         if (!repl_is_one(pools[0], name, 1)) bad++;
     }
-    if (bad) fprintf(stderr, "test-pool-repl: %u of %d rounds made two keys\n", bad,
-                    hf_test_rounds(ROUNDS));
+    if (bad)
+        fprintf(stderr, "test-pool-repl: %u of %d rounds made two keys\n", bad,
+                hf_test_rounds(ROUNDS));
     CU_ASSERT_EQUAL(bad, 0);
     hf_pool_close(pools[0]);
     hf_pool_close(pools[1]);
@@ -262,6 +275,50 @@ static void test_a_claimant_whose_claim_was_taken_leaves_no_key(void)
     hf_pool_close(pool);
 }
 
+/* What the shim copy at module counted as stat ("injected_first"), -1 if unknown: it writes its
+ * stats on a call once NAME.dump exists (looked at every 100 ms at most). */
+static long shim_stat(const char *module, struct hf_pool *pool, const char *stat)
+{
+    char path[PATH_MAX + 32], line[128];
+    size_t n = strlen(stat);
+    long v = -1;
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s.dump", module);
+    if ((fp = fopen(path, "w")) == NULL) return -1;
+    fclose(fp);
+    for (int i = 0; i < 50 && access(path, F_OK) == 0; i++) {
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        label_count(pool, 0, "any"); /* a call, for the shim to look */
+    }
+    snprintf(path, sizeof(path), "%s.stats", module);
+    if ((fp = fopen(path, "r")) == NULL) return -1;
+    while (v < 0 && fgets(line, sizeof(line), fp) != NULL)
+        if (strncmp(line, stat, n) == 0 && strncmp(line + n, " = ", 3) == 0)
+            v = strtol(line + n + 3, NULL, 10);
+    fclose(fp);
+    return v;
+}
+
+/* A member's passing CKR_GENERAL_ERROR on the generation (SoftHSMv2 gives it while another thread
+ * creates objects on the token): the claimant tries again, and the pool has its key once open,
+ * not only after a re-sync. */
+static void test_a_generation_that_fails_twice_is_tried_again(void)
+{
+    struct hf_pool *pool = NULL;
+    char *v = NULL;
+
+    if (!have_flaky) return;
+    CU_ASSERT_EQUAL_FATAL(core_pool_use(core, "flaky", &pool), CKR_OK);
+    CU_ASSERT_TRUE(repl_is_one(pool, "flaky", 1));
+    CU_ASSERT_EQUAL(shim_stat(flaky_module, pool, "injected_first"), 2);
+    CU_ASSERT_EQUAL_FATAL(hf_store_meta_get(hf_core_store(core), "pool.replication:flaky", &v),
+                          CKR_OK);
+    CU_ASSERT_EQUAL(strncmp(v, "made ", 5), 0);
+    free(v);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
@@ -271,6 +328,8 @@ int main(void)
          test_a_claim_that_is_never_published_is_taken_over},
         {"a claimant whose claim was taken leaves no key",
          test_a_claimant_whose_claim_was_taken_leaves_no_key},
+        {"a generation that fails twice is tried again",
+         test_a_generation_that_fails_twice_is_tried_again},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {
